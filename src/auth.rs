@@ -1,0 +1,89 @@
+//! API keys (CONTRACT §2): issued at random, shown once, stored only as a hash, revocable.
+//!
+//! A key reads `sf_<key_id>_<secret>`: `key_id` (96 random bits, hex) names the stored record and
+//! is safe to print and log; `secret` (256 random bits, base64url) is checked against the stored
+//! SHA-256 in constant time. Looking a key up by its id, not by its hash, keeps the comparison
+//! itself the only place the secret is touched.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::store::{MerchantRef, Store, StoreError};
+
+const PREFIX: &str = "sf_";
+const KEY_ID_BYTES: usize = 12;
+const SECRET_BYTES: usize = 32;
+
+/// A freshly issued key: the only time the secret exists outside the client.
+#[derive(Serialize)]
+pub struct IssuedKey {
+    pub merchant_id: String,
+    pub key_id: String,
+    pub api_key: String,
+}
+
+impl std::fmt::Debug for IssuedKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedKey")
+            .field("merchant_id", &self.merchant_id)
+            .field("key_id", &self.key_id)
+            .finish_non_exhaustive()
+    }
+}
+
+fn random<const N: usize>() -> Result<[u8; N], StoreError> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|e| StoreError::Backend(e.to_string().into()))?;
+    Ok(bytes)
+}
+
+fn hash(secret: &str) -> [u8; 32] {
+    Sha256::digest(secret.as_bytes()).into()
+}
+
+/// Issues a new key for the merchant with public id `merchant_id`.
+pub async fn issue_key(store: &dyn Store, merchant_id: &str) -> Result<IssuedKey, StoreError> {
+    let key_id: String = random::<KEY_ID_BYTES>()?
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let secret = URL_SAFE_NO_PAD.encode(random::<SECRET_BYTES>()?);
+    store
+        .insert_key(merchant_id, &key_id, hash(&secret))
+        .await?;
+    Ok(IssuedKey {
+        merchant_id: merchant_id.to_owned(),
+        api_key: format!("{PREFIX}{key_id}_{secret}"),
+        key_id,
+    })
+}
+
+/// Creates a merchant and issues its first key.
+pub async fn create_merchant(store: &dyn Store, name: &str) -> Result<IssuedKey, StoreError> {
+    let merchant = store.create_merchant(name).await?;
+    issue_key(store, &merchant.id).await
+}
+
+/// The merchant a presented key belongs to; `None` for an unknown, malformed or revoked key.
+pub async fn authenticate(
+    store: &dyn Store,
+    api_key: &str,
+) -> Result<Option<MerchantRef>, StoreError> {
+    let Some((key_id, secret)) = api_key
+        .strip_prefix(PREFIX)
+        .and_then(|rest| rest.split_once('_'))
+    else {
+        return Ok(None);
+    };
+    if key_id.len() != KEY_ID_BYTES * 2 || !key_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let Some(stored) = store.find_key(key_id).await? else {
+        return Ok(None);
+    };
+    let matches: bool = hash(secret).ct_eq(&stored.secret_hash).into();
+    Ok(matches.then_some(stored.merchant))
+}

@@ -1,0 +1,242 @@
+//! The `storefront` command line (CONTRACT §1).
+
+use std::fs::{File, TryLockError};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+use tokio::net::TcpListener;
+
+use crate::app::{self, AppState};
+use crate::auth::{self, IssuedKey};
+use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
+use crate::store::{self, DatabaseUrl, Store, StoreError};
+
+/// How long in-flight requests may run on after a shutdown signal.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Parser, Debug)]
+#[command(name = "storefront", version, about = "Storefront Catalog Service")]
+pub struct Cli {
+    #[command(flatten)]
+    pub db: DatabaseArgs,
+    /// Log format (default: pretty on a terminal, json otherwise).
+    #[arg(long, env = "STOREFRONT_LOG_FORMAT", global = true, value_enum)]
+    pub log_format: Option<LogFormat>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run the HTTP server.
+    Serve(ServeArgs),
+    /// Manage merchants.
+    #[command(subcommand)]
+    Merchant(MerchantCommand),
+    /// Manage API keys.
+    #[command(subcommand)]
+    Key(KeyCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum MerchantCommand {
+    /// Create a merchant and issue its first API key.
+    Create {
+        #[arg(long)]
+        name: String,
+        /// Print one JSON object: {"merchant_id", "key_id", "api_key"}.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum KeyCommand {
+    /// Issue another API key for a merchant.
+    Issue {
+        #[arg(long)]
+        merchant: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Revoke an API key by its key_id; it is refused from the next request on.
+    Revoke { key_id: String },
+}
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    let url = cli.db.database;
+    match cli.command {
+        Command::Serve(args) => serve(&url, args).await,
+        Command::Merchant(MerchantCommand::Create { name, json }) => {
+            with_store(&url, |store| async move {
+                let name = name.trim();
+                if name.is_empty() {
+                    bail!("--name must not be empty");
+                }
+                let issued = auth::create_merchant(store.as_ref(), name).await?;
+                print_key(&issued, json)
+            })
+            .await
+        }
+        Command::Key(KeyCommand::Issue { merchant, json }) => {
+            with_store(&url, |store| async move {
+                let issued = match auth::issue_key(store.as_ref(), &merchant).await {
+                    Err(StoreError::NotFound(_)) => bail!("no merchant with id {merchant}"),
+                    other => other?,
+                };
+                print_key(&issued, json)
+            })
+            .await
+        }
+        Command::Key(KeyCommand::Revoke { key_id }) => {
+            with_store(&url, |store| async move {
+                if !store.revoke_key(&key_id).await? {
+                    bail!("no active key with key_id {key_id}");
+                }
+                println!("revoked key {key_id}");
+                Ok(())
+            })
+            .await
+        }
+    }
+}
+
+/// Opens the store, runs `f`, and closes the store whatever `f` returned.
+async fn with_store<F, Fut>(url: &DatabaseUrl, f: F) -> anyhow::Result<()>
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    let store = store::open(url).await.context("opening the database")?;
+    let result = f(Arc::clone(&store)).await;
+    store.close().await;
+    result
+}
+
+fn print_key(issued: &IssuedKey, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(issued)?);
+    } else {
+        println!("merchant_id: {}", issued.merchant_id);
+        println!("key_id:      {}", issued.key_id);
+        println!("api_key:     {}", issued.api_key);
+        println!("(the API key is shown only now; store it safely)");
+    }
+    Ok(())
+}
+
+async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
+    let _lock = match url {
+        DatabaseUrl::Sqlite(path) => Some(lock_database(path)?),
+        DatabaseUrl::Postgres(_) => None,
+    };
+    let store = store::open(url).await.context("opening the database")?;
+    tracing::info!(database = ?url, "database ready");
+    if args.demo {
+        seed_demo(store.as_ref(), &args).await?;
+    }
+    let listener = TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("listening on {}", args.addr))?;
+    let local = listener.local_addr()?;
+    tracing::info!(addr = %local, "listening");
+    eprintln!("storefront is listening on http://{local}");
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let state = AppState {
+        store: Arc::clone(&store),
+    };
+    let mut server = tokio::spawn(app::serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    let result = tokio::select! {
+        result = &mut server => result,
+        () = shutdown_signal() => {
+            tracing::info!("shutting down: finishing in-flight requests");
+            let _ = stop.send(());
+            match tokio::time::timeout(DRAIN_TIMEOUT, &mut server).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::warn!("in-flight requests did not finish within {DRAIN_TIMEOUT:?}; stopping");
+                    server.abort();
+                    Ok(Ok(()))
+                }
+            }
+        }
+    };
+    store.close().await;
+    result.context("server task")?.context("serving")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// One `serve` per SQLite file: an OS lock on `<file>.lock`, released by the OS when the process
+/// ends however it ends.
+fn lock_database(path: &Path) -> anyhow::Result<File> {
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .with_context(|| format!("opening lock file {}", Path::new(&lock_path).display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => bail!(
+            "another `storefront serve` is already serving {}; stop it first or use another --database",
+            path.display()
+        ),
+        Err(TryLockError::Error(e)) => Err(e).context("locking the database"),
+    }
+}
+
+async fn seed_demo(store: &dyn Store, args: &ServeArgs) -> anyhow::Result<()> {
+    if store.merchant_count().await? == 0 {
+        let issued = auth::create_merchant(store, "demo").await?;
+        println!(
+            "Demo merchant created (merchant_id {}). Its API key, shown only now:",
+            issued.merchant_id
+        );
+        println!();
+        println!("    {}", issued.api_key);
+        println!();
+        println!("Try it:");
+        println!(
+            "    curl -s http://{}/v1/categories/list -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"pagination\":{{\"limit\":5}}}}'",
+            args.addr, issued.api_key
+        );
+    } else {
+        println!(
+            "This database already has merchants, so no demo key was printed; issue one with \
+             `storefront key issue --merchant <merchant_id>`."
+        );
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}

@@ -1,0 +1,181 @@
+//! Field-level validation errors (SPEC §7.1): the code catalogue, the path of a field inside a
+//! request, and the collector every check pushes into.
+//!
+//! Checks know their code; callers know the path. A `Path` is a chain of borrowed segments on the
+//! stack, rendered to a string only when an error is actually pushed, so validating a correct item
+//! allocates nothing for paths.
+
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::wire_enum;
+
+wire_enum! {
+    /// The validation codes of SPEC §7.1, the only codes a field error may carry.
+    pub enum FieldCode {
+        Required => "REQUIRED",
+        InvalidType => "INVALID_TYPE",
+        InvalidFormat => "INVALID_FORMAT",
+        InvalidEnum => "INVALID_ENUM",
+        RequiredOneOf => "REQUIRED_ONE_OF",
+        ConditionallyRequired => "CONDITIONALLY_REQUIRED",
+        InvalidTime => "INVALID_TIME",
+        InvalidTimeRange => "INVALID_TIME_RANGE",
+        InvalidAddressFormat => "INVALID_ADDRESS_FORMAT",
+        InvalidLatitude => "INVALID_LATITUDE",
+        InvalidLongitude => "INVALID_LONGITUDE",
+        SchemaMismatch => "SCHEMA_MISMATCH",
+        MinValue => "MIN_VALUE",
+        MaxValue => "MAX_VALUE",
+        NegativeValue => "NEGATIVE_VALUE",
+        TooManyItems => "TOO_MANY_ITEMS",
+        NotFound => "NOT_FOUND",
+        Conflict => "CONFLICT",
+        StorefrontRuleViolation => "STOREFRONT_RULE_VIOLATION",
+    }
+}
+
+/// One error of one field, as sent in a create result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub code: FieldCode,
+    pub message: Cow<'static, str>,
+}
+
+/// The location of a field inside a request: `locations[3].working_schedule[1].schedule.time_end`.
+#[derive(Clone, Copy)]
+pub struct Path<'a> {
+    parent: Option<&'a Path<'a>>,
+    segment: Segment<'a>,
+}
+
+#[derive(Clone, Copy)]
+enum Segment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl<'a> Path<'a> {
+    /// A top-level key of the request body.
+    pub const fn root(key: &'a str) -> Self {
+        Path {
+            parent: None,
+            segment: Segment::Key(key),
+        }
+    }
+
+    /// The object key `key` below this path.
+    pub fn key<'b>(&'b self, key: &'b str) -> Path<'b> {
+        Path {
+            parent: Some(self),
+            segment: Segment::Key(key),
+        }
+    }
+
+    /// The array element `index` below this path.
+    pub fn index(&self, index: usize) -> Path<'_> {
+        Path {
+            parent: Some(self),
+            segment: Segment::Index(index),
+        }
+    }
+}
+
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(parent) = self.parent {
+            parent.fmt(f)?;
+        }
+        match self.segment {
+            Segment::Key(key) if self.parent.is_some() => write!(f, ".{key}"),
+            Segment::Key(key) => f.write_str(key),
+            Segment::Index(index) => write!(f, "[{index}]"),
+        }
+    }
+}
+
+/// Collects every error of one item: at most one per path, the first pushed wins, in the order
+/// the checks ran (which is the order of the fields in SPEC §2.1).
+#[derive(Debug, Default)]
+pub struct FieldErrors {
+    errors: Vec<FieldError>,
+    paths: HashSet<String>,
+}
+
+impl FieldErrors {
+    pub fn push(
+        &mut self,
+        path: &Path<'_>,
+        code: FieldCode,
+        message: impl Into<Cow<'static, str>>,
+    ) {
+        let field = path.to_string();
+        if self.paths.insert(field.clone()) {
+            self.errors.push(FieldError {
+                field,
+                code,
+                message: message.into(),
+            });
+        }
+    }
+
+    /// Whether an error is already recorded at exactly this path.
+    pub fn has(&self, path: &Path<'_>) -> bool {
+        !self.errors.is_empty() && self.paths.contains(&path.to_string())
+    }
+
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    pub fn into_vec(self) -> Vec<FieldError> {
+        self.errors
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_render_with_dots_and_indices() {
+        let root = Path::root("locations");
+        let item = root.index(3);
+        let days = item.key("working_schedule");
+        let day = days.index(1);
+        let schedule = day.key("schedule");
+        let end = schedule.key("time_end");
+        assert_eq!(
+            end.to_string(),
+            "locations[3].working_schedule[1].schedule.time_end"
+        );
+        assert_eq!(root.to_string(), "locations");
+    }
+
+    #[test]
+    fn at_most_one_error_per_path_first_wins() {
+        let root = Path::root("locations");
+        let mut errors = FieldErrors::default();
+        errors.push(&root, FieldCode::InvalidType, "first");
+        errors.push(&root, FieldCode::Required, "second");
+        let errors = errors.into_vec();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].code, FieldCode::InvalidType);
+    }
+
+    #[test]
+    fn wire_words_round_trip() {
+        for code in FieldCode::ALL {
+            assert_eq!(FieldCode::from_wire(code.as_str()), Some(*code));
+        }
+        assert_eq!(FieldCode::ALL.len(), 19);
+    }
+}

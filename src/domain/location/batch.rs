@@ -1,0 +1,214 @@
+//! One create request as a whole (CONTRACT §4.1): in-request duplicates, per-item validation,
+//! and the result items in request order.
+//!
+//! `plan` does everything that needs no storage; the store then decides, for each valid item in
+//! order, whether it is new (created `ACTIVE` or `QUARANTINE`), a safe retry, or a conflict, and
+//! `Plan::finish` turns those outcomes into the answer.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Location, Status, validate};
+
+use crate::domain::field_error::{FieldCode, FieldError, Path};
+
+/// A valid item on its way to the store.
+#[derive(Clone, Debug)]
+pub struct NewLocation {
+    pub location: Location,
+    /// `Location::canonical_json`, compared byte for byte to recognise a safe retry.
+    pub canonical: String,
+}
+
+/// What the store did with one `NewLocation`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Created {
+        location_id: String,
+        /// The stored location within the quarantine radius, when there is one.
+        quarantined_by: Option<String>,
+    },
+    /// A stored location with the same `merchant_location_id` and the same content.
+    Existing { location_id: String, status: Status },
+    /// A stored location with the same `merchant_location_id` and other content.
+    Conflict { location_id: String },
+}
+
+/// One item of the create answer (SPEC §2.2).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ItemResult {
+    pub location_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_location_id: Option<String>,
+    pub name: String,
+    pub status: Status,
+    pub errors: Vec<FieldError>,
+}
+
+/// A create request after everything that needs no storage.
+#[derive(Debug)]
+pub struct Plan {
+    /// One per request item: `Some` when already decided (superseded or invalid).
+    results: Vec<Option<ItemResult>>,
+    /// The valid items, in request order: where each stands in the request, and what its result
+    /// echoes.
+    pending: Vec<Pending>,
+    to_store: Vec<NewLocation>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    index: usize,
+    merchant_location_id: Option<String>,
+    name: String,
+}
+
+impl Plan {
+    /// Dedupes and validates every item of `items` (the request's `locations`).
+    pub fn new(items: &[Value]) -> Plan {
+        let mut last_index: HashMap<&str, usize> = HashMap::new();
+        for (i, item) in items.iter().enumerate() {
+            if let Some(id) = merchant_location_id(item) {
+                last_index.insert(id, i);
+            }
+        }
+
+        let root = Path::root("locations");
+        let mut plan = Plan {
+            results: Vec::with_capacity(items.len()),
+            pending: Vec::new(),
+            to_store: Vec::new(),
+        };
+        for (i, item) in items.iter().enumerate() {
+            let path = root.index(i);
+            let superseded_by = merchant_location_id(item)
+                .and_then(|id| last_index.get(id))
+                .filter(|&&j| j != i);
+            let result = if let Some(j) = superseded_by {
+                Some(failed(
+                    item,
+                    vec![FieldError {
+                        field: path.key("merchant_location_id").to_string(),
+                        code: FieldCode::Conflict,
+                        message: format!(
+                            "superseded by locations[{j}] with the same merchant_location_id"
+                        )
+                        .into(),
+                    }],
+                ))
+            } else {
+                match validate::parse(item, &path) {
+                    Err(errors) => Some(failed(item, errors)),
+                    Ok(location) => {
+                        plan.pending.push(Pending {
+                            index: i,
+                            merchant_location_id: location.merchant_location_id.clone(),
+                            name: location.name.clone(),
+                        });
+                        let canonical = location.canonical_json();
+                        plan.to_store.push(NewLocation {
+                            location,
+                            canonical,
+                        });
+                        None
+                    }
+                }
+            };
+            plan.results.push(result);
+        }
+        plan
+    }
+
+    /// Moves the valid items, in request order, out for the store.
+    pub fn take_to_store(&mut self) -> Vec<NewLocation> {
+        std::mem::take(&mut self.to_store)
+    }
+
+    /// The answer, given the store's outcome for each valid item (same order). `None` when the
+    /// store did not answer for every item, which would be a bug in the store.
+    pub fn finish(self, outcomes: Vec<Outcome>) -> Option<Vec<ItemResult>> {
+        let Plan {
+            mut results,
+            pending,
+            ..
+        } = self;
+        if outcomes.len() != pending.len() {
+            return None;
+        }
+        for (item, outcome) in pending.into_iter().zip(outcomes) {
+            let index = item.index;
+            results[index] = Some(stored_result(item, outcome));
+        }
+        results.into_iter().collect()
+    }
+}
+
+fn stored_result(item: Pending, outcome: Outcome) -> ItemResult {
+    let index = item.index;
+    let (location_id, status, errors) = match outcome {
+        Outcome::Created {
+            location_id,
+            quarantined_by: None,
+        } => (location_id, Status::Active, vec![]),
+        Outcome::Created {
+            location_id,
+            quarantined_by: Some(neighbour),
+        } => (
+            location_id,
+            Status::Quarantine,
+            vec![FieldError {
+                field: format!("locations[{index}].latitude"),
+                code: FieldCode::StorefrontRuleViolation,
+                message: format!(
+                    "within 50 m of location {neighbour} of the same merchant that shares a location type; \
+                     created in QUARANTINE for review"
+                )
+                .into(),
+            }],
+        ),
+        Outcome::Existing { location_id, status } => (location_id, status, vec![]),
+        Outcome::Conflict { location_id } => (
+            String::new(),
+            Status::Failed,
+            vec![FieldError {
+                field: format!("locations[{index}].merchant_location_id"),
+                code: FieldCode::Conflict,
+                message: format!(
+                    "merchant_location_id is already used by location {location_id} with different content; \
+                     create never changes a stored location"
+                )
+                .into(),
+            }],
+        ),
+    };
+    ItemResult {
+        location_id,
+        merchant_location_id: item.merchant_location_id,
+        name: item.name,
+        status,
+        errors,
+    }
+}
+
+/// The item's `merchant_location_id` when it is a non-empty string.
+fn merchant_location_id(item: &Value) -> Option<&str> {
+    item.get("merchant_location_id")?
+        .as_str()
+        .filter(|s| !s.is_empty())
+}
+
+fn failed(item: &Value, errors: Vec<FieldError>) -> ItemResult {
+    ItemResult {
+        location_id: String::new(),
+        merchant_location_id: merchant_location_id(item).map(str::to_owned),
+        name: item
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        status: Status::Failed,
+        errors,
+    }
+}

@@ -1,0 +1,216 @@
+//! The delivery location: its wire enumerations, the valid model, and its canonical form.
+//!
+//! A `Location` exists only after `validate::parse` accepted an item, so code past that point never
+//! re-checks a field. Its serialisation is *canonical* (fixed key order, sets sorted, empty optional
+//! values left out, numbers as `f64`): two requests that mean the same location serialise to the
+//! same bytes, which is how a safe retry is recognised (CONTRACT §4.1 step 4).
+
+pub mod address;
+pub mod batch;
+pub mod schema;
+pub mod validate;
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use super::schedule::DaySchedule;
+use crate::wire_enum;
+
+wire_enum! {
+    pub enum LocationType {
+        Warehouse => "WAREHOUSE",
+        PickupPoint => "PICKUP_POINT",
+        ClickAndCollect => "CLICK_AND_COLLECT",
+    }
+}
+
+wire_enum! {
+    pub enum Provider {
+        P1 => "PROVIDER_1", P2 => "PROVIDER_2", P3 => "PROVIDER_3", P4 => "PROVIDER_4",
+        P5 => "PROVIDER_5", P6 => "PROVIDER_6", P7 => "PROVIDER_7", P8 => "PROVIDER_8",
+        P9 => "PROVIDER_9", P10 => "PROVIDER_10", P11 => "PROVIDER_11", P12 => "PROVIDER_12",
+        P13 => "PROVIDER_13", P14 => "PROVIDER_14", P15 => "PROVIDER_15", P16 => "PROVIDER_16",
+    }
+}
+
+wire_enum! {
+    pub enum PickupPointType {
+        PickupPoint => "PICKUP_POINT",
+        Postamat => "POSTAMAT",
+    }
+}
+
+wire_enum! {
+    pub enum PaymentMethod {
+        AlreadyPaid => "ALREADY_PAID",
+        Card => "CARD",
+        Cash => "CASH",
+    }
+}
+
+wire_enum! {
+    pub enum PickupService {
+        Fitting => "FITTING",
+    }
+}
+
+wire_enum! {
+    pub enum Weekday {
+        Monday => "MONDAY",
+        Tuesday => "TUESDAY",
+        Wednesday => "WEDNESDAY",
+        Thursday => "THURSDAY",
+        Friday => "FRIDAY",
+        Saturday => "SATURDAY",
+        Sunday => "SUNDAY",
+    }
+}
+
+wire_enum! {
+    /// Location status (SPEC §3). Create answers only `ACTIVE`, `QUARANTINE` and `FAILED`.
+    pub enum Status {
+        Draft => "DRAFT",
+        Pending => "PENDING",
+        Active => "ACTIVE",
+        Quarantine => "QUARANTINE",
+        Failed => "FAILED",
+        Archived => "ARCHIVED",
+    }
+}
+
+/// A set of location types, as a bit mask (one bit per `LocationType`, in declaration order).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TypeSet(u8);
+
+impl TypeSet {
+    pub const EMPTY: TypeSet = TypeSet(0);
+    pub const WAREHOUSE: TypeSet = TypeSet::of(LocationType::Warehouse);
+    pub const PICKUP_POINT: TypeSet = TypeSet::of(LocationType::PickupPoint);
+    pub const CLICK_AND_COLLECT: TypeSet = TypeSet::of(LocationType::ClickAndCollect);
+
+    pub const fn of(t: LocationType) -> TypeSet {
+        TypeSet(1 << t as u8)
+    }
+
+    pub const fn union(self, other: TypeSet) -> TypeSet {
+        TypeSet(self.0 | other.0)
+    }
+
+    pub const fn intersection(self, other: TypeSet) -> TypeSet {
+        TypeSet(self.0 & other.0)
+    }
+
+    pub const fn intersects(self, other: TypeSet) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    pub const fn contains(self, t: LocationType) -> bool {
+        self.intersects(TypeSet::of(t))
+    }
+
+    pub fn insert(&mut self, t: LocationType) {
+        self.0 |= TypeSet::of(t).0;
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = LocationType> {
+        LocationType::ALL
+            .iter()
+            .copied()
+            .filter(move |t| self.contains(*t))
+    }
+
+    /// The mask as stored in the database.
+    pub const fn bits(self) -> i64 {
+        self.0 as i64
+    }
+
+    pub const fn from_bits(bits: i64) -> TypeSet {
+        TypeSet((bits & 0b111) as u8)
+    }
+}
+
+/// `WAREHOUSE or PICKUP_POINT`, for messages.
+impl fmt::Display for TypeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, t) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" or ")?;
+            }
+            f.write_str(t.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for TypeSet {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+/// Maximum order dimensions (cm) and weight (kg).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Limits {
+    pub length: f64,
+    pub width: f64,
+    pub height: f64,
+    pub weight: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WeeklyDay {
+    pub day: Weekday,
+    pub schedule: DaySchedule,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DatedDay {
+    /// `YYYY-MM-DD`, a real calendar date (so string order is date order).
+    pub date: String,
+    pub schedule: DaySchedule,
+    pub is_works: bool,
+}
+
+/// A valid location, in canonical form: sets and schedules sorted, absent optional values `None`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Location {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merchant_location_id: Option<String>,
+    pub location_types: TypeSet,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub address_tail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    pub latitude: f64,
+    pub longitude: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_id: Option<Provider>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider_location_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pickup_point_type: Option<PickupPointType>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub payment_methods: Vec<PaymentMethod>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub storage_period_days: Option<u32>,
+    pub limits: Limits,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pickup_services: Vec<PickupService>,
+    pub working_schedule: Vec<WeeklyDay>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub individual_schedule: Vec<DatedDay>,
+    pub is_accepts_returns: bool,
+}
+
+impl Location {
+    /// The canonical JSON text: equal for two requests that mean the same location.
+    pub fn canonical_json(&self) -> String {
+        // Serialising plain data into a String cannot fail; fall back to an empty object rather
+        // than panic on a request path.
+        serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+}

@@ -1,0 +1,9 @@
+//! The domain: what a location and a category are, and every rule about them. Knows nothing of
+//! HTTP or SQL.
+
+pub mod field_error;
+pub mod geo;
+pub mod json;
+pub mod location;
+pub mod schedule;
+pub mod wire;

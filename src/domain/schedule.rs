@@ -1,0 +1,258 @@
+//! Day schedules (CONTRACT §4.4): `HH:MM` times, the opening range, the break and the shipping
+//! cut-off.
+//!
+//! A time is kept as minutes since midnight; `24:00` (1440) is accepted only where the contract
+//! allows it, as the end of a day. Ranges are checked only when every time they involve is valid,
+//! so one bad time never produces a second, derived error.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+use super::field_error::{FieldCode, FieldErrors, Path};
+use super::json::{Fields, expect_str};
+
+/// Minutes since midnight, 0..=1440.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TimeOfDay(u16);
+
+const END_OF_DAY: u16 = 24 * 60;
+
+impl TimeOfDay {
+    /// Parses `HH:MM` exactly: two digits, a colon, two digits; `HH` 00–23, `MM` 00–59. With
+    /// `allow_end_of_day`, `24:00` is accepted too.
+    pub fn parse(s: &str, allow_end_of_day: bool) -> Option<Self> {
+        let b = s.as_bytes();
+        if b.len() != 5 || b[2] != b':' || ![b[0], b[1], b[3], b[4]].iter().all(u8::is_ascii_digit)
+        {
+            return None;
+        }
+        let hours = u16::from(b[0] - b'0') * 10 + u16::from(b[1] - b'0');
+        let minutes = u16::from(b[3] - b'0') * 10 + u16::from(b[4] - b'0');
+        match (hours, minutes) {
+            (0..=23, 0..=59) => Some(TimeOfDay(hours * 60 + minutes)),
+            (24, 0) if allow_end_of_day => Some(TimeOfDay(END_OF_DAY)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for TimeOfDay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:02}:{:02}", self.0 / 60, self.0 % 60)
+    }
+}
+
+impl Serialize for TimeOfDay {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// A break inside a working day, `HH:MM-HH:MM`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Break {
+    pub start: TimeOfDay,
+    pub end: TimeOfDay,
+}
+
+impl Break {
+    fn parse(s: &str) -> Option<Self> {
+        let (start, end) = s.split_once('-')?;
+        Some(Break {
+            start: TimeOfDay::parse(start, false)?,
+            end: TimeOfDay::parse(end, false)?,
+        })
+    }
+}
+
+impl Serialize for Break {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{}-{}", self.start, self.end))
+    }
+}
+
+/// A valid day schedule.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DaySchedule {
+    pub time_start: TimeOfDay,
+    pub time_end: TimeOfDay,
+    #[serde(rename = "break", skip_serializing_if = "Option::is_none")]
+    pub break_time: Option<Break>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shipping_cutoff: Option<TimeOfDay>,
+}
+
+const KEYS: &[&str] = &["time_start", "time_end", "break", "shipping_cutoff"];
+
+/// Whether `shipping_cutoff` may appear, decided by the location's types (CONTRACT §4.5).
+#[derive(Clone, Copy, Debug)]
+pub enum CutoffRule {
+    /// Types unknown (invalid `location_types`): the per-type check does not run.
+    Unchecked,
+    Allowed,
+    /// Not allowed; the message names the types that allow it.
+    NotAllowed(&'static str),
+}
+
+/// Validates a day schedule object at `path`, pushing every error; returns it when valid.
+pub fn parse_day_schedule(
+    value: &Value,
+    path: &Path<'_>,
+    cutoff: CutoffRule,
+    errors: &mut FieldErrors,
+) -> Option<DaySchedule> {
+    let Some(fields) = Fields::new(value, path, errors) else {
+        return None;
+    };
+    let before = errors.len();
+
+    let start = required_time(&fields, path, "time_start", false, errors);
+    let end = required_time(&fields, path, "time_end", true, errors);
+    if let (Some(start), Some(end)) = (start, end)
+        && start >= end
+    {
+        errors.push(
+            &path.key("time_end"),
+            FieldCode::InvalidTimeRange,
+            format!("time_end {end} must be after time_start {start}"),
+        );
+    }
+    let hours = start.zip(end);
+
+    let break_path = path.key("break");
+    let mut break_time = None;
+    if let Some(raw) = fields.optional_str("break", &break_path, errors) {
+        match Break::parse(raw) {
+            None => errors.push(
+                &break_path,
+                FieldCode::InvalidTime,
+                "break must be HH:MM-HH:MM",
+            ),
+            Some(b) => {
+                if let Some((start, end)) = hours
+                    && (b.start >= b.end || b.start < start || b.end > end)
+                {
+                    errors.push(
+                        &break_path,
+                        FieldCode::InvalidTimeRange,
+                        format!("break must start before it ends and lie within {start}-{end}"),
+                    );
+                }
+                break_time = Some(b);
+            }
+        }
+    }
+
+    let cutoff_path = path.key("shipping_cutoff");
+    let mut shipping_cutoff = None;
+    if let Some(raw_value) = fields
+        .get("shipping_cutoff")
+        .filter(|v| !is_empty_string(v))
+    {
+        if let CutoffRule::NotAllowed(types) = cutoff {
+            errors.push(
+                &cutoff_path,
+                FieldCode::SchemaMismatch,
+                format!("shipping_cutoff is allowed only for {types} locations"),
+            );
+        } else if let Some(raw) = expect_str(raw_value, &cutoff_path, errors) {
+            match TimeOfDay::parse(raw, false) {
+                None => errors.push(
+                    &cutoff_path,
+                    FieldCode::InvalidTime,
+                    "shipping_cutoff must be HH:MM",
+                ),
+                Some(t) => {
+                    if let Some((start, end)) = hours
+                        && (t < start || t > end)
+                    {
+                        errors.push(
+                            &cutoff_path,
+                            FieldCode::InvalidTimeRange,
+                            format!("shipping_cutoff must lie within {start}-{end}"),
+                        );
+                    }
+                    shipping_cutoff = Some(t);
+                }
+            }
+        }
+    }
+
+    fields.reject_unknown(KEYS, path, errors);
+
+    match (start, end) {
+        (Some(time_start), Some(time_end)) if errors.len() == before => Some(DaySchedule {
+            time_start,
+            time_end,
+            break_time,
+            shipping_cutoff,
+        }),
+        _ => None,
+    }
+}
+
+fn is_empty_string(v: &Value) -> bool {
+    v.as_str().is_some_and(str::is_empty)
+}
+
+fn required_time(
+    fields: &Fields<'_>,
+    path: &Path<'_>,
+    key: &'static str,
+    allow_end_of_day: bool,
+    errors: &mut FieldErrors,
+) -> Option<TimeOfDay> {
+    let path = path.key(key);
+    let raw = fields.required_str(key, &path, errors)?;
+    let time = TimeOfDay::parse(raw, allow_end_of_day);
+    if time.is_none() {
+        let expected = if allow_end_of_day {
+            "HH:MM (00:00-24:00)"
+        } else {
+            "HH:MM (00:00-23:59)"
+        };
+        errors.push(
+            &path,
+            FieldCode::InvalidTime,
+            format!("{key} must be {expected}"),
+        );
+    }
+    time
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_strictly() {
+        assert_eq!(TimeOfDay::parse("09:30", false), Some(TimeOfDay(570)));
+        assert_eq!(TimeOfDay::parse("23:59", false), Some(TimeOfDay(1439)));
+        assert_eq!(TimeOfDay::parse("24:00", true), Some(TimeOfDay(1440)));
+        for bad in [
+            "24:00",
+            "9:30",
+            "09:3",
+            "09-30",
+            "24:01",
+            "12:60",
+            " 9:30",
+            "09:30 ",
+            "ab:cd",
+            "٠٩:٣٠",
+        ] {
+            assert_eq!(TimeOfDay::parse(bad, false), None, "{bad}");
+        }
+        assert_eq!(TimeOfDay::parse("24:30", true), None);
+    }
+
+    #[test]
+    fn breaks_parse_without_spaces() {
+        assert!(Break::parse("13:00-14:00").is_some());
+        assert!(Break::parse("13:00 - 14:00").is_none());
+        assert!(Break::parse("13:00-24:00").is_none());
+        assert!(Break::parse("13:00").is_none());
+    }
+}

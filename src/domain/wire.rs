@@ -1,0 +1,65 @@
+//! Closed sets of wire words (enumerations that cross the wire).
+
+/// A closed set of wire words, declared with [`wire_enum!`](crate::wire_enum).
+pub trait WireEnum: Copy + Ord + 'static {
+    /// Every value, in declaration order.
+    fn all() -> &'static [Self];
+    /// Parses the exact (case-sensitive) wire word.
+    fn parse_wire(s: &str) -> Option<Self>;
+    /// The word on the wire.
+    fn wire(self) -> &'static str;
+
+    /// `A, B, C`, for messages.
+    fn listing() -> String {
+        Self::all()
+            .iter()
+            .map(|v| v.wire())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Declares a closed set of wire words: the enum, its wire spelling (`as_str`), `ALL`, parsing
+/// (`from_wire`), `Display`, `Serialize` and [`WireEnum`]. Every enumeration that crosses the wire
+/// is declared with it, so each wire word is written exactly once in the code base.
+#[macro_export]
+macro_rules! wire_enum {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident { $($variant:ident => $wire:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        $vis enum $name { $($variant),+ }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The word on the wire.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $wire),+ }
+            }
+
+            /// Parses the exact (case-sensitive) wire word.
+            pub fn from_wire(s: &str) -> Option<Self> {
+                match s { $($wire => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl $crate::domain::wire::WireEnum for $name {
+            fn all() -> &'static [Self] { Self::ALL }
+            fn parse_wire(s: &str) -> Option<Self> { Self::from_wire(s) }
+            fn wire(self) -> &'static str { self.as_str() }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+    };
+}

@@ -1,0 +1,220 @@
+//! Request-level errors (CONTRACT §3): the one catalogue of request-level codes, each with its
+//! HTTP status and `error_type`, and the body every non-200 answer carries:
+//! `{"error_type", "code", "message", "details"}`.
+//!
+//! A 500 never says what failed inside: the cause is logged with the request id, and the body
+//! carries only that id (`details.request_id`).
+
+use std::borrow::Cow;
+
+use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::store::StoreError;
+use crate::wire_enum;
+
+wire_enum! {
+    /// `error_type` of SPEC §7.2.
+    pub enum ErrorType {
+        Unspecified => "ERROR_TYPE_UNSPECIFIED",
+        Unauthorized => "ERROR_TYPE_UNAUTHORIZED",
+        RateLimit => "ERROR_TYPE_RATE_LIMIT",
+        Internal => "ERROR_TYPE_INTERNAL",
+        BadRequest => "ERROR_TYPE_BAD_REQUEST",
+    }
+}
+
+wire_enum! {
+    /// Request-level `code`s of CONTRACT §3. `TOO_MANY_ITEMS` is the same word as the field code
+    /// of SPEC §7.1 (a test keeps them equal).
+    pub enum ErrorCode {
+        UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
+        PayloadTooLarge => "PAYLOAD_TOO_LARGE",
+        MalformedJson => "MALFORMED_JSON",
+        InvalidRequest => "INVALID_REQUEST",
+        TooManyItems => "TOO_MANY_ITEMS",
+        InvalidFilter => "INVALID_FILTER",
+        InvalidPagination => "INVALID_PAGINATION",
+        InvalidCursor => "INVALID_CURSOR",
+        Unauthenticated => "UNAUTHENTICATED",
+        InvalidApiKey => "INVALID_API_KEY",
+        RateLimited => "RATE_LIMITED",
+        Internal => "INTERNAL",
+        NotFound => "NOT_FOUND",
+        MethodNotAllowed => "METHOD_NOT_ALLOWED",
+    }
+}
+
+impl ErrorCode {
+    pub const fn status(self) -> StatusCode {
+        use ErrorCode::*;
+        match self {
+            UnsupportedMediaType | PayloadTooLarge | MalformedJson | InvalidRequest
+            | TooManyItems | InvalidFilter | InvalidPagination | InvalidCursor => {
+                StatusCode::BAD_REQUEST
+            }
+            Unauthenticated | InvalidApiKey => StatusCode::UNAUTHORIZED,
+            RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            NotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+
+    pub const fn error_type(self) -> ErrorType {
+        match self.status() {
+            StatusCode::BAD_REQUEST => ErrorType::BadRequest,
+            StatusCode::UNAUTHORIZED => ErrorType::Unauthorized,
+            StatusCode::TOO_MANY_REQUESTS => ErrorType::RateLimit,
+            StatusCode::INTERNAL_SERVER_ERROR => ErrorType::Internal,
+            _ => ErrorType::Unspecified,
+        }
+    }
+}
+
+/// A request-level error, answered with the contract's body.
+#[derive(Debug)]
+pub struct ApiError {
+    code: ErrorCode,
+    message: Cow<'static, str>,
+    details: Map<String, Value>,
+    retry_after_secs: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error_type: ErrorType,
+    code: ErrorCode,
+    message: &'a str,
+    details: &'a Map<String, Value>,
+}
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
+        ApiError {
+            code,
+            message: message.into(),
+            details: Map::new(),
+            retry_after_secs: None,
+        }
+    }
+
+    /// `details.field`: the path of the offending key (`""` for the body itself).
+    pub fn field(self, path: impl Into<String>) -> Self {
+        self.detail("field", path.into())
+    }
+
+    pub fn detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// `Retry-After`, for 429.
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after_secs = Some(secs);
+        self
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// A 500. The cause goes to the log (with the request id of the current request), never to
+    /// the client.
+    pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
+        tracing::error!(error = %ErrorChain(cause), "request failed");
+        Self::new(
+            ErrorCode::Internal,
+            "internal error; quote the request_id when reporting it",
+        )
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(ErrorCode::NotFound, "no such endpoint")
+    }
+
+    pub fn method_not_allowed() -> Self {
+        Self::new(
+            ErrorCode::MethodNotAllowed,
+            "method not allowed for this endpoint",
+        )
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::internal(&e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(mut self) -> Response {
+        if self.code == ErrorCode::Internal
+            && let Some(id) = super::request_id::current()
+        {
+            self.details
+                .insert("request_id".to_owned(), Value::String(id));
+        }
+        let body = Body {
+            error_type: self.code.error_type(),
+            code: self.code,
+            message: &self.message,
+            details: &self.details,
+        };
+        let mut response = (self.code.status(), Json(body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+        if let Some(secs) = self.retry_after_secs {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        }
+        response
+    }
+}
+
+/// `error: cause: cause …`, for logs.
+pub struct ErrorChain<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ErrorChain<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::field_error::FieldCode;
+
+    #[test]
+    fn request_level_too_many_items_is_the_field_word() {
+        assert_eq!(
+            ErrorCode::TooManyItems.as_str(),
+            FieldCode::TooManyItems.as_str()
+        );
+    }
+
+    #[test]
+    fn every_code_has_its_error_type() {
+        assert_eq!(ErrorCode::MalformedJson.error_type(), ErrorType::BadRequest);
+        assert_eq!(
+            ErrorCode::InvalidApiKey.error_type(),
+            ErrorType::Unauthorized
+        );
+        assert_eq!(ErrorCode::RateLimited.error_type(), ErrorType::RateLimit);
+        assert_eq!(ErrorCode::Internal.error_type(), ErrorType::Internal);
+        assert_eq!(ErrorCode::NotFound.error_type(), ErrorType::Unspecified);
+        assert_eq!(
+            ErrorCode::MethodNotAllowed.error_type(),
+            ErrorType::Unspecified
+        );
+    }
+}

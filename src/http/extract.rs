@@ -1,0 +1,184 @@
+//! Our own extractors, so every malformed request is answered with the contract's body, in the
+//! contract's order (CONTRACT §3): authentication (401) runs before the body is looked at; then
+//! content type, size and JSON syntax (400).
+
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value};
+
+use super::error::{ApiError, ErrorCode};
+use crate::app::AppState;
+use crate::auth;
+use crate::store::MerchantRef;
+
+/// Largest request body accepted.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// The merchant whose API key authenticated the request.
+pub struct Merchant(pub MerchantRef);
+
+impl FromRequestParts<AppState> for Merchant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer_token(&parts.headers)?;
+        let merchant = auth::authenticate(state.store.as_ref(), token)
+            .await?
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidApiKey, "unknown or revoked API key"))?;
+        tracing::Span::current().record("merchant_id", merchant.id.as_str());
+        Ok(Merchant(merchant))
+    }
+}
+
+/// `Authorization: Bearer <token>` (the scheme word in any case).
+fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
+    let unauthenticated =
+        |message: &'static str| ApiError::new(ErrorCode::Unauthenticated, message);
+    let value = headers.get(header::AUTHORIZATION).ok_or_else(|| {
+        unauthenticated("missing Authorization header; send Authorization: Bearer <api_key>")
+    })?;
+    let malformed =
+        || unauthenticated("malformed Authorization header; send Authorization: Bearer <api_key>");
+    let value = value.to_str().map_err(|_| malformed())?;
+    let (scheme, token) = value.trim().split_once(' ').ok_or_else(malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer")
+        || token.is_empty()
+        || token.contains(char::is_whitespace)
+    {
+        return Err(malformed());
+    }
+    Ok(token)
+}
+
+/// The request body as JSON. An empty body is `{}` (its Content-Type is then not checked).
+pub struct JsonBody(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, _state: &S) -> Result<Self, ApiError> {
+        let (parts, body) = request.into_parts();
+        let is_json = is_json(&parts.headers);
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        let unsupported = || {
+            ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "Content-Type must be application/json",
+            )
+        };
+        let too_large = || {
+            ApiError::new(
+                ErrorCode::PayloadTooLarge,
+                format!("request body must be at most {MAX_BODY_BYTES} bytes"),
+            )
+            .detail("max_bytes", MAX_BODY_BYTES)
+        };
+        match declared {
+            Some(0) => return Ok(JsonBody(Value::Object(Map::new()))),
+            Some(_) if !is_json => return Err(unsupported()),
+            Some(n) if n > MAX_BODY_BYTES as u64 => return Err(too_large()),
+            _ => {}
+        }
+        // Read at most the limit: a larger body is refused without being held in memory.
+        let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                return Err(if is_json { too_large() } else { unsupported() });
+            }
+            Err(_) => {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidRequest,
+                    "the request body could not be read",
+                ));
+            }
+        };
+        if bytes.is_empty() {
+            return Ok(JsonBody(Value::Object(Map::new())));
+        }
+        if !is_json {
+            return Err(unsupported());
+        }
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            ApiError::new(
+                ErrorCode::MalformedJson,
+                format!("request body is not valid JSON: {e}"),
+            )
+            .detail("line", e.line())
+            .detail("column", e.column())
+        })
+    }
+}
+
+/// `application/json`, optionally with a `charset` parameter (and nothing else).
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let mut parts = value.split(';');
+    let essence = parts.next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+        && parts.all(|param| {
+            param.split_once('=').is_some_and(|(name, value)| {
+                name.trim().eq_ignore_ascii_case("charset") && !value.trim().is_empty()
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn with(name: header::HeaderName, value: &'static str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(name, HeaderValue::from_static(value));
+        h
+    }
+
+    #[test]
+    fn content_types() {
+        for ok in [
+            "application/json",
+            "Application/JSON",
+            "application/json; charset=utf-8",
+            "application/json;charset=\"UTF-8\"",
+        ] {
+            assert!(is_json(&with(header::CONTENT_TYPE, ok)), "{ok}");
+        }
+        for bad in [
+            "text/plain",
+            "application/jsonx",
+            "application/json; boundary=x",
+            "application/json;",
+            "application/x-www-form-urlencoded",
+        ] {
+            assert!(!is_json(&with(header::CONTENT_TYPE, bad)), "{bad}");
+        }
+        assert!(!is_json(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        let token =
+            |v: &'static str| bearer_token(&with(header::AUTHORIZATION, v)).map_err(|e| e.code());
+        assert_eq!(token("Bearer abc"), Ok("abc"));
+        assert_eq!(token("bearer abc"), Ok("abc"));
+        assert_eq!(token("BEARER  abc "), Ok("abc"));
+        for bad in ["Basic abc", "Bearer", "Bearer ", "Bearer a b", "abc"] {
+            assert_eq!(token(bad), Err(ErrorCode::Unauthenticated), "{bad}");
+        }
+        assert_eq!(
+            bearer_token(&HeaderMap::new()).map_err(|e| e.code()),
+            Err(ErrorCode::Unauthenticated)
+        );
+    }
+}

@@ -1,0 +1,7 @@
+//! The HTTP layer: thin handlers over the domain and the store.
+
+pub mod error;
+pub mod extract;
+pub mod locations;
+pub mod ops;
+pub mod request_id;

@@ -1,0 +1,10 @@
+//! Storefront Catalog Service: batch create of delivery locations and the category list.
+
+pub mod app;
+pub mod auth;
+pub mod cli;
+pub mod config;
+pub mod domain;
+pub mod http;
+pub mod store;
+pub mod telemetry;

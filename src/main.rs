@@ -1,0 +1,18 @@
+use std::process::ExitCode;
+
+use clap::Parser;
+use storefront::cli::{self, Cli};
+use storefront::telemetry;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    telemetry::init(cli.log_format);
+    match cli::run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! Storage behind one trait, so the HTTP layer and the domain never see which engine runs.
+//!
+//! Every write of one request happens in one transaction; an answer that says something is
+//! stored is sent only after that transaction is durably committed. Errors here know nothing of
+//! HTTP: the HTTP layer maps any `StoreError` it does not expect to a 500.
+
+pub mod sqlite;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::domain::location::batch::{NewLocation, Outcome};
+
+/// A merchant as the rest of the service refers to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MerchantRef {
+    /// The store's internal key.
+    pub pk: i64,
+    /// The public id.
+    pub id: String,
+}
+
+/// A stored, unrevoked API key.
+#[derive(Clone, Debug)]
+pub struct StoredKey {
+    pub merchant: MerchantRef,
+    pub secret_hash: [u8; 32],
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("the store is closed or its writer stopped")]
+    Unavailable,
+    #[error("database error")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl StoreError {
+    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreError::Backend(Box::new(e))
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::backend(e)
+    }
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Whether the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Creates a merchant; returns it.
+    async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError>;
+
+    /// How many merchants exist.
+    async fn merchant_count(&self) -> Result<u64, StoreError>;
+
+    /// Stores a new key for the merchant with public id `merchant_id` (`NotFound` if none).
+    async fn insert_key(
+        &self,
+        merchant_id: &str,
+        key_id: &str,
+        secret_hash: [u8; 32],
+    ) -> Result<(), StoreError>;
+
+    /// Revokes a key; `false` when no unrevoked key has that id.
+    async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError>;
+
+    /// The unrevoked key with this id, if any.
+    async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError>;
+
+    /// Stores the valid items of one create request, in order, in one transaction (CONTRACT §4.1
+    /// steps 4–6): one outcome per item. On error nothing of the request is stored.
+    async fn create_locations(
+        &self,
+        merchant: &MerchantRef,
+        items: Vec<NewLocation>,
+    ) -> Result<Vec<Outcome>, StoreError>;
+
+    /// Finishes queued writes and releases the database.
+    async fn close(&self);
+}
+
+/// Where the data lives, parsed from `--database`.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+impl DatabaseUrl {
+    pub fn parse(url: &str) -> Result<Self, String> {
+        if let Some(path) = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+        {
+            if path.is_empty() {
+                return Err("sqlite:// needs a file path, e.g. sqlite://storefront.db".into());
+            }
+            Ok(DatabaseUrl::Sqlite(PathBuf::from(path)))
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(DatabaseUrl::Postgres(url.to_owned()))
+        } else {
+            Err(format!(
+                "unsupported database URL {:?}: use sqlite://FILE or postgres://user:pass@host/db",
+                redact(url)
+            ))
+        }
+    }
+}
+
+/// The URL with any password replaced, for messages and logs.
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme_end), Some(at)) if at > scheme_end => {
+            let credentials = &url[scheme_end + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DatabaseUrl::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
+            DatabaseUrl::Postgres(url) => f.write_str(&redact(url)),
+        }
+    }
+}
+
+/// Opens (creating and migrating when needed) the store at `url`.
+pub async fn open(url: &DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
+    match url {
+        DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(path).await?)),
+        DatabaseUrl::Postgres(_) => {
+            anyhow::bail!("PostgreSQL is not supported yet; use sqlite://FILE")
+        }
+    }
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            DatabaseUrl::parse("sqlite://storefront.db"),
+            Ok(DatabaseUrl::Sqlite("storefront.db".into()))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:///tmp/x.db"),
+            Ok(DatabaseUrl::Sqlite("/tmp/x.db".into()))
+        );
+        assert!(DatabaseUrl::parse("mysql://x").is_err());
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            format!("{:?}", DatabaseUrl::Postgres("postgres://u:pw@h/db".into())),
+            "postgres://u:***@h/db"
+        );
+    }
+}

@@ -1,0 +1,513 @@
+//! The SQLite backend: the embedded default.
+//!
+//! **One writer thread.** SQLite admits one writer at a time, so all writes go through a single
+//! thread that owns the write connection. Create requests that queue up while a commit is in
+//! flight are committed together (*group commit*): one `BEGIN IMMEDIATE … COMMIT`, one fsync,
+//! many requests, each inside its own savepoint so a failure of one request rolls back only that
+//! request. Every request is answered only after the commit that holds it returned, so with
+//! `synchronous=FULL` an answered create is on disk. Being the only writer also serialises the
+//! quarantine check with the inserts it depends on.
+//!
+//! **Readers** (key lookups, health checks) use a small pool of read-only connections on blocking
+//! threads; WAL lets them run beside the writer.
+//!
+//! Other processes (the CLI) may write to the same file; `busy_timeout` makes them wait their turn.
+
+use std::panic::AssertUnwindSafe;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::{mpsc, oneshot};
+
+use super::{MerchantRef, Store, StoreError, StoredKey, now_ms};
+use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
+use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::{Status, TypeSet};
+
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most create requests committed together.
+const MAX_GROUP: usize = 64;
+const IDLE_READERS: usize = 8;
+
+type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+
+enum Job {
+    Create {
+        merchant_pk: i64,
+        items: Vec<NewLocation>,
+        reply: Reply<Vec<Outcome>>,
+    },
+    /// Any other write, run alone in its own transaction by the closure.
+    Run(Box<dyn FnOnce(&mut Connection) + Send>),
+}
+
+pub struct SqliteStore {
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    readers: Arc<ReadPool>,
+}
+
+impl SqliteStore {
+    /// Opens the database file, creating and migrating it when needed, and starts the writer.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
+        let conn = tokio::task::spawn_blocking({
+            let path = path.clone();
+            move || open_writer(&path)
+        })
+        .await
+        .map_err(StoreError::backend)??;
+        let (tx, rx) = mpsc::channel(1024);
+        let writer = std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer_loop(conn, rx))
+            .map_err(StoreError::backend)?;
+        Ok(SqliteStore {
+            jobs: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+            readers: Arc::new(ReadPool {
+                path,
+                idle: Mutex::new(Vec::new()),
+            }),
+        })
+    }
+
+    fn sender(&self) -> Result<mpsc::Sender<Job>, StoreError> {
+        self.jobs
+            .lock()
+            .map_err(|_| StoreError::Unavailable)?
+            .clone()
+            .ok_or(StoreError::Unavailable)
+    }
+
+    /// Runs `f` on the writer thread, in a transaction of its own.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Run(Box::new(move |conn: &mut Connection| {
+            let result = (|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let value = f(&tx)?;
+                tx.commit()?;
+                Ok(value)
+            })();
+            let _ = reply.send(result);
+        }));
+        self.sender()?
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Unavailable)?;
+        answer.await.map_err(|_| StoreError::Unavailable)?
+    }
+
+    /// The durability settings in force on the writer, as `(journal_mode, synchronous)`.
+    pub async fn durability(&self) -> Result<(String, String), StoreError> {
+        self.write(|tx| {
+            let mode: String = tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            let level: i64 = tx.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+            let level = ["OFF", "NORMAL", "FULL", "EXTRA"]
+                .get(usize::try_from(level).unwrap_or(usize::MAX))
+                .map_or_else(|| level.to_string(), |s| (*s).to_owned());
+            Ok((mode, level))
+        })
+        .await
+    }
+}
+
+fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// Applies the embedded migrations not yet applied, tracked in `PRAGMA user_version`.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (version, sql) in (1_i64..)
+        .zip(MIGRATIONS)
+        .skip(usize::try_from(applied).unwrap_or(0))
+    {
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", version)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) {
+    let mut next = None;
+    loop {
+        let Some(job) = next.take().or_else(|| jobs.blocking_recv()) else {
+            return;
+        };
+        match job {
+            Job::Run(f) => {
+                // A panic drops the job's reply sender, which its caller sees as `Unavailable`.
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut conn)));
+            }
+            Job::Create {
+                merchant_pk,
+                items,
+                reply,
+            } => {
+                let mut group = vec![(merchant_pk, items, reply)];
+                while group.len() < MAX_GROUP {
+                    match jobs.try_recv() {
+                        Ok(Job::Create {
+                            merchant_pk,
+                            items,
+                            reply,
+                        }) => group.push((merchant_pk, items, reply)),
+                        Ok(other) => {
+                            next = Some(other);
+                            break;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let _ =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| commit_group(&mut conn, group)));
+            }
+        }
+    }
+}
+
+type CreateJob = (i64, Vec<NewLocation>, Reply<Vec<Outcome>>);
+
+/// Stores several create requests in one transaction, each in its own savepoint, and answers
+/// each only after the commit.
+fn commit_group(conn: &mut Connection, group: Vec<CreateJob>) {
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => {
+            let e = Arc::new(e);
+            for (_, _, reply) in group {
+                let _ = reply.send(Err(StoreError::backend(SharedError(e.clone()))));
+            }
+            return;
+        }
+    };
+    let mut answers = Vec::with_capacity(group.len());
+    for (merchant_pk, items, reply) in group {
+        let result = tx.savepoint().map_err(StoreError::from).and_then(|sp| {
+            let outcomes = create_in_tx(&sp, merchant_pk, &items)?;
+            sp.commit()?;
+            Ok(outcomes)
+        });
+        answers.push((reply, result));
+    }
+    match tx.commit() {
+        Ok(()) => {
+            for (reply, result) in answers {
+                let _ = reply.send(result);
+            }
+        }
+        Err(e) => {
+            let e = Arc::new(e);
+            for (reply, _) in answers {
+                let _ = reply.send(Err(StoreError::backend(SharedError(e.clone()))));
+            }
+        }
+    }
+}
+
+/// One error reported to every request of a failed group.
+#[derive(Debug)]
+struct SharedError(Arc<rusqlite::Error>);
+
+impl std::fmt::Display for SharedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for SharedError {}
+
+fn create_in_tx(
+    tx: &Connection,
+    merchant_pk: i64,
+    items: &[NewLocation],
+) -> Result<Vec<Outcome>, StoreError> {
+    let mut outcomes = Vec::with_capacity(items.len());
+    for item in items {
+        let location = &item.location;
+        if let Some(mlid) = &location.merchant_location_id {
+            let stored = tx
+                .prepare_cached(
+                    "SELECT location_id, status, body FROM locations \
+                     WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
+                )?
+                .query_row(params![merchant_pk, mlid], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                })
+                .optional()?;
+            if let Some((location_id, status, body)) = stored {
+                outcomes.push(if body == item.canonical {
+                    let status =
+                        Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+                    Outcome::Existing {
+                        location_id,
+                        status,
+                    }
+                } else {
+                    Outcome::Conflict { location_id }
+                });
+                continue;
+            }
+        }
+
+        let neighbours = neighbours(tx, merchant_pk, location.latitude, location.longitude)?;
+        let quarantined_by = geo::quarantining_neighbour(
+            location.latitude,
+            location.longitude,
+            location.location_types,
+            neighbours,
+        )
+        .map(|n| n.location_id);
+        let status = if quarantined_by.is_some() {
+            Status::Quarantine
+        } else {
+            Status::Active
+        };
+        let location_id = uuid::Uuid::now_v7().to_string();
+        tx.prepare_cached(
+            "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
+             latitude, longitude, band, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+        )?
+        .execute(params![
+            location_id,
+            merchant_pk,
+            location.merchant_location_id,
+            status.as_str(),
+            location.location_types.bits(),
+            location.latitude,
+            location.longitude,
+            geo::band(location.latitude),
+            item.canonical,
+            now_ms(),
+        ])?;
+        outcomes.push(Outcome::Created {
+            location_id,
+            quarantined_by,
+        });
+    }
+    Ok(outcomes)
+}
+
+/// The merchant's live locations in the search box around a point (index `locations_nearby`:
+/// one range scan per band and longitude interval).
+fn neighbours(
+    conn: &Connection,
+    merchant_pk: i64,
+    latitude: f64,
+    longitude: f64,
+) -> Result<Vec<Neighbour>, StoreError> {
+    let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
+    let mut stmt = conn.prepare_cached(
+        "SELECT location_id, latitude, longitude, types, seq FROM locations \
+         WHERE merchant_pk = ?1 AND band = ?2 AND longitude BETWEEN ?3 AND ?4 \
+         AND status IN ('ACTIVE', 'QUARANTINE')",
+    )?;
+    let mut found = Vec::new();
+    for band in search.bands.0..=search.bands.1 {
+        for (west, east) in &search.longitudes {
+            let rows = stmt.query_map(params![merchant_pk, band, west, east], |r| {
+                Ok(Neighbour {
+                    location_id: r.get(0)?,
+                    latitude: r.get(1)?,
+                    longitude: r.get(2)?,
+                    types: TypeSet::from_bits(r.get(3)?),
+                    seq: r.get(4)?,
+                })
+            })?;
+            for row in rows {
+                found.push(row?);
+            }
+        }
+    }
+    Ok(found)
+}
+
+fn corrupt(what: &str, value: &str) -> StoreError {
+    StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
+}
+
+/// Read-only connections on blocking threads.
+struct ReadPool {
+    path: PathBuf,
+    idle: Mutex<Vec<Connection>>,
+}
+
+impl ReadPool {
+    async fn read<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            let conn = pool.take()?;
+            let result = f(&conn);
+            pool.give_back(conn);
+            result
+        })
+        .await
+        .map_err(StoreError::backend)?
+    }
+
+    fn take(&self) -> Result<Connection, StoreError> {
+        if let Some(conn) = self.idle.lock().ok().and_then(|mut idle| idle.pop()) {
+            return Ok(conn);
+        }
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        Ok(conn)
+    }
+
+    fn give_back(&self, conn: Connection) {
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.len() < IDLE_READERS
+        {
+            idle.push(conn);
+        }
+    }
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.readers
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM meta", [], |r| r.get::<_, i64>(0))?))
+            .await?;
+        Ok(())
+    }
+
+    async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
+        let name = name.to_owned();
+        self.write(move |tx| {
+            let id = uuid::Uuid::now_v7().to_string();
+            tx.execute(
+                "INSERT INTO merchants (id, name, created_at) VALUES (?1, ?2, ?3)",
+                params![id, name, now_ms()],
+            )?;
+            Ok(MerchantRef {
+                pk: tx.last_insert_rowid(),
+                id,
+            })
+        })
+        .await
+    }
+
+    async fn merchant_count(&self) -> Result<u64, StoreError> {
+        self.readers
+            .read(
+                |c| Ok(c.query_row("SELECT count(*) FROM merchants", [], |r| r.get::<_, i64>(0))?),
+            )
+            .await
+            .map(|n| n.unsigned_abs())
+    }
+
+    async fn insert_key(
+        &self,
+        merchant_id: &str,
+        key_id: &str,
+        secret_hash: [u8; 32],
+    ) -> Result<(), StoreError> {
+        let (merchant_id, key_id) = (merchant_id.to_owned(), key_id.to_owned());
+        self.write(move |tx| {
+            let pk: Option<i64> = tx
+                .query_row("SELECT pk FROM merchants WHERE id = ?1", [&merchant_id], |r| r.get(0))
+                .optional()?;
+            let pk = pk.ok_or_else(|| StoreError::NotFound(format!("merchant {merchant_id}")))?;
+            tx.execute(
+                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![key_id, pk, &secret_hash[..], now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
+        let key_id = key_id.to_owned();
+        self.write(move |tx| {
+            let changed = tx.execute(
+                "UPDATE api_keys SET revoked_at = ?2 WHERE key_id = ?1 AND revoked_at IS NULL",
+                params![key_id, now_ms()],
+            )?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        let key_id = key_id.to_owned();
+        self.readers
+            .read(move |c| {
+                let row = c
+                    .prepare_cached(
+                        "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
+                         WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
+                    )?
+                    .query_row([&key_id], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?)))
+                    .optional()?;
+                Ok(row.and_then(|(pk, id, hash)| {
+                    Some(StoredKey {
+                        merchant: MerchantRef { pk, id },
+                        secret_hash: hash.try_into().ok()?,
+                    })
+                }))
+            })
+            .await
+    }
+
+    async fn create_locations(
+        &self,
+        merchant: &MerchantRef,
+        items: Vec<NewLocation>,
+    ) -> Result<Vec<Outcome>, StoreError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Create {
+            merchant_pk: merchant.pk,
+            items,
+            reply,
+        };
+        self.sender()?
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Unavailable)?;
+        answer.await.map_err(|_| StoreError::Unavailable)?
+    }
+
+    async fn close(&self) {
+        // Dropping the last sender lets the writer finish what is queued, then stop.
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(writer) = writer {
+            let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+        }
+    }
+}
