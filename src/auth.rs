@@ -46,14 +46,9 @@ fn hash(secret: &str) -> [u8; 32] {
 
 /// Issues a new key for the merchant with public id `merchant_id`.
 pub async fn issue_key(store: &dyn Store, merchant_id: &str) -> Result<IssuedKey, StoreError> {
-    let key_id: String = random::<KEY_ID_BYTES>()?
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let key_id: String = random::<KEY_ID_BYTES>()?.iter().map(|b| format!("{b:02x}")).collect();
     let secret = URL_SAFE_NO_PAD.encode(random::<SECRET_BYTES>()?);
-    store
-        .insert_key(merchant_id, &key_id, hash(&secret))
-        .await?;
+    store.insert_key(merchant_id, &key_id, hash(&secret)).await?;
     Ok(IssuedKey {
         merchant_id: merchant_id.to_owned(),
         api_key: format!("{PREFIX}{key_id}_{secret}"),
@@ -68,14 +63,8 @@ pub async fn create_merchant(store: &dyn Store, name: &str) -> Result<IssuedKey,
 }
 
 /// The merchant a presented key belongs to; `None` for an unknown, malformed or revoked key.
-pub async fn authenticate(
-    store: &dyn Store,
-    api_key: &str,
-) -> Result<Option<MerchantRef>, StoreError> {
-    let Some((key_id, secret)) = api_key
-        .strip_prefix(PREFIX)
-        .and_then(|rest| rest.split_once('_'))
-    else {
+pub async fn authenticate(store: &dyn Store, api_key: &str) -> Result<Option<MerchantRef>, StoreError> {
+    let Some((key_id, secret)) = api_key.strip_prefix(PREFIX).and_then(|rest| rest.split_once('_')) else {
         return Ok(None);
     };
     if key_id.len() != KEY_ID_BYTES * 2 || !key_id.bytes().all(|b| b.is_ascii_hexdigit()) {

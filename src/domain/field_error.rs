@@ -107,12 +107,7 @@ pub struct FieldErrors {
 }
 
 impl FieldErrors {
-    pub fn push(
-        &mut self,
-        path: &Path<'_>,
-        code: FieldCode,
-        message: impl Into<Cow<'static, str>>,
-    ) {
+    pub fn push(&mut self, path: &Path<'_>, code: FieldCode, message: impl Into<Cow<'static, str>>) {
         let field = path.to_string();
         if self.paths.insert(field.clone()) {
             self.errors.push(FieldError {
@@ -153,10 +148,7 @@ mod tests {
         let day = days.index(1);
         let schedule = day.key("schedule");
         let end = schedule.key("time_end");
-        assert_eq!(
-            end.to_string(),
-            "locations[3].working_schedule[1].schedule.time_end"
-        );
+        assert_eq!(end.to_string(), "locations[3].working_schedule[1].schedule.time_end");
         assert_eq!(root.to_string(), "locations");
     }
 

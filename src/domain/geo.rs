@@ -108,8 +108,7 @@ mod tests {
     }
 
     fn inside(b: &SearchBox, lat: f64, lon: f64) -> bool {
-        (b.bands.0..=b.bands.1).contains(&band(lat))
-            && b.longitudes.iter().any(|(w, e)| (*w..=*e).contains(&lon))
+        (b.bands.0..=b.bands.1).contains(&band(lat)) && b.longitudes.iter().any(|(w, e)| (*w..=*e).contains(&lon))
     }
 
     proptest! {

@@ -40,12 +40,7 @@ impl<'v> Fields<'v> {
     }
 
     /// The value of a required `key`, or `REQUIRED` at `path`.
-    pub fn required(
-        &self,
-        key: &str,
-        path: &Path<'_>,
-        errors: &mut FieldErrors,
-    ) -> Option<&'v Value> {
+    pub fn required(&self, key: &str, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v Value> {
         let value = self.get(key);
         if value.is_none() {
             errors.push(path, FieldCode::Required, format!("{key} is required"));
@@ -55,31 +50,17 @@ impl<'v> Fields<'v> {
 
     /// A required string: `REQUIRED` when absent, empty or white space only; `INVALID_TYPE` when
     /// not a string.
-    pub fn required_str(
-        &self,
-        key: &str,
-        path: &Path<'_>,
-        errors: &mut FieldErrors,
-    ) -> Option<&'v str> {
+    pub fn required_str(&self, key: &str, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v str> {
         let s = expect_str(self.required(key, path, errors)?, path, errors)?;
         if s.trim().is_empty() {
-            errors.push(
-                path,
-                FieldCode::Required,
-                format!("{key} must not be empty"),
-            );
+            errors.push(path, FieldCode::Required, format!("{key} must not be empty"));
             return None;
         }
         Some(s)
     }
 
     /// An optional string: `None` when absent or empty; `INVALID_TYPE` when not a string.
-    pub fn optional_str(
-        &self,
-        key: &str,
-        path: &Path<'_>,
-        errors: &mut FieldErrors,
-    ) -> Option<&'v str> {
+    pub fn optional_str(&self, key: &str, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v str> {
         expect_str(self.present(key)?, path, errors)
     }
 
@@ -123,11 +104,7 @@ fn wrong_type(value: &Value, expected: &str, path: &Path<'_>, errors: &mut Field
     );
 }
 
-pub fn expect_str<'v>(
-    value: &'v Value,
-    path: &Path<'_>,
-    errors: &mut FieldErrors,
-) -> Option<&'v str> {
+pub fn expect_str<'v>(value: &'v Value, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v str> {
     let s = value.as_str();
     if s.is_none() {
         wrong_type(value, "a string", path, errors);
@@ -151,11 +128,7 @@ pub fn expect_bool(value: &Value, path: &Path<'_>, errors: &mut FieldErrors) -> 
     b
 }
 
-pub fn expect_array<'v>(
-    value: &'v Value,
-    path: &Path<'_>,
-    errors: &mut FieldErrors,
-) -> Option<&'v [Value]> {
+pub fn expect_array<'v>(value: &'v Value, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v [Value]> {
     let a = value.as_array().map(Vec::as_slice);
     if a.is_none() {
         wrong_type(value, "an array", path, errors);
@@ -184,13 +157,7 @@ pub enum Text {
 
 /// Length (in Unicode characters) and control-character rules of a string field;
 /// `INVALID_FORMAT` on failure.
-pub fn check_text(
-    s: &str,
-    max_chars: usize,
-    text: Text,
-    path: &Path<'_>,
-    errors: &mut FieldErrors,
-) -> bool {
+pub fn check_text(s: &str, max_chars: usize, text: Text, path: &Path<'_>, errors: &mut FieldErrors) -> bool {
     let chars = s.chars().count();
     if chars > max_chars {
         errors.push(
@@ -202,11 +169,7 @@ pub fn check_text(
     }
     let allowed = |c: char| text == Text::MultiLine && (c == '\n' || c == '\t');
     if s.chars().any(|c| c.is_control() && !allowed(c)) {
-        errors.push(
-            path,
-            FieldCode::InvalidFormat,
-            "must not contain control characters",
-        );
+        errors.push(path, FieldCode::InvalidFormat, "must not contain control characters");
         return false;
     }
     true

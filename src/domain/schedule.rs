@@ -24,8 +24,7 @@ impl TimeOfDay {
     /// `allow_end_of_day`, `24:00` is accepted too.
     pub fn parse(s: &str, allow_end_of_day: bool) -> Option<Self> {
         let b = s.as_bytes();
-        if b.len() != 5 || b[2] != b':' || ![b[0], b[1], b[3], b[4]].iter().all(u8::is_ascii_digit)
-        {
+        if b.len() != 5 || b[2] != b':' || ![b[0], b[1], b[3], b[4]].iter().all(u8::is_ascii_digit) {
             return None;
         }
         let hours = u16::from(b[0] - b'0') * 10 + u16::from(b[1] - b'0');
@@ -103,9 +102,7 @@ pub fn parse_day_schedule(
     cutoff: CutoffRule,
     errors: &mut FieldErrors,
 ) -> Option<DaySchedule> {
-    let Some(fields) = Fields::new(value, path, errors) else {
-        return None;
-    };
+    let fields = Fields::new(value, path, errors)?;
     let before = errors.len();
 
     let start = required_time(&fields, path, "time_start", false, errors);
@@ -119,17 +116,15 @@ pub fn parse_day_schedule(
             format!("time_end {end} must be after time_start {start}"),
         );
     }
-    let hours = start.zip(end);
+    // Break and cut-off are judged against the opening hours only when those form a valid range:
+    // a reversed day must not make every time inside it a second, derived error.
+    let hours = start.zip(end).filter(|(start, end)| start < end);
 
     let break_path = path.key("break");
     let mut break_time = None;
     if let Some(raw) = fields.optional_str("break", &break_path, errors) {
         match Break::parse(raw) {
-            None => errors.push(
-                &break_path,
-                FieldCode::InvalidTime,
-                "break must be HH:MM-HH:MM",
-            ),
+            None => errors.push(&break_path, FieldCode::InvalidTime, "break must be HH:MM-HH:MM"),
             Some(b) => {
                 if let Some((start, end)) = hours
                     && (b.start >= b.end || b.start < start || b.end > end)
@@ -147,10 +142,7 @@ pub fn parse_day_schedule(
 
     let cutoff_path = path.key("shipping_cutoff");
     let mut shipping_cutoff = None;
-    if let Some(raw_value) = fields
-        .get("shipping_cutoff")
-        .filter(|v| !is_empty_string(v))
-    {
+    if let Some(raw_value) = fields.get("shipping_cutoff").filter(|v| !is_empty_string(v)) {
         if let CutoffRule::NotAllowed(types) = cutoff {
             errors.push(
                 &cutoff_path,
@@ -159,11 +151,7 @@ pub fn parse_day_schedule(
             );
         } else if let Some(raw) = expect_str(raw_value, &cutoff_path, errors) {
             match TimeOfDay::parse(raw, false) {
-                None => errors.push(
-                    &cutoff_path,
-                    FieldCode::InvalidTime,
-                    "shipping_cutoff must be HH:MM",
-                ),
+                None => errors.push(&cutoff_path, FieldCode::InvalidTime, "shipping_cutoff must be HH:MM"),
                 Some(t) => {
                     if let Some((start, end)) = hours
                         && (t < start || t > end)
@@ -213,11 +201,7 @@ fn required_time(
         } else {
             "HH:MM (00:00-23:59)"
         };
-        errors.push(
-            &path,
-            FieldCode::InvalidTime,
-            format!("{key} must be {expected}"),
-        );
+        errors.push(&path, FieldCode::InvalidTime, format!("{key} must be {expected}"));
     }
     time
 }

@@ -11,11 +11,7 @@ pub trait WireEnum: Copy + Ord + 'static {
 
     /// `A, B, C`, for messages.
     fn listing() -> String {
-        Self::all()
-            .iter()
-            .map(|v| v.wire())
-            .collect::<Vec<_>>()
-            .join(", ")
+        Self::all().iter().map(|v| v.wire()).collect::<Vec<_>>().join(", ")
     }
 }
 

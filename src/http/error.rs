@@ -52,10 +52,8 @@ impl ErrorCode {
     pub const fn status(self) -> StatusCode {
         use ErrorCode::*;
         match self {
-            UnsupportedMediaType | PayloadTooLarge | MalformedJson | InvalidRequest
-            | TooManyItems | InvalidFilter | InvalidPagination | InvalidCursor => {
-                StatusCode::BAD_REQUEST
-            }
+            UnsupportedMediaType | PayloadTooLarge | MalformedJson | InvalidRequest | TooManyItems | InvalidFilter
+            | InvalidPagination | InvalidCursor => StatusCode::BAD_REQUEST,
             Unauthenticated | InvalidApiKey => StatusCode::UNAUTHORIZED,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -137,10 +135,7 @@ impl ApiError {
     }
 
     pub fn method_not_allowed() -> Self {
-        Self::new(
-            ErrorCode::MethodNotAllowed,
-            "method not allowed for this endpoint",
-        )
+        Self::new(ErrorCode::MethodNotAllowed, "method not allowed for this endpoint")
     }
 }
 
@@ -155,8 +150,7 @@ impl IntoResponse for ApiError {
         if self.code == ErrorCode::Internal
             && let Some(id) = super::request_id::current()
         {
-            self.details
-                .insert("request_id".to_owned(), Value::String(id));
+            self.details.insert("request_id".to_owned(), Value::String(id));
         }
         let body = Body {
             error_type: self.code.error_type(),
@@ -196,25 +190,16 @@ mod tests {
 
     #[test]
     fn request_level_too_many_items_is_the_field_word() {
-        assert_eq!(
-            ErrorCode::TooManyItems.as_str(),
-            FieldCode::TooManyItems.as_str()
-        );
+        assert_eq!(ErrorCode::TooManyItems.as_str(), FieldCode::TooManyItems.as_str());
     }
 
     #[test]
     fn every_code_has_its_error_type() {
         assert_eq!(ErrorCode::MalformedJson.error_type(), ErrorType::BadRequest);
-        assert_eq!(
-            ErrorCode::InvalidApiKey.error_type(),
-            ErrorType::Unauthorized
-        );
+        assert_eq!(ErrorCode::InvalidApiKey.error_type(), ErrorType::Unauthorized);
         assert_eq!(ErrorCode::RateLimited.error_type(), ErrorType::RateLimit);
         assert_eq!(ErrorCode::Internal.error_type(), ErrorType::Internal);
         assert_eq!(ErrorCode::NotFound.error_type(), ErrorType::Unspecified);
-        assert_eq!(
-            ErrorCode::MethodNotAllowed.error_type(),
-            ErrorType::Unspecified
-        );
+        assert_eq!(ErrorCode::MethodNotAllowed.error_type(), ErrorType::Unspecified);
     }
 }

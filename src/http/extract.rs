@@ -34,20 +34,15 @@ impl FromRequestParts<AppState> for Merchant {
 
 /// `Authorization: Bearer <token>` (the scheme word in any case).
 fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
-    let unauthenticated =
-        |message: &'static str| ApiError::new(ErrorCode::Unauthenticated, message);
-    let value = headers.get(header::AUTHORIZATION).ok_or_else(|| {
-        unauthenticated("missing Authorization header; send Authorization: Bearer <api_key>")
-    })?;
-    let malformed =
-        || unauthenticated("malformed Authorization header; send Authorization: Bearer <api_key>");
+    let unauthenticated = |message: &'static str| ApiError::new(ErrorCode::Unauthenticated, message);
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| unauthenticated("missing Authorization header; send Authorization: Bearer <api_key>"))?;
+    let malformed = || unauthenticated("malformed Authorization header; send Authorization: Bearer <api_key>");
     let value = value.to_str().map_err(|_| malformed())?;
     let (scheme, token) = value.trim().split_once(' ').ok_or_else(malformed)?;
     let token = token.trim();
-    if !scheme.eq_ignore_ascii_case("bearer")
-        || token.is_empty()
-        || token.contains(char::is_whitespace)
-    {
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(char::is_whitespace) {
         return Err(malformed());
     }
     Ok(token)
@@ -66,12 +61,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             .headers
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        let unsupported = || {
-            ApiError::new(
-                ErrorCode::UnsupportedMediaType,
-                "Content-Type must be application/json",
-            )
-        };
+        let unsupported = || ApiError::new(ErrorCode::UnsupportedMediaType, "Content-Type must be application/json");
         let too_large = || {
             ApiError::new(
                 ErrorCode::PayloadTooLarge,
@@ -105,31 +95,25 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             return Err(unsupported());
         }
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
-            ApiError::new(
-                ErrorCode::MalformedJson,
-                format!("request body is not valid JSON: {e}"),
-            )
-            .detail("line", e.line())
-            .detail("column", e.column())
+            ApiError::new(ErrorCode::MalformedJson, format!("request body is not valid JSON: {e}"))
+                .detail("line", e.line())
+                .detail("column", e.column())
         })
     }
 }
 
 /// `application/json`, optionally with a `charset` parameter (and nothing else).
 fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
         return false;
     };
     let mut parts = value.split(';');
     let essence = parts.next().unwrap_or_default().trim();
     essence.eq_ignore_ascii_case("application/json")
         && parts.all(|param| {
-            param.split_once('=').is_some_and(|(name, value)| {
-                name.trim().eq_ignore_ascii_case("charset") && !value.trim().is_empty()
-            })
+            param
+                .split_once('=')
+                .is_some_and(|(name, value)| name.trim().eq_ignore_ascii_case("charset") && !value.trim().is_empty())
         })
 }
 
@@ -168,11 +152,14 @@ mod tests {
 
     #[test]
     fn bearer_tokens() {
-        let token =
-            |v: &'static str| bearer_token(&with(header::AUTHORIZATION, v)).map_err(|e| e.code());
-        assert_eq!(token("Bearer abc"), Ok("abc"));
-        assert_eq!(token("bearer abc"), Ok("abc"));
-        assert_eq!(token("BEARER  abc "), Ok("abc"));
+        let token = |v: &'static str| {
+            bearer_token(&with(header::AUTHORIZATION, v))
+                .map(str::to_owned)
+                .map_err(|e| e.code())
+        };
+        assert_eq!(token("Bearer abc"), Ok("abc".to_owned()));
+        assert_eq!(token("bearer abc"), Ok("abc".to_owned()));
+        assert_eq!(token("BEARER  abc "), Ok("abc".to_owned()));
         for bad in ["Basic abc", "Bearer", "Bearer ", "Bearer a b", "abc"] {
             assert_eq!(token(bad), Err(ErrorCode::Unauthenticated), "{bad}");
         }

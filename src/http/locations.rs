@@ -27,23 +27,22 @@ pub async fn create(
     let items = request_items(body)?;
     let mut plan = Plan::new(&items);
     drop(items);
-    let outcomes = state
-        .store
-        .create_locations(&merchant, plan.take_to_store())
-        .await?;
-    let locations = plan.finish(outcomes).ok_or_else(|| {
-        ApiError::internal(&Inconsistent(
-            "the store answered for fewer items than it was given",
-        ))
-    })?;
+    let to_store = plan.take_to_store();
+    // A batch with nothing valid never touches the database.
+    let outcomes = if to_store.is_empty() {
+        Vec::new()
+    } else {
+        state.store.create_locations(&merchant, to_store).await?
+    };
+    let locations = plan
+        .finish(outcomes)
+        .ok_or_else(|| ApiError::internal(&Inconsistent("the store answered for fewer items than it was given")))?;
     Ok(Json(CreateResponse { locations }))
 }
 
 /// The request's `locations`, after the request-level checks of CONTRACT §3.
 fn request_items(body: Value) -> Result<Vec<Value>, ApiError> {
-    let invalid = |message: &'static str, field: &str| {
-        ApiError::new(ErrorCode::InvalidRequest, message).field(field)
-    };
+    let invalid = |message: &'static str, field: &str| ApiError::new(ErrorCode::InvalidRequest, message).field(field);
     let Value::Object(mut body) = body else {
         return Err(invalid("the request body must be a JSON object", ""));
     };
@@ -54,18 +53,12 @@ fn request_items(body: Value) -> Result<Vec<Value>, ApiError> {
         ));
     }
     let Some(Value::Array(items)) = body.remove("locations") else {
-        return Err(invalid(
-            "locations is required and must be an array",
-            "locations",
-        ));
+        return Err(invalid("locations is required and must be an array", "locations"));
     };
     if items.len() > MAX_ITEMS {
         return Err(ApiError::new(
             ErrorCode::TooManyItems,
-            format!(
-                "at most {MAX_ITEMS} locations per request, got {}",
-                items.len()
-            ),
+            format!("at most {MAX_ITEMS} locations per request, got {}", items.len()),
         )
         .field("locations")
         .detail("max", MAX_ITEMS)

@@ -18,10 +18,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
         Err(e) => {
             tracing::warn!(error = %super::error::ErrorChain(&e), "readiness check failed");
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                Json(json!({"status": "unavailable"})),
-            )
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"})))
         }
     }
 }

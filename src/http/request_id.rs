@@ -20,8 +20,7 @@ pub fn current() -> Option<String> {
 
 fn sane(value: &HeaderValue) -> Option<String> {
     let s = value.to_str().ok()?;
-    (!s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic()))
-        .then(|| s.to_owned())
+    (!s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic())).then(|| s.to_owned())
 }
 
 /// Middleware: assigns the id, runs the rest of the stack inside its scope, echoes it.

@@ -63,12 +63,7 @@ pub trait Store: Send + Sync + 'static {
     async fn merchant_count(&self) -> Result<u64, StoreError>;
 
     /// Stores a new key for the merchant with public id `merchant_id` (`NotFound` if none).
-    async fn insert_key(
-        &self,
-        merchant_id: &str,
-        key_id: &str,
-        secret_hash: [u8; 32],
-    ) -> Result<(), StoreError>;
+    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError>;
 
     /// Revokes a key; `false` when no unrevoked key has that id.
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError>;
@@ -97,10 +92,7 @@ pub enum DatabaseUrl {
 
 impl DatabaseUrl {
     pub fn parse(url: &str) -> Result<Self, String> {
-        if let Some(path) = url
-            .strip_prefix("sqlite://")
-            .or_else(|| url.strip_prefix("sqlite:"))
-        {
+        if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
             if path.is_empty() {
                 return Err("sqlite:// needs a file path, e.g. sqlite://storefront.db".into());
             }

@@ -100,10 +100,7 @@ impl SqliteStore {
             })();
             let _ = reply.send(result);
         }));
-        self.sender()?
-            .send(job)
-            .await
-            .map_err(|_| StoreError::Unavailable)?;
+        self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
@@ -135,10 +132,7 @@ fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    for (version, sql) in (1_i64..)
-        .zip(MIGRATIONS)
-        .skip(usize::try_from(applied).unwrap_or(0))
-    {
+    for (version, sql) in (1_i64..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
         tx.execute_batch(sql)?;
         tx.pragma_update(None, "user_version", version)?;
     }
@@ -177,8 +171,7 @@ fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) {
                         Err(_) => break,
                     }
                 }
-                let _ =
-                    std::panic::catch_unwind(AssertUnwindSafe(|| commit_group(&mut conn, group)));
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| commit_group(&mut conn, group)));
             }
         }
     }
@@ -235,11 +228,7 @@ impl std::fmt::Display for SharedError {
 
 impl std::error::Error for SharedError {}
 
-fn create_in_tx(
-    tx: &Connection,
-    merchant_pk: i64,
-    items: &[NewLocation],
-) -> Result<Vec<Outcome>, StoreError> {
+fn create_in_tx(tx: &Connection, merchant_pk: i64, items: &[NewLocation]) -> Result<Vec<Outcome>, StoreError> {
     let mut outcomes = Vec::with_capacity(items.len());
     for item in items {
         let location = &item.location;
@@ -250,21 +239,13 @@ fn create_in_tx(
                      WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
                 )?
                 .query_row(params![merchant_pk, mlid], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
+                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
                 })
                 .optional()?;
             if let Some((location_id, status, body)) = stored {
                 outcomes.push(if body == item.canonical {
-                    let status =
-                        Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
-                    Outcome::Existing {
-                        location_id,
-                        status,
-                    }
+                    let status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+                    Outcome::Existing { location_id, status }
                 } else {
                     Outcome::Conflict { location_id }
                 });
@@ -418,19 +399,12 @@ impl Store for SqliteStore {
 
     async fn merchant_count(&self) -> Result<u64, StoreError> {
         self.readers
-            .read(
-                |c| Ok(c.query_row("SELECT count(*) FROM merchants", [], |r| r.get::<_, i64>(0))?),
-            )
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM merchants", [], |r| r.get::<_, i64>(0))?))
             .await
             .map(|n| n.unsigned_abs())
     }
 
-    async fn insert_key(
-        &self,
-        merchant_id: &str,
-        key_id: &str,
-        secret_hash: [u8; 32],
-    ) -> Result<(), StoreError> {
+    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError> {
         let (merchant_id, key_id) = (merchant_id.to_owned(), key_id.to_owned());
         self.write(move |tx| {
             let pk: Option<i64> = tx
@@ -493,10 +467,7 @@ impl Store for SqliteStore {
             items,
             reply,
         };
-        self.sender()?
-            .send(job)
-            .await
-            .map_err(|_| StoreError::Unavailable)?;
+        self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 

@@ -26,20 +26,12 @@ pub fn check(address: &str) -> Result<(), String> {
         ));
     }
     let has_letter = |s: &str| s.chars().any(char::is_alphabetic);
-    let fault = |index: usize, rule: &str| {
-        Err(format!(
-            "address_tail part {} ({}) {rule}",
-            index + 1,
-            PARTS[index]
-        ))
-    };
+    let fault = |index: usize, rule: &str| Err(format!("address_tail part {} ({}) {rule}", index + 1, PARTS[index]));
 
     let postal = parts[0];
     let postal_len = postal.chars().count();
     if !(3..=10).contains(&postal_len)
-        || !postal
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == ' ' || c == '-')
+        || !postal.chars().all(|c| c.is_alphanumeric() || c == ' ' || c == '-')
         || !postal.chars().any(char::is_numeric)
     {
         return fault(
@@ -47,10 +39,8 @@ pub fn check(address: &str) -> Result<(), String> {
             "must be 3-10 letters, digits, spaces or '-', with at least one digit",
         );
     }
-    for index in 1..=3 {
-        if !has_letter(parts[index]) {
-            return fault(index, "must contain at least one letter");
-        }
+    if let Some(index) = (1..=3).find(|&i| !has_letter(parts[i])) {
+        return fault(index, "must contain at least one letter");
     }
     if parts[4].is_empty() {
         return fault(4, "must not be empty");

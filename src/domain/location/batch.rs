@@ -92,10 +92,7 @@ impl Plan {
                     vec![FieldError {
                         field: path.key("merchant_location_id").to_string(),
                         code: FieldCode::Conflict,
-                        message: format!(
-                            "superseded by locations[{j}] with the same merchant_location_id"
-                        )
-                        .into(),
+                        message: format!("superseded by locations[{j}] with the same merchant_location_id").into(),
                     }],
                 ))
             } else {
@@ -108,10 +105,7 @@ impl Plan {
                             name: location.name.clone(),
                         });
                         let canonical = location.canonical_json();
-                        plan.to_store.push(NewLocation {
-                            location,
-                            canonical,
-                        });
+                        plan.to_store.push(NewLocation { location, canonical });
                         None
                     }
                 }
@@ -130,9 +124,7 @@ impl Plan {
     /// store did not answer for every item, which would be a bug in the store.
     pub fn finish(self, outcomes: Vec<Outcome>) -> Option<Vec<ItemResult>> {
         let Plan {
-            mut results,
-            pending,
-            ..
+            mut results, pending, ..
         } = self;
         if outcomes.len() != pending.len() {
             return None;
@@ -194,20 +186,14 @@ fn stored_result(item: Pending, outcome: Outcome) -> ItemResult {
 
 /// The item's `merchant_location_id` when it is a non-empty string.
 fn merchant_location_id(item: &Value) -> Option<&str> {
-    item.get("merchant_location_id")?
-        .as_str()
-        .filter(|s| !s.is_empty())
+    item.get("merchant_location_id")?.as_str().filter(|s| !s.is_empty())
 }
 
 fn failed(item: &Value, errors: Vec<FieldError>) -> ItemResult {
     ItemResult {
         location_id: String::new(),
         merchant_location_id: merchant_location_id(item).map(str::to_owned),
-        name: item
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        name: item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
         status: Status::Failed,
         errors,
     }

@@ -114,10 +114,7 @@ impl TypeSet {
     }
 
     pub fn iter(self) -> impl Iterator<Item = LocationType> {
-        LocationType::ALL
-            .iter()
-            .copied()
-            .filter(move |t| self.contains(*t))
+        LocationType::ALL.iter().copied().filter(move |t| self.contains(*t))
     }
 
     /// The mask as stored in the database.

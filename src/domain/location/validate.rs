@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use super::schema::{self, Presence, Verdict};
 use super::{
-    DatedDay, Limits, Location, LocationType, PaymentMethod, PickupPointType, PickupService,
-    Provider, TypeSet, Weekday, WeeklyDay,
+    DatedDay, Limits, Location, LocationType, PaymentMethod, PickupPointType, PickupService, Provider, TypeSet,
+    Weekday, WeeklyDay,
 };
 use crate::domain::field_error::{FieldCode, FieldError, FieldErrors, Path};
 use crate::domain::json::{
@@ -80,12 +80,7 @@ struct Item<'v, 'p> {
 
 impl<'v> Item<'v, '_> {
     fn location(&mut self) -> Option<Location> {
-        let merchant_location_id = self.text(
-            "merchant_location_id",
-            64,
-            Text::SingleLine,
-            schema::UNRESTRICTED,
-        );
+        let merchant_location_id = self.text("merchant_location_id", 64, Text::SingleLine, schema::UNRESTRICTED);
         let location_types = self.location_types();
         let name = self.name();
         let address_tail = self.address_tail();
@@ -101,8 +96,7 @@ impl<'v> Item<'v, '_> {
         let working_schedule = self.working_schedule();
         let individual_schedule = self.individual_schedule();
         let is_accepts_returns = self.is_accepts_returns();
-        self.fields
-            .reject_unknown(KEYS, self.path, &mut self.errors);
+        self.fields.reject_unknown(KEYS, self.path, &mut self.errors);
 
         Some(Location {
             merchant_location_id,
@@ -163,13 +157,7 @@ impl<'v> Item<'v, '_> {
     }
 
     /// An optional text field: type, length and control characters.
-    fn text(
-        &mut self,
-        key: &'static str,
-        max: usize,
-        text: Text,
-        presence: Presence,
-    ) -> Option<String> {
+    fn text(&mut self, key: &'static str, max: usize, text: Text, presence: Presence) -> Option<String> {
         let value = self.gate(key, presence)?;
         self.text_value(key, value, max, text)
     }
@@ -184,24 +172,18 @@ impl<'v> Item<'v, '_> {
     fn location_types(&mut self) -> Option<TypeSet> {
         let base = self.path;
         let path = base.key("location_types");
-        let value = self
-            .fields
-            .required("location_types", &path, &mut self.errors)?;
+        let value = self.fields.required("location_types", &path, &mut self.errors)?;
         let items = expect_array(value, &path, &mut self.errors)?;
         if items.is_empty() {
-            self.errors.push(
-                &path,
-                FieldCode::Required,
-                "location_types must not be empty",
-            );
+            self.errors
+                .push(&path, FieldCode::Required, "location_types must not be empty");
             return None;
         }
         let list = enum_set::<LocationType>(items, &path, &mut self.errors)?;
         let mut types = TypeSet::EMPTY;
         list.into_iter().for_each(|t| types.insert(t));
         self.types = Some(types);
-        if types.contains(LocationType::ClickAndCollect) && !types.contains(LocationType::Warehouse)
-        {
+        if types.contains(LocationType::ClickAndCollect) && !types.contains(LocationType::Warehouse) {
             self.errors.push(
                 &path,
                 FieldCode::StorefrontRuleViolation,
@@ -255,10 +237,7 @@ impl<'v> Item<'v, '_> {
             self.push("longitude", *code, message.clone());
         }
         // `+ 0.0` turns -0.0 into 0.0, so both spell the same canonical location.
-        (
-            latitude.ok().map(|v| v + 0.0),
-            longitude.ok().map(|v| v + 0.0),
-        )
+        (latitude.ok().map(|v| v + 0.0), longitude.ok().map(|v| v + 0.0))
     }
 
     fn provider(&mut self) -> (Option<Provider>, Option<String>) {
@@ -275,16 +254,9 @@ impl<'v> Item<'v, '_> {
 
     /// `provider_id` and `provider_location_id`: each requires the other when the other is given
     /// (and the pair is allowed for the item's types).
-    fn paired(
-        &mut self,
-        key: &'static str,
-        partner_given: bool,
-        partner: &str,
-    ) -> Option<&'v Value> {
+    fn paired(&mut self, key: &'static str, partner_given: bool, partner: &str) -> Option<&'v Value> {
         let value = self.gate(key, schema::PROVIDER);
-        let allowed = self
-            .types
-            .is_none_or(|t| schema::PROVIDER.allowed.intersects(t));
+        let allowed = self.types.is_none_or(|t| schema::PROVIDER.allowed.intersects(t));
         if self.fields.present(key).is_none() && partner_given && allowed {
             self.push(
                 key,
@@ -314,14 +286,9 @@ impl<'v> Item<'v, '_> {
         enum_set(items, &path, &mut self.errors)
     }
 
-    fn payment_methods(
-        &mut self,
-        pickup_point_type: Option<PickupPointType>,
-    ) -> Option<Vec<PaymentMethod>> {
+    fn payment_methods(&mut self, pickup_point_type: Option<PickupPointType>) -> Option<Vec<PaymentMethod>> {
         let methods = self.enum_list("payment_methods", schema::PAYMENT_METHODS)?;
-        if pickup_point_type == Some(PickupPointType::Postamat)
-            && methods.contains(&PaymentMethod::Cash)
-        {
+        if pickup_point_type == Some(PickupPointType::Postamat) && methods.contains(&PaymentMethod::Cash) {
             self.push(
                 "payment_methods",
                 FieldCode::StorefrontRuleViolation,
@@ -331,14 +298,9 @@ impl<'v> Item<'v, '_> {
         Some(methods)
     }
 
-    fn pickup_services(
-        &mut self,
-        pickup_point_type: Option<PickupPointType>,
-    ) -> Option<Vec<PickupService>> {
+    fn pickup_services(&mut self, pickup_point_type: Option<PickupPointType>) -> Option<Vec<PickupService>> {
         let services = self.enum_list("pickup_services", schema::PICKUP_SERVICES)?;
-        if pickup_point_type == Some(PickupPointType::Postamat)
-            && services.contains(&PickupService::Fitting)
-        {
+        if pickup_point_type == Some(PickupPointType::Postamat) && services.contains(&PickupService::Fitting) {
             self.push(
                 "pickup_services",
                 FieldCode::StorefrontRuleViolation,
@@ -370,11 +332,7 @@ impl<'v> Item<'v, '_> {
         let fields = Fields::new(value, &path, &mut self.errors)?;
         let mut measure = |key: &str, max: f64, unit: &str| {
             let path = path.key(key);
-            let n = expect_number(
-                fields.required(key, &path, &mut self.errors)?,
-                &path,
-                &mut self.errors,
-            )?;
+            let n = expect_number(fields.required(key, &path, &mut self.errors)?, &path, &mut self.errors)?;
             match bounded(n, max, unit) {
                 Ok(()) => Some(n + 0.0),
                 Err((code, message)) => {
@@ -387,11 +345,7 @@ impl<'v> Item<'v, '_> {
         let width = measure("width", 1000.0, "cm");
         let height = measure("height", 1000.0, "cm");
         let weight = measure("weight", 10000.0, "kg");
-        fields.reject_unknown(
-            &["length", "width", "height", "weight"],
-            &path,
-            &mut self.errors,
-        );
+        fields.reject_unknown(&["length", "width", "height", "weight"], &path, &mut self.errors);
         Some(Limits {
             length: length?,
             width: width?,
@@ -411,16 +365,11 @@ impl<'v> Item<'v, '_> {
     fn working_schedule(&mut self) -> Option<Vec<WeeklyDay>> {
         let base = self.path;
         let path = base.key("working_schedule");
-        let value = self
-            .fields
-            .required("working_schedule", &path, &mut self.errors)?;
+        let value = self.fields.required("working_schedule", &path, &mut self.errors)?;
         let items = expect_array(value, &path, &mut self.errors)?;
         if items.is_empty() {
-            self.errors.push(
-                &path,
-                FieldCode::Required,
-                "working_schedule must not be empty",
-            );
+            self.errors
+                .push(&path, FieldCode::Required, "working_schedule must not be empty");
             return None;
         }
         check_max_items(items, MAX_WORKING_DAYS, &path, &mut self.errors)?;
@@ -440,11 +389,8 @@ impl<'v> Item<'v, '_> {
             if let Some(day) = day
                 && !seen.insert(day)
             {
-                self.errors.push(
-                    &day_path,
-                    FieldCode::InvalidFormat,
-                    format!("{day} is repeated"),
-                );
+                self.errors
+                    .push(&day_path, FieldCode::InvalidFormat, format!("{day} is repeated"));
             }
             let schedule = self.schedule(&fields, &path, cutoff);
             fields.reject_unknown(&["day", "schedule"], &path, &mut self.errors);
@@ -456,12 +402,7 @@ impl<'v> Item<'v, '_> {
         (self.errors.len() == before).then_some(days)
     }
 
-    fn schedule(
-        &mut self,
-        fields: &Fields<'_>,
-        element: &Path<'_>,
-        cutoff: CutoffRule,
-    ) -> Option<DaySchedule> {
+    fn schedule(&mut self, fields: &Fields<'_>, element: &Path<'_>, cutoff: CutoffRule) -> Option<DaySchedule> {
         let path = element.key("schedule");
         let value = fields.required("schedule", &path, &mut self.errors)?;
         parse_day_schedule(value, &path, cutoff, &mut self.errors)
@@ -483,27 +424,22 @@ impl<'v> Item<'v, '_> {
                 continue;
             };
             let date_path = path.key("date");
-            let date = fields
-                .required_str("date", &date_path, &mut self.errors)
-                .and_then(|s| {
-                    let valid = is_calendar_date(s);
-                    if !valid {
-                        self.errors.push(
-                            &date_path,
-                            FieldCode::InvalidFormat,
-                            "date must be a real calendar date written YYYY-MM-DD",
-                        );
-                    }
-                    valid.then_some(s)
-                });
+            let date = fields.required_str("date", &date_path, &mut self.errors).and_then(|s| {
+                let valid = is_calendar_date(s);
+                if !valid {
+                    self.errors.push(
+                        &date_path,
+                        FieldCode::InvalidFormat,
+                        "date must be a real calendar date written YYYY-MM-DD",
+                    );
+                }
+                valid.then_some(s)
+            });
             if let Some(date) = date
                 && !seen.insert(date)
             {
-                self.errors.push(
-                    &date_path,
-                    FieldCode::InvalidFormat,
-                    format!("{date} is repeated"),
-                );
+                self.errors
+                    .push(&date_path, FieldCode::InvalidFormat, format!("{date} is repeated"));
             }
             let schedule = self.schedule(&fields, &path, cutoff);
             let works_path = path.key("is_works");
@@ -526,9 +462,7 @@ impl<'v> Item<'v, '_> {
     fn is_accepts_returns(&mut self) -> Option<bool> {
         let base = self.path;
         let path = base.key("is_accepts_returns");
-        let value = self
-            .fields
-            .required("is_accepts_returns", &path, &mut self.errors)?;
+        let value = self.fields.required("is_accepts_returns", &path, &mut self.errors)?;
         expect_bool(value, &path, &mut self.errors)
     }
 }
@@ -544,16 +478,10 @@ fn coordinate(
         return Err((FieldCode::Required, format!("{key} is required").into()));
     };
     let Some(n) = value.as_f64() else {
-        return Err((
-            FieldCode::InvalidType,
-            format!("{key} must be a number").into(),
-        ));
+        return Err((FieldCode::InvalidType, format!("{key} must be a number").into()));
     };
     if !(-limit..=limit).contains(&n) {
-        return Err((
-            out_of_range,
-            format!("{key} must be within [-{limit}, {limit}]").into(),
-        ));
+        return Err((out_of_range, format!("{key} must be within [-{limit}, {limit}]").into()));
     }
     Ok(n)
 }
@@ -565,21 +493,13 @@ fn bounded(n: f64, max: f64, unit: &str) -> Result<(), (FieldCode, Cow<'static, 
     } else if n == 0.0 {
         Err((FieldCode::MinValue, "must be greater than 0".into()))
     } else if n > max {
-        Err((
-            FieldCode::MaxValue,
-            format!("must be at most {max} {unit}").into(),
-        ))
+        Err((FieldCode::MaxValue, format!("must be at most {max} {unit}").into()))
     } else {
         Ok(())
     }
 }
 
-fn check_max_items(
-    items: &[Value],
-    max: usize,
-    path: &Path<'_>,
-    errors: &mut FieldErrors,
-) -> Option<()> {
+fn check_max_items(items: &[Value], max: usize, path: &Path<'_>, errors: &mut FieldErrors) -> Option<()> {
     if items.len() > max {
         errors.push(
             path,
@@ -594,11 +514,7 @@ fn check_max_items(
 fn parse_enum<E: WireEnum>(s: &str, path: &Path<'_>, errors: &mut FieldErrors) -> Option<E> {
     let parsed = E::parse_wire(s);
     if parsed.is_none() {
-        errors.push(
-            path,
-            FieldCode::InvalidEnum,
-            format!("must be one of {}", E::listing()),
-        );
+        errors.push(path, FieldCode::InvalidEnum, format!("must be one of {}", E::listing()));
     }
     parsed
 }
@@ -609,11 +525,7 @@ fn enum_value<E: WireEnum>(value: &Value, path: &Path<'_>, errors: &mut FieldErr
 
 /// Distinct enum values: `INVALID_TYPE`/`INVALID_ENUM` at `[k]`, `INVALID_FORMAT` at a repeat.
 /// Returns the values sorted (canonical order) when every element is valid.
-fn enum_set<E: WireEnum>(
-    items: &[Value],
-    path: &Path<'_>,
-    errors: &mut FieldErrors,
-) -> Option<Vec<E>> {
+fn enum_set<E: WireEnum>(items: &[Value], path: &Path<'_>, errors: &mut FieldErrors) -> Option<Vec<E>> {
     let before = errors.len();
     let mut seen: Vec<E> = Vec::with_capacity(E::all().len());
     for (k, element) in items.iter().enumerate() {
@@ -638,24 +550,13 @@ fn enum_set<E: WireEnum>(
 fn is_calendar_date(s: &str) -> bool {
     let b = s.as_bytes();
     let digits_at = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
-    if b.len() != 10
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !digits_at(0..4)
-        || !digits_at(5..7)
-        || !digits_at(8..10)
-    {
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' || !digits_at(0..4) || !digits_at(5..7) || !digits_at(8..10) {
         return false;
     }
-    let (Ok(year), Ok(month), Ok(day)) = (
-        s[0..4].parse::<i32>(),
-        s[5..7].parse::<u8>(),
-        s[8..10].parse::<u8>(),
-    ) else {
+    let (Ok(year), Ok(month), Ok(day)) = (s[0..4].parse::<i32>(), s[5..7].parse::<u8>(), s[8..10].parse::<u8>()) else {
         return false;
     };
-    time::Month::try_from(month)
-        .is_ok_and(|month| time::Date::from_calendar_date(year, month, day).is_ok())
+    time::Month::try_from(month).is_ok_and(|month| time::Date::from_calendar_date(year, month, day).is_ok())
 }
 
 #[cfg(test)]

@@ -1,0 +1,255 @@
+//! Test harness: a real server on 127.0.0.1:0 over a fresh database, and valid fixtures.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use reqwest::header::HeaderMap;
+use reqwest::{Client, StatusCode};
+use serde_json::{Value, json};
+use storefront::app::{self, AppState};
+use storefront::auth;
+use storefront::store::Store;
+use storefront::store::sqlite::SqliteStore;
+use tempfile::TempDir;
+use tokio::sync::oneshot;
+
+pub struct TestApp {
+    pub base: String,
+    pub client: Client,
+    /// API key of the merchant created with the app.
+    pub key: String,
+    pub store: Arc<dyn Store>,
+    /// Holds the database file for as long as the app lives.
+    pub _dir: TempDir,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("test.db")).await.unwrap());
+        TestApp::spawn_with(store, dir).await
+    }
+
+    /// Serves `store` (possibly wrapped to inject faults).
+    pub async fn spawn_with(store: Arc<dyn Store>, dir: TempDir) -> TestApp {
+        let key = auth::create_merchant(store.as_ref(), "test").await.unwrap().api_key;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let state = AppState {
+            store: Arc::clone(&store),
+        };
+        tokio::spawn(app::serve(listener, state, async move {
+            let _ = stopped.await;
+        }));
+        TestApp {
+            base: format!("http://{addr}"),
+            client: Client::new(),
+            key,
+            store,
+            _dir: dir,
+            stop: Some(stop),
+        }
+    }
+
+    /// Another merchant's API key.
+    pub async fn merchant_key(&self, name: &str) -> String {
+        auth::create_merchant(self.store.as_ref(), name).await.unwrap().api_key
+    }
+
+    /// POSTs a JSON body to `path` with this app's key.
+    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.post_as(path, &self.key, body).await
+    }
+
+    pub async fn post_as(&self, path: &str, key: &str, body: &Value) -> Answer {
+        let request = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(key)
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        read(request).await
+    }
+
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, format!("{}{path}", self.base))
+    }
+
+    /// `POST /v1/location/create` with `items`, expecting 200; returns the result items.
+    pub async fn create(&self, items: Vec<Value>) -> Vec<Value> {
+        self.create_as(&self.key, items).await
+    }
+
+    pub async fn create_as(&self, key: &str, items: Vec<Value>) -> Vec<Value> {
+        let answer = self
+            .post_as("/v1/location/create", key, &json!({ "locations": items }))
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{:#}", answer.body);
+        answer.body["locations"].as_array().unwrap().clone()
+    }
+
+    /// The errors of one item sent alone, as `(field, code)` pairs.
+    pub async fn errors_of(&self, item: Value) -> Vec<(String, String)> {
+        let results = self.create(vec![item]).await;
+        field_codes(&results[0])
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+pub async fn read(request: reqwest::RequestBuilder) -> Answer {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.bytes().await.unwrap();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))
+    };
+    Answer { status, headers, body }
+}
+
+/// `(field, code)` of every error of a result item.
+pub fn field_codes(result: &Value) -> Vec<(String, String)> {
+    result["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["field"].as_str().unwrap().to_owned(),
+                e["code"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// Asserts the contract's request-level error body and returns its `details`.
+pub fn assert_error(answer: &Answer, status: u16, error_type: &str, code: &str) -> Value {
+    assert_eq!(answer.status.as_u16(), status, "{:#}", answer.body);
+    assert_eq!(answer.body["error_type"], error_type, "{:#}", answer.body);
+    assert_eq!(answer.body["code"], code, "{:#}", answer.body);
+    assert!(answer.body["message"].as_str().is_some_and(|m| !m.is_empty()));
+    assert!(answer.body["details"].is_object(), "{:#}", answer.body);
+    assert_eq!(answer.body.as_object().unwrap().len(), 4, "{:#}", answer.body);
+    assert_eq!(answer.headers["cache-control"], "no-store");
+    assert!(answer.headers.contains_key("x-request-id"));
+    answer.body["details"].clone()
+}
+
+// ---- fixtures -------------------------------------------------------------------------------
+
+fn day(day: &str) -> Value {
+    json!({"day": day, "schedule": {"time_start": "09:00", "time_end": "21:00", "break": "13:00-14:00"}})
+}
+
+/// A valid WAREHOUSE, at a point derived from `n` (fixtures with different `n` are far apart).
+pub fn warehouse(n: u32) -> Value {
+    json!({
+        "merchant_location_id": format!("wh-{n}"),
+        "location_types": ["WAREHOUSE"],
+        "name": format!("Warehouse {n}"),
+        "address_tail": "101000, Russia, Moscow, Tverskaya street, 1",
+        "comment": "Gate 3",
+        "latitude": 10.0 + f64::from(n) * 0.01,
+        "longitude": 37.6,
+        "limits": {"length": 200, "width": 120, "height": 150, "weight": 500},
+        "working_schedule": [
+            day("MONDAY"), day("TUESDAY"),
+            {"day": "WEDNESDAY", "schedule": {"time_start": "08:00", "time_end": "20:00", "shipping_cutoff": "16:00"}}
+        ],
+        "is_accepts_returns": true
+    })
+}
+
+/// A valid PICKUP_POINT (a pickup point, not a postamat).
+pub fn pickup_point(n: u32) -> Value {
+    json!({
+        "merchant_location_id": format!("pp-{n}"),
+        "location_types": ["PICKUP_POINT"],
+        "name": format!("Pickup point {n}"),
+        "address_tail": "190000, Russia, Saint Petersburg, Nevsky prospekt, 28, 2, 1, 15",
+        "latitude": 20.0 + f64::from(n) * 0.01,
+        "longitude": 30.3,
+        "provider_id": "PROVIDER_3",
+        "provider_location_id": "PVZ-77",
+        "pickup_point_type": "PICKUP_POINT",
+        "payment_methods": ["ALREADY_PAID", "CARD", "CASH"],
+        "storage_period_days": 7,
+        "limits": {"length": 100, "width": 60, "height": 60, "weight": 30},
+        "instruction": "Enter from the courtyard.\nRing twice.",
+        "pickup_services": ["FITTING"],
+        "working_schedule": [day("MONDAY"), day("SATURDAY")],
+        "individual_schedule": [
+            {"date": "2026-12-31", "schedule": {"time_start": "10:00", "time_end": "16:00"}, "is_works": true},
+            {"date": "2027-01-01", "schedule": {"time_start": "00:00", "time_end": "24:00"}, "is_works": false}
+        ],
+        "is_accepts_returns": false
+    })
+}
+
+/// A valid POSTAMAT (a parcel locker: no cash, no fitting).
+pub fn postamat(n: u32) -> Value {
+    let mut p = pickup_point(n);
+    p["merchant_location_id"] = json!(format!("pm-{n}"));
+    p["pickup_point_type"] = json!("POSTAMAT");
+    p["payment_methods"] = json!(["ALREADY_PAID", "CARD"]);
+    p["latitude"] = json!(25.0 + f64::from(n) * 0.01);
+    p.as_object_mut().unwrap().remove("pickup_services");
+    p
+}
+
+/// A valid WAREHOUSE + CLICK_AND_COLLECT.
+pub fn click_and_collect(n: u32) -> Value {
+    json!({
+        "merchant_location_id": format!("cc-{n}"),
+        "location_types": ["WAREHOUSE", "CLICK_AND_COLLECT"],
+        "name": format!("Store {n}"),
+        "address_tail": "10115, Germany, Berlin, Unter den Linden, 5a",
+        "latitude": 52.5 + f64::from(n) * 0.01,
+        "longitude": 13.4,
+        "payment_methods": ["CARD"],
+        "storage_period_days": 3,
+        "limits": {"length": 50, "width": 50, "height": 50, "weight": 20},
+        "pickup_services": ["FITTING"],
+        "working_schedule": [{"day": "FRIDAY", "schedule": {"time_start": "10:00", "time_end": "22:00", "shipping_cutoff": "18:00"}}],
+        "is_accepts_returns": true
+    })
+}
+
+/// `value` with the field at JSON pointer `pointer` set to `new` (`None` removes it).
+pub fn with(mut value: Value, pointer: &str, new: Option<Value>) -> Value {
+    let (parent, last) = pointer.rsplit_once('/').unwrap();
+    let target = value.pointer_mut(parent).unwrap_or_else(|| panic!("no {parent}"));
+    match (target, new) {
+        (Value::Object(map), Some(new)) => {
+            map.insert(last.to_owned(), new);
+        }
+        (Value::Object(map), None) => {
+            map.remove(last);
+        }
+        (Value::Array(items), Some(new)) => items[last.parse::<usize>().unwrap()] = new,
+        (Value::Array(items), None) => {
+            items.remove(last.parse::<usize>().unwrap());
+        }
+        (other, _) => panic!("cannot set {pointer} in {other}"),
+    }
+    value
+}

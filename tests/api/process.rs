@@ -1,0 +1,236 @@
+//! The `storefront` binary as an operator runs it: the CLI, one `serve` per SQLite file,
+//! durability across `kill -9`, and a clean stop on SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_storefront");
+
+fn storefront(db: &Path) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env("STOREFRONT_DATABASE", format!("sqlite://{}", db.display()))
+        .env("STOREFRONT_LOG_FORMAT", "json");
+    command
+}
+
+/// Creates a merchant through the CLI; returns the printed object.
+fn merchant_create(db: &Path, name: &str) -> Value {
+    let out = storefront(db)
+        .args(["merchant", "create", "--name", name, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "exactly one JSON object: {stdout}");
+    let issued: Value = serde_json::from_str(&stdout).unwrap();
+    let keys: Vec<&String> = issued.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 3);
+    for key in ["merchant_id", "key_id", "api_key"] {
+        assert!(issued[key].as_str().is_some_and(|s| !s.is_empty()), "{key}");
+    }
+    issued
+}
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    /// Starts `serve` on a free port and waits until it listens.
+    fn start(db: &Path) -> Server {
+        let mut child = storefront(db)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut lines = BufReader::new(stderr).lines();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let base = loop {
+            assert!(Instant::now() < deadline, "server did not start");
+            let line = lines.next().expect("server exited before listening").unwrap();
+            if let Some(rest) = line.strip_prefix("storefront is listening on ") {
+                break rest.trim().to_owned();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || for _ in lines {});
+        Server { child, base }
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn create(base: &str, key: &str, items: &[Value]) -> Vec<Value> {
+    let answer = read(
+        reqwest::Client::new()
+            .post(format!("{base}/v1/location/create"))
+            .bearer_auth(key)
+            .json(&json!({ "locations": items })),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    answer.body["locations"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn an_answered_create_survives_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("durable.db");
+    let key = merchant_create(&db, "durable")["api_key"].as_str().unwrap().to_owned();
+    let items: Vec<Value> = (0..200).map(warehouse).collect();
+
+    let mut server = Server::start(&db);
+    let first = create(&server.base, &key, &items).await;
+    assert!(first.iter().all(|r| r["status"] == "ACTIVE"));
+    server.signal("-KILL");
+    let _ = server.child.wait();
+    drop(server);
+
+    let server = Server::start(&db);
+    let retry = create(&server.base, &key, &items).await;
+    for (a, b) in first.iter().zip(&retry) {
+        assert_eq!(a["location_id"], b["location_id"], "same ids after the crash");
+        assert_eq!(b["status"], "ACTIVE");
+    }
+}
+
+#[tokio::test]
+async fn one_server_per_sqlite_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("one.db");
+    let server = Server::start(&db);
+    let started = Instant::now();
+    let out = storefront(&db)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("already serving"), "{stderr}");
+    // The CLI still works beside the running server.
+    merchant_create(&db, "beside");
+    // After a crash the lock is gone with the process.
+    server.signal("-KILL");
+    drop(server);
+    let _again = Server::start(&db);
+}
+
+#[tokio::test]
+async fn sigterm_stops_cleanly_with_exit_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("term.db");
+    let key = merchant_create(&db, "term")["api_key"].as_str().unwrap().to_owned();
+    let mut server = Server::start(&db);
+    create(&server.base, &key, &[warehouse(1)]).await;
+    server.signal("-TERM");
+    let status = server.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn keys_are_issued_and_revoked_by_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("keys.db");
+    let merchant = merchant_create(&db, "keys");
+    let merchant_id = merchant["merchant_id"].as_str().unwrap();
+    let out = storefront(&db)
+        .args(["key", "issue", "--merchant", merchant_id, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let second: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(second["merchant_id"], merchant_id);
+    assert_ne!(second["api_key"], merchant["api_key"]);
+
+    let server = Server::start(&db);
+    let key = second["api_key"].as_str().unwrap();
+    create(&server.base, key, &[]).await;
+    let out = storefront(&db)
+        .args(["key", "revoke", second["key_id"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let answer = read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/create", server.base))
+            .bearer_auth(key)
+            .json(&json!({"locations": []})),
+    )
+    .await;
+    assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", "INVALID_API_KEY");
+
+    let unknown = storefront(&db).args(["key", "revoke", "nope"]).output().unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    let unknown = storefront(&db)
+        .args(["key", "issue", "--merchant", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(unknown.status.code(), Some(1));
+    // Keys are stored only as hashes.
+    let raw = std::fs::read(&db).unwrap();
+    let secret = key.rsplit_once('_').unwrap().1;
+    assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
+}
+
+#[tokio::test]
+async fn serve_demo_prints_a_working_key_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("demo.db");
+    let run = |db: &Path| {
+        let mut child = storefront(db)
+            .args(["serve", "--demo", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut text = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            let done = line.contains("Try it") || line.contains("already has merchants");
+            text.push_str(&line);
+            text.push('\n');
+            if done {
+                break;
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        text
+    };
+    let first = run(&db);
+    let key = first
+        .split_whitespace()
+        .find(|w| w.starts_with("sf_"))
+        .expect("a key is printed")
+        .to_owned();
+    let second = run(&db);
+    assert!(!second.contains("sf_"), "the key is printed only once: {second}");
+
+    let server = Server::start(&db);
+    create(&server.base, &key, &[warehouse(1)]).await;
+}

@@ -1,0 +1,333 @@
+//! Request-level answers (CONTRACT §3) for the create endpoint, and the operational endpoints.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use reqwest::Method;
+use serde_json::{Value, json};
+use storefront::domain::location::batch::{NewLocation, Outcome};
+use storefront::store::sqlite::SqliteStore;
+use storefront::store::{MerchantRef, Store, StoreError, StoredKey};
+
+use crate::helpers::*;
+
+const CREATE: &str = "/v1/location/create";
+
+fn raw(app: &TestApp, content_type: Option<&str>, body: impl Into<reqwest::Body>) -> reqwest::RequestBuilder {
+    let request = app.request(Method::POST, CREATE).bearer_auth(&app.key).body(body);
+    match content_type {
+        Some(ct) => request.header("content-type", ct),
+        None => request,
+    }
+}
+
+#[tokio::test]
+async fn content_type_must_be_json_with_an_optional_charset() {
+    let app = TestApp::spawn().await;
+    for ct in [
+        None,
+        Some("text/plain"),
+        Some("application/x-www-form-urlencoded"),
+        Some("application/json; boundary=x"),
+    ] {
+        let answer = read(raw(&app, ct, r#"{"locations":[]}"#)).await;
+        assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "UNSUPPORTED_MEDIA_TYPE");
+    }
+    for ct in ["application/json; charset=utf-8", "APPLICATION/JSON"] {
+        let answer = read(raw(&app, Some(ct), r#"{"locations":[]}"#)).await;
+        assert_eq!(answer.status, 200, "{ct}");
+    }
+}
+
+#[tokio::test]
+async fn an_empty_body_is_an_empty_object_whatever_its_content_type() {
+    let app = TestApp::spawn().await;
+    for ct in [None, Some("text/plain"), Some("application/json")] {
+        let answer = read(raw(&app, ct, "")).await;
+        let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST");
+        assert_eq!(details, json!({"field": "locations"}));
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_8_mib_is_refused() {
+    let app = TestApp::spawn().await;
+    let body = format!(r#"{{"locations":[],"pad":"{}"}}"#, "x".repeat(8 * 1024 * 1024));
+    let answer = read(raw(&app, Some("application/json"), body)).await;
+    assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "PAYLOAD_TOO_LARGE");
+    // Exactly 8 MiB is read (and then judged on its shape).
+    let mut exact = format!(r#"{{"locations":[],"pad":"{}"}}"#, "x".repeat(8 * 1024 * 1024 - 30));
+    while exact.len() < 8 * 1024 * 1024 {
+        exact.insert(1, ' ');
+    }
+    assert_eq!(exact.len(), 8 * 1024 * 1024);
+    let answer = read(raw(&app, Some("application/json"), exact)).await;
+    assert_eq!(
+        assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST"),
+        json!({"field": "pad"})
+    );
+    // Streamed without a Content-Length, too.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..9).map(|_| Ok(vec![b' '; 1024 * 1024])).collect();
+    let stream = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
+    let answer = read(raw(&app, Some("application/json"), stream)).await;
+    assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "PAYLOAD_TOO_LARGE");
+}
+
+#[tokio::test]
+async fn malformed_json_reports_line_and_column() {
+    let app = TestApp::spawn().await;
+    let answer = read(raw(&app, Some("application/json"), "{\n  \"locations\": [1,]\n}")).await;
+    let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "MALFORMED_JSON");
+    assert_eq!(details, json!({"line": 2, "column": 19}));
+    for bad in ["{", "nul", "{\"locations\": []} x", "\u{feff}{}"] {
+        let answer = read(raw(&app, Some("application/json"), bad)).await;
+        let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "MALFORMED_JSON");
+        assert!(
+            details["line"].as_u64().unwrap() >= 1 && details["column"].as_u64().is_some(),
+            "{bad}"
+        );
+    }
+    let answer = read(raw(&app, Some("application/json"), vec![b'{', 0xff, b'}'])).await;
+    assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "MALFORMED_JSON");
+}
+
+#[tokio::test]
+async fn the_request_must_have_the_create_shape() {
+    let app = TestApp::spawn().await;
+    let cases = [
+        (json!([]), ""),
+        (json!("locations"), ""),
+        (json!({"locations": [], "merchant": "x"}), "merchant"),
+        (json!({}), "locations"),
+        (json!({"locations": null}), "locations"),
+        (json!({"locations": {"0": {}}}), "locations"),
+        (json!({"locations": "[]"}), "locations"),
+    ];
+    for (body, field) in cases {
+        let answer = app.post(CREATE, &body).await;
+        let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST");
+        assert_eq!(details, json!({"field": field}), "{body}");
+    }
+}
+
+#[tokio::test]
+async fn more_than_200_locations_is_refused_whole() {
+    let app = TestApp::spawn().await;
+    let items: Vec<Value> = (0..201).map(warehouse).collect();
+    let answer = app.post(CREATE, &json!({"locations": items})).await;
+    let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "TOO_MANY_ITEMS");
+    assert_eq!(details, json!({"field": "locations", "max": 200, "actual": 201}));
+    // Nothing was stored: the first item is new on a later request.
+    let results = app.create(vec![warehouse(0)]).await;
+    let retry = app.create(vec![warehouse(0)]).await;
+    assert_eq!(results[0]["location_id"], retry[0]["location_id"]);
+    assert_eq!(results[0]["status"], "ACTIVE");
+}
+
+#[tokio::test]
+async fn authentication_comes_first_and_is_strict() {
+    let app = TestApp::spawn().await;
+    let send = |auth: Option<&'static str>, body: &'static str| {
+        let request = app
+            .request(Method::POST, CREATE)
+            .header("content-type", "text/plain")
+            .body(body);
+        match auth {
+            Some(value) => request.header("authorization", value),
+            None => request,
+        }
+    };
+    // A malformed body and a wrong content type are not looked at before the key.
+    for (auth, code) in [
+        (None, "UNAUTHENTICATED"),
+        (Some("Basic dXNlcjpwYXNz"), "UNAUTHENTICATED"),
+        (Some("Bearer"), "UNAUTHENTICATED"),
+        (Some("Bearer two tokens"), "UNAUTHENTICATED"),
+        (Some("Bearer sf_000000000000000000000000_abc"), "INVALID_API_KEY"),
+        (Some("Bearer not-a-key"), "INVALID_API_KEY"),
+    ] {
+        let answer = read(send(auth, "{not json")).await;
+        assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", code);
+    }
+    // A valid key with a wrong secret.
+    let (prefix, _) = app.key.rsplit_once('_').unwrap();
+    let wrong = format!("{prefix}_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    let answer = app.post_as(CREATE, &wrong, &json!({"locations": []})).await;
+    assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", "INVALID_API_KEY");
+    // The scheme word in any case.
+    let answer = read(
+        app.request(Method::POST, CREATE)
+            .header("authorization", format!("bEaReR {}", app.key))
+            .header("content-type", "application/json")
+            .body(r#"{"locations":[]}"#),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+}
+
+#[tokio::test]
+async fn a_revoked_key_is_refused_from_the_next_request_on() {
+    let app = TestApp::spawn().await;
+    let issued = storefront::auth::issue_key(app.store.as_ref(), &merchant_id(&app).await)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.post_as(CREATE, &issued.api_key, &json!({"locations": []}))
+            .await
+            .status,
+        200
+    );
+    assert!(app.store.revoke_key(&issued.key_id).await.unwrap());
+    let answer = app.post_as(CREATE, &issued.api_key, &json!({"locations": []})).await;
+    assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", "INVALID_API_KEY");
+    assert!(
+        !app.store.revoke_key(&issued.key_id).await.unwrap(),
+        "revoking twice reports no active key"
+    );
+    // The merchant's other key still works.
+    assert_eq!(app.post(CREATE, &json!({"locations": []})).await.status, 200);
+}
+
+async fn merchant_id(app: &TestApp) -> String {
+    let key_id = app.key.strip_prefix("sf_").unwrap().split_once('_').unwrap().0;
+    app.store.find_key(key_id).await.unwrap().unwrap().merchant.id
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_in_the_contract_body_before_auth() {
+    let app = TestApp::spawn().await;
+    let answer = read(app.request(Method::POST, "/v1/location/delete")).await;
+    assert_error(&answer, 404, "ERROR_TYPE_UNSPECIFIED", "NOT_FOUND");
+    let answer = read(app.request(Method::GET, CREATE)).await;
+    assert_error(&answer, 405, "ERROR_TYPE_UNSPECIFIED", "METHOD_NOT_ALLOWED");
+    let answer = read(app.request(Method::PUT, CREATE).bearer_auth(&app.key)).await;
+    assert_error(&answer, 405, "ERROR_TYPE_UNSPECIFIED", "METHOD_NOT_ALLOWED");
+}
+
+#[tokio::test]
+async fn every_answer_carries_a_request_id() {
+    let app = TestApp::spawn().await;
+    let ok = app.post(CREATE, &json!({"locations": []})).await;
+    assert!(ok.headers.contains_key("x-request-id"));
+    assert!(!ok.headers.contains_key("cache-control"));
+    let health = read(app.request(Method::GET, "/healthz")).await;
+    assert_eq!(health.body, json!({"status": "ok"}));
+    assert!(health.headers.contains_key("x-request-id"));
+    let mine = read(
+        app.request(Method::GET, "/nowhere")
+            .header("x-request-id", "trace-me-42"),
+    )
+    .await;
+    assert_eq!(mine.headers["x-request-id"], "trace-me-42");
+    let ids: std::collections::HashSet<String> = [ok, health]
+        .iter()
+        .map(|a| a.headers["x-request-id"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "ids are unique per request");
+}
+
+#[tokio::test]
+async fn readyz_reflects_the_database() {
+    let app = TestApp::spawn().await;
+    let answer = read(app.request(Method::GET, "/readyz")).await;
+    assert_eq!(answer.status, 200);
+    let broken = faulty_app(Fault::Fail).await;
+    let answer = read(broken.request(Method::GET, "/readyz")).await;
+    assert_eq!(answer.status, 503);
+    assert_eq!(read(broken.request(Method::GET, "/healthz")).await.status, 200);
+}
+
+/// A real store with one fault switched on.
+struct FaultyStore {
+    inner: Arc<dyn Store>,
+    fault: Fault,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Fault {
+    Panic,
+    Fail,
+}
+
+impl FaultyStore {
+    fn wrap(inner: Arc<dyn Store>, fault: Fault) -> Arc<dyn Store> {
+        Arc::new(FaultyStore { inner, fault })
+    }
+}
+
+#[async_trait]
+impl Store for FaultyStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        match self.fault {
+            Fault::Fail => Err(StoreError::Backend("disk I/O error at /var/lib/secret.db".into())),
+            Fault::Panic => self.inner.ping().await,
+        }
+    }
+    async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
+        self.inner.create_merchant(name).await
+    }
+    async fn merchant_count(&self) -> Result<u64, StoreError> {
+        self.inner.merchant_count().await
+    }
+    async fn insert_key(&self, merchant_id: &str, key_id: &str, hash: [u8; 32]) -> Result<(), StoreError> {
+        self.inner.insert_key(merchant_id, key_id, hash).await
+    }
+    async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
+        self.inner.revoke_key(key_id).await
+    }
+    async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        self.inner.find_key(key_id).await
+    }
+    async fn create_locations(
+        &self,
+        _merchant: &MerchantRef,
+        items: Vec<NewLocation>,
+    ) -> Result<Vec<Outcome>, StoreError> {
+        match self.fault {
+            Fault::Panic => panic!("injected panic while storing {} items", items.len()),
+            Fault::Fail => Err(StoreError::Backend(
+                "SQLITE_FULL: database or disk is full: /var/lib/secret.db".into(),
+            )),
+        }
+    }
+    async fn close(&self) {
+        self.inner.close().await;
+    }
+}
+
+async fn faulty_app(fault: Fault) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    let inner: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("test.db")).await.unwrap());
+    TestApp::spawn_with(FaultyStore::wrap(inner, fault), dir).await
+}
+
+#[tokio::test]
+async fn a_panic_is_a_500_with_the_request_id_and_the_server_keeps_serving() {
+    let app = faulty_app(Fault::Panic).await;
+    for _ in 0..3 {
+        let answer = app.post(CREATE, &json!({"locations": [warehouse(1)]})).await;
+        let details = assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
+        assert_eq!(
+            details,
+            json!({"request_id": answer.headers["x-request-id"].to_str().unwrap()})
+        );
+        assert!(
+            !answer.body.to_string().contains("injected"),
+            "no internals in the body"
+        );
+    }
+    assert_eq!(read(app.request(Method::GET, "/healthz")).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_database_failure_is_a_500_without_internals() {
+    let app = faulty_app(Fault::Fail).await;
+    let answer = app.post(CREATE, &json!({"locations": [warehouse(1)]})).await;
+    let details = assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
+    assert!(details["request_id"].is_string());
+    let text = answer.body.to_string();
+    assert!(!text.contains("SQLITE") && !text.contains("/var/lib"), "{text}");
+    // Invalid items never reach the store: an all-invalid batch still answers 200.
+    let answer = app.post(CREATE, &json!({"locations": [json!(1)]})).await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+}
