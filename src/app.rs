@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
 use axum::Router;
 use axum::extract::{MatchedPath, Request};
 use axum::http::Response;
@@ -19,19 +20,77 @@ use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
+use crate::domain::category::taxonomy::Taxonomy;
 use crate::http::error::ApiError;
-use crate::http::{locations, ops, request_id};
-use crate::store::Store;
+use crate::http::{categories, locations, ops, request_id};
+use crate::pagination::Cursors;
+use crate::store::{Store, StoreError};
+
+/// How often a server checks whether the stored taxonomy changed.
+pub const TAXONOMY_POLL: Duration = Duration::from_secs(1);
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    /// The current taxonomy snapshot, swapped whole when the stored one changes.
+    pub taxonomy: Arc<ArcSwap<Taxonomy>>,
+    pub cursors: Arc<Cursors>,
+}
+
+impl AppState {
+    /// Loads what serving needs from the store: the cursor secret and the taxonomy.
+    pub async fn load(store: Arc<dyn Store>) -> Result<Self, StoreError> {
+        let cursors = Cursors::new(store.cursor_secret().await?);
+        let taxonomy = load_taxonomy(store.as_ref()).await?;
+        Ok(AppState {
+            store,
+            taxonomy: Arc::new(ArcSwap::from_pointee(taxonomy)),
+            cursors: Arc::new(cursors),
+        })
+    }
+
+    /// Swaps in the stored taxonomy when its version differs from the one served; returns
+    /// whether it did.
+    pub async fn refresh_taxonomy(&self) -> Result<bool, StoreError> {
+        let stored = self.store.taxonomy_version().await?;
+        if stored == self.taxonomy.load().version() {
+            return Ok(false);
+        }
+        let taxonomy = load_taxonomy(self.store.as_ref()).await?;
+        tracing::info!(
+            version = taxonomy.version(),
+            categories = taxonomy.len(),
+            "taxonomy refreshed"
+        );
+        self.taxonomy.store(Arc::new(taxonomy));
+        Ok(true)
+    }
+}
+
+async fn load_taxonomy(store: &dyn Store) -> Result<Taxonomy, StoreError> {
+    let (version, categories) = store.load_categories().await?;
+    tokio::task::spawn_blocking(move || Taxonomy::build(version, categories))
+        .await
+        .map_err(StoreError::backend)
+}
+
+/// Polls the stored taxonomy version and refreshes the snapshot, for as long as it runs.
+async fn refresh_taxonomy_forever(state: AppState) {
+    let mut tick = tokio::time::interval(TAXONOMY_POLL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = state.refresh_taxonomy().await {
+            tracing::warn!(error = %crate::http::error::ErrorChain(&e), "taxonomy refresh failed; serving the previous one");
+        }
+    }
 }
 
 pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/location/create", post(locations::create))
+        .route("/v1/categories/list", post(categories::list))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .fallback(|| async { ApiError::not_found() })
@@ -86,12 +145,16 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response<axum::body::
 struct Panicked(String);
 
 /// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish.
+/// Keeps the taxonomy fresh meanwhile.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
+    let refresher = tokio::spawn(refresh_taxonomy_forever(state.clone()));
+    let result = axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
-        .await
+        .await;
+    refresher.abort();
+    result
 }

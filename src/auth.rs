@@ -34,7 +34,8 @@ impl std::fmt::Debug for IssuedKey {
     }
 }
 
-fn random<const N: usize>() -> Result<[u8; N], StoreError> {
+/// `N` bytes from the operating system's random source.
+pub fn random<const N: usize>() -> Result<[u8; N], StoreError> {
     let mut bytes = [0u8; N];
     getrandom::fill(&mut bytes).map_err(|e| StoreError::Backend(e.to_string().into()))?;
     Ok(bytes)

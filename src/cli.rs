@@ -1,7 +1,8 @@
 //! The `storefront` command line (CONTRACT §1).
 
 use std::fs::{File, TryLockError};
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,24 @@ use tokio::net::TcpListener;
 use crate::app::{self, AppState};
 use crate::auth::{self, IssuedKey};
 use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
+use crate::domain::category::import::{self, Format, Mode};
+use crate::domain::category::order;
 use crate::store::{self, DatabaseUrl, Store, StoreError};
+
+/// `println!` that never panics: a server whose stdout was closed (a pipe whose reader went
+/// away) keeps serving; what it would have printed is lost, which is all that can happen to it.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics (see `say!`).
+macro_rules! warn_user {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// How long in-flight requests may run on after a shutdown signal.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -39,6 +57,27 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Key(KeyCommand),
+    /// Import and export the category taxonomy.
+    #[command(subcommand)]
+    Categories(CategoriesCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CategoriesCommand {
+    /// Load categories from FILE (JSON, or the Google Product Taxonomy text format). All or
+    /// nothing: every problem is reported with its record or line, and exit code 1.
+    Import {
+        /// The file to import (`-` for standard input).
+        file: PathBuf,
+        /// Make the stored set exactly the file (default: upsert by id).
+        #[arg(long)]
+        replace: bool,
+        /// The file's format (default: detected from its content).
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+    },
+    /// Print the stored categories in the JSON import format.
+    Export,
 }
 
 #[derive(Subcommand, Debug)]
@@ -92,12 +131,40 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             })
             .await
         }
+        Command::Categories(CategoriesCommand::Import { file, replace, format }) => {
+            let text = if file.as_os_str() == "-" {
+                std::io::read_to_string(std::io::stdin()).context("reading standard input")?
+            } else {
+                std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?
+            };
+            let mode = if replace { Mode::Replace } else { Mode::Upsert };
+            with_store(&url, |store| async move {
+                import_categories(store.as_ref(), &text, format, mode).await
+            })
+            .await
+        }
+        Command::Categories(CategoriesCommand::Export) => {
+            with_store(&url, |store| async move {
+                let (_, mut categories) = store.load_categories().await?;
+                categories.sort_by(|a, b| order(a.sort_order, &a.id, b.sort_order, &b.id));
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                writeln!(out, "[")?;
+                for (i, category) in categories.iter().enumerate() {
+                    let separator = if i + 1 < categories.len() { "," } else { "" };
+                    writeln!(out, "{}{separator}", serde_json::to_string(category)?)?;
+                }
+                writeln!(out, "]")?;
+                out.flush()?;
+                Ok(())
+            })
+            .await
+        }
         Command::Key(KeyCommand::Revoke { key_id }) => {
             with_store(&url, |store| async move {
                 if !store.revoke_key(&key_id).await? {
                     bail!("no active key with key_id {key_id}");
                 }
-                println!("revoked key {key_id}");
+                say!("revoked key {key_id}");
                 Ok(())
             })
             .await
@@ -117,14 +184,35 @@ where
     result
 }
 
+/// Imports a file's text; prints what it did, or every problem and fails.
+async fn import_categories(store: &dyn Store, text: &str, format: Option<Format>, mode: Mode) -> anyhow::Result<()> {
+    match store.import_categories(import::parse(text, format), mode).await? {
+        Ok(imported) => {
+            say!(
+                "imported {} categories; the taxonomy now has {} (version {})",
+                imported.records,
+                imported.total,
+                imported.version
+            );
+            Ok(())
+        }
+        Err(problems) => {
+            for problem in &problems {
+                warn_user!("{problem}");
+            }
+            bail!("import refused: {} problem(s); nothing was changed", problems.len())
+        }
+    }
+}
+
 fn print_key(issued: &IssuedKey, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string(issued)?);
+        say!("{}", serde_json::to_string(issued)?);
     } else {
-        println!("merchant_id: {}", issued.merchant_id);
-        println!("key_id:      {}", issued.key_id);
-        println!("api_key:     {}", issued.api_key);
-        println!("(the API key is shown only now; store it safely)");
+        say!("merchant_id: {}", issued.merchant_id);
+        say!("key_id:      {}", issued.key_id);
+        say!("api_key:     {}", issued.api_key);
+        say!("(the API key is shown only now; store it safely)");
     }
     Ok(())
 }
@@ -136,20 +224,21 @@ async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
     };
     let store = store::open(url).await.context("opening the database")?;
     tracing::info!(database = ?url, "database ready");
+    let state = AppState::load(Arc::clone(&store))
+        .await
+        .context("loading the taxonomy")?;
     if args.demo {
-        seed_demo(store.as_ref(), &args).await?;
+        seed_demo(&state, &args).await?;
     }
+    tracing::info!(categories = state.taxonomy.load().len(), "taxonomy loaded");
     let listener = TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("listening on {}", args.addr))?;
     let local = listener.local_addr()?;
     tracing::info!(addr = %local, "listening");
-    eprintln!("storefront is listening on http://{local}");
+    warn_user!("storefront is listening on http://{local}");
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let state = AppState {
-        store: Arc::clone(&store),
-    };
     let mut server = tokio::spawn(app::serve(listener, state, async move {
         let _ = stopped.await;
     }));
@@ -195,23 +284,36 @@ fn lock_database(path: &Path) -> anyhow::Result<File> {
     }
 }
 
-async fn seed_demo(store: &dyn Store, args: &ServeArgs) -> anyhow::Result<()> {
+/// The built-in demo taxonomy (`scripts/gen-demo-taxonomy.py` writes it).
+const DEMO_TAXONOMY: &str = include_str!("../assets/demo-taxonomy.json");
+
+/// `serve --demo`: on an empty database, the demo taxonomy and the merchant `demo`. Each part is
+/// seeded only where it is empty, so a database with its own taxonomy keeps it.
+async fn seed_demo(state: &AppState, args: &ServeArgs) -> anyhow::Result<()> {
+    let store = state.store.as_ref();
+    if state.taxonomy.load().is_empty() {
+        import_categories(store, DEMO_TAXONOMY, Some(Format::Json), Mode::Replace)
+            .await
+            .context("loading the demo taxonomy")?;
+        state.refresh_taxonomy().await?;
+    }
     if store.merchant_count().await? == 0 {
         let issued = auth::create_merchant(store, "demo").await?;
-        println!(
+        say!(
             "Demo merchant created (merchant_id {}). Its API key, shown only now:",
             issued.merchant_id
         );
-        println!();
-        println!("    {}", issued.api_key);
-        println!();
-        println!("Try it:");
-        println!(
+        say!();
+        say!("    {}", issued.api_key);
+        say!();
+        say!("Try it:");
+        say!(
             "    curl -s http://{}/v1/categories/list -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"pagination\":{{\"limit\":5}}}}'",
-            args.addr, issued.api_key
+            args.addr,
+            issued.api_key
         );
     } else {
-        println!(
+        say!(
             "This database already has merchants, so no demo key was printed; issue one with \
              `storefront key issue --merchant <merchant_id>`."
         );

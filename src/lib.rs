@@ -6,5 +6,6 @@ pub mod cli;
 pub mod config;
 pub mod domain;
 pub mod http;
+pub mod pagination;
 pub mod store;
 pub mod telemetry;

@@ -1,6 +1,7 @@
 //! The domain: what a location and a category are, and every rule about them. Knows nothing of
 //! HTTP or SQL.
 
+pub mod category;
 pub mod field_error;
 pub mod geo;
 pub mod json;

@@ -11,6 +11,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::domain::category::Category;
+use crate::domain::category::import::{Mode, Parsed, Problem};
 use crate::domain::location::batch::{NewLocation, Outcome};
 
 /// A merchant as the rest of the service refers to it.
@@ -27,6 +29,17 @@ pub struct MerchantRef {
 pub struct StoredKey {
     pub merchant: MerchantRef,
     pub secret_hash: [u8; 32],
+}
+
+/// What an import did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Imported {
+    /// Records in the file.
+    pub records: usize,
+    /// Categories stored afterwards.
+    pub total: usize,
+    /// The new taxonomy version.
+    pub version: i64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +91,20 @@ pub trait Store: Send + Sync + 'static {
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
     ) -> Result<Vec<Outcome>, StoreError>;
+
+    /// The secret that signs list cursors: generated once per database, then always the same.
+    async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;
+
+    /// The stored taxonomy's version; every import changes it.
+    async fn taxonomy_version(&self) -> Result<i64, StoreError>;
+
+    /// Every stored category, with the version they are (read in one transaction).
+    async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError>;
+
+    /// Imports `records` atomically (CONTRACT §5.1): checks the set that would result and writes
+    /// it, bumping the version, or writes nothing and returns every problem.
+    async fn import_categories(&self, parsed: Parsed, mode: Mode)
+    -> Result<Result<Imported, Vec<Problem>>, StoreError>;
 
     /// Finishes queued writes and releases the database.
     async fn close(&self);

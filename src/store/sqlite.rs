@@ -13,6 +13,7 @@
 //!
 //! Other processes (the CLI) may write to the same file; `busy_timeout` makes them wait their turn.
 
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -23,12 +24,17 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{MerchantRef, Store, StoreError, StoredKey, now_ms};
+use super::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use crate::domain::category::import::{self, Mode, Parsed, Problem};
+use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::{Status, TypeSet};
 
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/sqlite/0002_categories.sql"),
+];
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most create requests committed together.
 const MAX_GROUP: usize = 64;
@@ -325,6 +331,70 @@ fn neighbours(
     Ok(found)
 }
 
+const CATEGORY_COLUMNS: &str =
+    "id, name, slug, parent_id, leaf, sort_order, icon_url, description, is_service, is_digital, status";
+
+fn read_categories(conn: &Connection) -> Result<Vec<Category>, StoreError> {
+    let mut stmt = conn.prepare(&format!("SELECT {CATEGORY_COLUMNS} FROM categories"))?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            Category {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                slug: r.get(2)?,
+                parent_id: r.get(3)?,
+                leaf: r.get(4)?,
+                sort_order: r.get(5)?,
+                icon_url: r.get(6)?,
+                description: r.get(7)?,
+                is_service: r.get(8)?,
+                is_digital: r.get(9)?,
+                status: CategoryStatus::Active,
+            },
+            r.get::<_, String>(10)?,
+        ))
+    })?;
+    let mut categories = Vec::new();
+    for row in rows {
+        let (mut category, status) = row?;
+        category.status = CategoryStatus::from_wire(&status).ok_or_else(|| corrupt("category status", &status))?;
+        categories.push(category);
+    }
+    Ok(categories)
+}
+
+fn write_category(conn: &Connection, c: &Category) -> Result<(), StoreError> {
+    conn.prepare_cached(&format!(
+        "INSERT INTO categories ({CATEGORY_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) \
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, slug = excluded.slug, parent_id = excluded.parent_id, \
+         leaf = excluded.leaf, sort_order = excluded.sort_order, icon_url = excluded.icon_url, \
+         description = excluded.description, is_service = excluded.is_service, is_digital = excluded.is_digital, \
+         status = excluded.status"
+    ))?
+    .execute(params![
+        c.id,
+        c.name,
+        c.slug,
+        c.parent_id,
+        c.leaf,
+        c.sort_order,
+        c.icon_url,
+        c.description,
+        c.is_service,
+        c.is_digital,
+        c.status.as_str()
+    ])?;
+    Ok(())
+}
+
+fn taxonomy_version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(
+        conn.query_row("SELECT value FROM meta WHERE key = 'taxonomy_version'", [], |r| {
+            r.get(0)
+        })?,
+    )
+}
+
 fn corrupt(what: &str, value: &str) -> StoreError {
     StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
 }
@@ -451,6 +521,70 @@ impl Store for SqliteStore {
                 }))
             })
             .await
+    }
+
+    async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
+        let fresh: [u8; 32] = crate::auth::random()?;
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('cursor_secret', ?1) ON CONFLICT (key) DO NOTHING",
+                [&fresh[..]],
+            )?;
+            let stored: Vec<u8> =
+                tx.query_row("SELECT value FROM meta WHERE key = 'cursor_secret'", [], |r| r.get(0))?;
+            stored
+                .try_into()
+                .map_err(|_| corrupt("cursor secret", "of the wrong length"))
+        })
+        .await
+    }
+
+    async fn taxonomy_version(&self) -> Result<i64, StoreError> {
+        self.readers.read(taxonomy_version).await
+    }
+
+    async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
+        self.readers
+            .read(|c| {
+                let tx = c.unchecked_transaction()?;
+                let version = taxonomy_version(&tx)?;
+                let categories = read_categories(&tx)?;
+                tx.finish()?;
+                Ok((version, categories))
+            })
+            .await
+    }
+
+    async fn import_categories(
+        &self,
+        parsed: Parsed,
+        mode: Mode,
+    ) -> Result<Result<Imported, Vec<Problem>>, StoreError> {
+        self.write(move |tx| {
+            let count = parsed.records.len();
+            let stored = match mode {
+                Mode::Upsert => read_categories(tx)?,
+                Mode::Replace => Vec::new(),
+            };
+            let written: HashSet<String> = parsed.records.iter().map(|r| r.category.id.clone()).collect();
+            let set = match import::merge(stored, parsed, mode) {
+                Ok(set) => set,
+                Err(problems) => return Ok(Err(problems)),
+            };
+            if mode == Mode::Replace {
+                tx.execute("DELETE FROM categories", [])?;
+            }
+            for category in set.iter().filter(|c| written.contains(&c.id)) {
+                write_category(tx, category)?;
+            }
+            tx.execute("UPDATE meta SET value = value + 1 WHERE key = 'taxonomy_version'", [])?;
+            Ok(Ok(Imported {
+                records: count,
+                total: set.len(),
+                version: taxonomy_version(tx)?,
+            }))
+        })
+        .await
     }
 
     async fn create_locations(

@@ -8,6 +8,7 @@ use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
 use storefront::app::{self, AppState};
 use storefront::auth;
+use storefront::domain::category::import;
 use storefront::store::Store;
 use storefront::store::sqlite::SqliteStore;
 use tempfile::TempDir;
@@ -19,6 +20,8 @@ pub struct TestApp {
     /// API key of the merchant created with the app.
     pub key: String,
     pub store: Arc<dyn Store>,
+    /// The served state (its taxonomy snapshot can be refreshed at once with `refresh_taxonomy`).
+    pub state: AppState,
     /// Holds the database file for as long as the app lives.
     pub _dir: TempDir,
     stop: Option<oneshot::Sender<()>>,
@@ -45,10 +48,8 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let state = AppState {
-            store: Arc::clone(&store),
-        };
-        tokio::spawn(app::serve(listener, state, async move {
+        let state = AppState::load(Arc::clone(&store)).await.unwrap();
+        tokio::spawn(app::serve(listener, state.clone(), async move {
             let _ = stopped.await;
         }));
         TestApp {
@@ -56,9 +57,32 @@ impl TestApp {
             client: Client::new(),
             key,
             store,
+            state,
             _dir: dir,
             stop: Some(stop),
         }
+    }
+
+    /// The database file this app serves (when it was spawned over a fresh one).
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self._dir.path().join("test.db")
+    }
+
+    /// Imports categories (replacing the stored set) and makes the server serve them now.
+    pub async fn import_categories(&self, categories: &Value) {
+        let parsed = import::parse(&categories.to_string(), Some(import::Format::Json));
+        assert!(parsed.problems.is_empty(), "{:?}", parsed.problems);
+        self.store
+            .import_categories(parsed, import::Mode::Replace)
+            .await
+            .unwrap()
+            .unwrap();
+        self.state.refresh_taxonomy().await.unwrap();
+    }
+
+    /// `POST /v1/categories/list`.
+    pub async fn list(&self, body: &Value) -> Answer {
+        self.post("/v1/categories/list", body).await
     }
 
     /// Another merchant's API key.

@@ -12,7 +12,7 @@ use crate::helpers::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_storefront");
 
-fn storefront(db: &Path) -> Command {
+pub fn storefront(db: &Path) -> Command {
     let mut command = Command::new(BIN);
     command
         .env("STOREFRONT_DATABASE", format!("sqlite://{}", db.display()))
@@ -21,7 +21,7 @@ fn storefront(db: &Path) -> Command {
 }
 
 /// Creates a merchant through the CLI; returns the printed object.
-fn merchant_create(db: &Path, name: &str) -> Value {
+pub fn merchant_create(db: &Path, name: &str) -> Value {
     let out = storefront(db)
         .args(["merchant", "create", "--name", name, "--json"])
         .output()
@@ -38,14 +38,14 @@ fn merchant_create(db: &Path, name: &str) -> Value {
     issued
 }
 
-struct Server {
-    child: Child,
-    base: String,
+pub struct Server {
+    pub child: Child,
+    pub base: String,
 }
 
 impl Server {
     /// Starts `serve` on a free port and waits until it listens.
-    fn start(db: &Path) -> Server {
+    pub fn start(db: &Path) -> Server {
         let mut child = storefront(db)
             .args(["serve", "--addr", "127.0.0.1:0"])
             .stdout(Stdio::null())

@@ -5,9 +5,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use reqwest::Method;
 use serde_json::{Value, json};
+use storefront::domain::category::Category;
+use storefront::domain::category::import::{Mode, Parsed, Problem};
 use storefront::domain::location::batch::{NewLocation, Outcome};
 use storefront::store::sqlite::SqliteStore;
-use storefront::store::{MerchantRef, Store, StoreError, StoredKey};
+use storefront::store::{Imported, MerchantRef, Store, StoreError, StoredKey};
 
 use crate::helpers::*;
 
@@ -289,6 +291,22 @@ impl Store for FaultyStore {
                 "SQLITE_FULL: database or disk is full: /var/lib/secret.db".into(),
             )),
         }
+    }
+    async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
+        self.inner.cursor_secret().await
+    }
+    async fn taxonomy_version(&self) -> Result<i64, StoreError> {
+        self.inner.taxonomy_version().await
+    }
+    async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
+        self.inner.load_categories().await
+    }
+    async fn import_categories(
+        &self,
+        parsed: Parsed,
+        mode: Mode,
+    ) -> Result<Result<Imported, Vec<Problem>>, StoreError> {
+        self.inner.import_categories(parsed, mode).await
     }
     async fn close(&self) {
         self.inner.close().await;

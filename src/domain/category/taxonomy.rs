@@ -1,0 +1,421 @@
+//! The taxonomy in memory: one immutable snapshot per stored version, swapped whole when the
+//! stored taxonomy changes, answering every list request without touching the database.
+//!
+//! Categories are kept in list order (CONTRACT §5.3), so a category's *rank* is its position in
+//! that order, and every filtered list is a sorted list of ranks:
+//!
+//! * per *variant* (status any/active/disabled × leaf_only), the global list and, in CSR form
+//!   (one offsets array, one ranks array), the children of every category and the roots;
+//! * `ids` filters resolve each id by binary search and sort the few ranks they find.
+//!
+//! A page is a binary search for the cursor's key (O(log n)) and a slice of `limit` ranks;
+//! `total` is the list's length. Each category's JSON is serialised once, when the snapshot is
+//! built, into one arena, so a page is written by concatenation.
+
+use std::cmp::Ordering;
+
+use sha2::{Digest, Sha256};
+
+use super::{Category, CategoryStatus, OrderKey, order};
+
+/// Which categories a list request asks for (CONTRACT §5.2), normalised: filters that mean the
+/// same are equal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Filter {
+    pub status: Option<CategoryStatus>,
+    pub leaf_only: bool,
+    pub scope: Scope,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    All,
+    Roots,
+    ChildrenOf(String),
+    /// Sorted, without repeats.
+    Ids(Vec<String>),
+}
+
+impl Filter {
+    /// Builds a normalised filter; `ids`, when given, wins over `parent_id`.
+    pub fn new(
+        status: Option<CategoryStatus>,
+        leaf_only: bool,
+        parent_id: Option<String>,
+        ids: Option<Vec<String>>,
+    ) -> Self {
+        let scope = match (ids, parent_id) {
+            (Some(mut ids), _) => {
+                ids.sort_unstable();
+                ids.dedup();
+                Scope::Ids(ids)
+            }
+            (None, Some(p)) if p.is_empty() => Scope::Roots,
+            (None, Some(p)) => Scope::ChildrenOf(p),
+            (None, None) => Scope::All,
+        };
+        Filter {
+            status,
+            leaf_only,
+            scope,
+        }
+    }
+
+    /// A digest of the normalised filter, which a cursor carries to be bound to it.
+    pub fn digest(&self) -> [u8; 16] {
+        let mut h = Sha256::new();
+        h.update(b"filter/v1");
+        h.update([match self.status {
+            None => 0,
+            Some(CategoryStatus::Active) => 1,
+            Some(CategoryStatus::Disabled) => 2,
+        }]);
+        h.update([u8::from(self.leaf_only)]);
+        let mut put = |tag: u8, s: &str| {
+            h.update([tag]);
+            h.update((s.len() as u64).to_be_bytes());
+            h.update(s.as_bytes());
+        };
+        match &self.scope {
+            Scope::All => put(b'a', ""),
+            Scope::Roots => put(b'r', ""),
+            Scope::ChildrenOf(p) => put(b'c', p),
+            Scope::Ids(ids) => ids.iter().for_each(|id| put(b'i', id)),
+        }
+        let full = h.finalize();
+        let mut digest = [0u8; 16];
+        digest.copy_from_slice(&full[..16]);
+        digest
+    }
+
+    fn variant(&self) -> usize {
+        let status = match self.status {
+            None => 0,
+            Some(CategoryStatus::Active) => 1,
+            Some(CategoryStatus::Disabled) => 2,
+        };
+        status * 2 + usize::from(self.leaf_only)
+    }
+}
+
+const VARIANTS: usize = 6;
+
+fn variant_matches(variant: usize, status: CategoryStatus, leaf: bool) -> bool {
+    let status_ok = match variant / 2 {
+        1 => status == CategoryStatus::Active,
+        2 => status == CategoryStatus::Disabled,
+        _ => true,
+    };
+    status_ok && (variant.is_multiple_of(2) || leaf)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+#[derive(Debug)]
+struct Entry {
+    json: Span,
+    id: Span,
+    sort_order: Option<i64>,
+    status: CategoryStatus,
+    leaf: bool,
+}
+
+/// Lists of ranks grouped by parent (group `n` holds the roots), each group in rank order.
+#[derive(Debug, Default)]
+struct Groups {
+    offsets: Vec<u32>,
+    ranks: Vec<u32>,
+}
+
+impl Groups {
+    fn group(&self, g: usize) -> &[u32] {
+        match (self.offsets.get(g), self.offsets.get(g + 1)) {
+            (Some(&a), Some(&b)) => &self.ranks[a as usize..b as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// One page of a list.
+#[derive(Debug)]
+pub struct Page<'a> {
+    /// Each category's JSON object.
+    pub items: Vec<&'a str>,
+    pub total: usize,
+    /// The last item's key, when more items follow.
+    pub next: Option<OrderKey>,
+}
+
+/// An immutable snapshot of the taxonomy.
+#[derive(Debug, Default)]
+pub struct Taxonomy {
+    version: i64,
+    entries: Vec<Entry>,
+    json: String,
+    ids: String,
+    /// Ranks sorted by id bytes, for lookups by id.
+    by_id: Vec<u32>,
+    global: Vec<Vec<u32>>,
+    children: Vec<Groups>,
+}
+
+impl Taxonomy {
+    /// Builds the snapshot of stored `version`. The categories form a valid set (every parent
+    /// present), as imports guarantee; a missing parent would make a category unreachable by
+    /// `parent_id` but still listed.
+    pub fn build(version: i64, mut categories: Vec<Category>) -> Taxonomy {
+        categories.sort_by(|a, b| order(a.sort_order, &a.id, b.sort_order, &b.id));
+        let n = categories.len();
+        let mut t = Taxonomy {
+            version,
+            entries: Vec::with_capacity(n),
+            json: String::with_capacity(n * 200),
+            ids: String::with_capacity(n * 8),
+            ..Taxonomy::default()
+        };
+        for c in &categories {
+            let json_start = t.json.len();
+            // Serialising plain data to a String cannot fail.
+            let object = serde_json::to_string(c).unwrap_or_else(|_| String::from("{}"));
+            t.json.push_str(&object);
+            let id_start = t.ids.len();
+            t.ids.push_str(&c.id);
+            t.entries.push(Entry {
+                json: span(json_start, object.len()),
+                id: span(id_start, c.id.len()),
+                sort_order: c.sort_order,
+                status: c.status,
+                leaf: c.leaf,
+            });
+        }
+        let mut by_id: Vec<u32> = (0..n as u32).collect();
+        by_id.sort_unstable_by(|&a, &b| t.id(a).as_bytes().cmp(t.id(b).as_bytes()));
+        t.by_id = by_id;
+
+        let roots = n;
+        let group_of: Vec<usize> = categories
+            .iter()
+            .map(|c| {
+                c.parent_id
+                    .as_deref()
+                    .and_then(|p| t.rank_of(p))
+                    .map_or(roots, |r| r as usize)
+            })
+            .collect();
+        for variant in 0..VARIANTS {
+            let members: Vec<u32> = (0..n as u32)
+                .filter(|&r| {
+                    let e = &t.entries[r as usize];
+                    variant_matches(variant, e.status, e.leaf)
+                })
+                .collect();
+            let mut offsets = vec![0u32; n + 2];
+            for &r in &members {
+                offsets[group_of[r as usize] + 1] += 1;
+            }
+            for g in 1..offsets.len() {
+                offsets[g] += offsets[g - 1];
+            }
+            let mut fill = offsets.clone();
+            let mut ranks = vec![0u32; members.len()];
+            for &r in &members {
+                let g = group_of[r as usize];
+                ranks[fill[g] as usize] = r;
+                fill[g] += 1;
+            }
+            t.children.push(Groups { offsets, ranks });
+            t.global.push(members);
+        }
+        t
+    }
+
+    pub fn version(&self) -> i64 {
+        self.version
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn id(&self, rank: u32) -> &str {
+        let s = self.entries[rank as usize].id;
+        &self.ids[s.start as usize..(s.start + s.len) as usize]
+    }
+
+    fn object(&self, rank: u32) -> &str {
+        let s = self.entries[rank as usize].json;
+        &self.json[s.start as usize..(s.start + s.len) as usize]
+    }
+
+    fn rank_of(&self, id: &str) -> Option<u32> {
+        self.by_id
+            .binary_search_by(|&r| self.id(r).as_bytes().cmp(id.as_bytes()))
+            .ok()
+            .map(|i| self.by_id[i])
+    }
+
+    fn key_cmp(&self, rank: u32, key: &OrderKey) -> Ordering {
+        order(
+            self.entries[rank as usize].sort_order,
+            self.id(rank),
+            key.sort_order,
+            &key.id,
+        )
+    }
+
+    /// The page of `limit` categories matching `filter` that follows `after` (or the first).
+    pub fn page(&self, filter: &Filter, after: Option<&OrderKey>, limit: usize) -> Page<'_> {
+        let variant = filter.variant();
+        let owned;
+        let list: &[u32] = match &filter.scope {
+            Scope::All => &self.global[variant],
+            Scope::Roots => self.children[variant].group(self.len()),
+            Scope::ChildrenOf(parent) => match self.rank_of(parent) {
+                Some(p) => self.children[variant].group(p as usize),
+                None => &[],
+            },
+            Scope::Ids(ids) => {
+                let mut ranks: Vec<u32> = ids
+                    .iter()
+                    .filter_map(|id| self.rank_of(id))
+                    .filter(|&r| {
+                        let e = &self.entries[r as usize];
+                        variant_matches(variant, e.status, e.leaf)
+                    })
+                    .collect();
+                ranks.sort_unstable();
+                owned = ranks;
+                &owned
+            }
+        };
+        let start = after.map_or(0, |key| {
+            list.partition_point(|&r| self.key_cmp(r, key) != Ordering::Greater)
+        });
+        let end = start.saturating_add(limit).min(list.len());
+        let page = &list[start..end];
+        let next = (end < list.len()).then(|| page.last()).flatten().map(|&r| OrderKey {
+            sort_order: self.entries[r as usize].sort_order,
+            id: self.id(r).to_owned(),
+        });
+        Page {
+            items: page.iter().map(|&r| self.object(r)).collect(),
+            total: list.len(),
+            next,
+        }
+    }
+}
+
+fn span(start: usize, len: usize) -> Span {
+    // Arenas stay far below 4 GiB: ids are at most 64 characters and a category's JSON is small.
+    Span {
+        start: u32::try_from(start).unwrap_or(u32::MAX),
+        len: u32::try_from(len).unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cat(id: &str, parent: Option<&str>, sort: Option<i64>, leaf: bool, status: CategoryStatus) -> Category {
+        Category {
+            id: id.into(),
+            name: id.into(),
+            slug: id.to_lowercase(),
+            parent_id: parent.map(Into::into),
+            leaf,
+            sort_order: sort,
+            icon_url: None,
+            description: None,
+            is_service: None,
+            is_digital: None,
+            status,
+        }
+    }
+
+    fn ids(page: &Page<'_>) -> Vec<String> {
+        page.items
+            .iter()
+            .map(|j| {
+                serde_json::from_str::<serde_json::Value>(j).unwrap_or_default()["id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn filters_and_pages() {
+        use CategoryStatus::*;
+        let t = Taxonomy::build(
+            1,
+            vec![
+                cat("r2", None, Some(2), false, Active),
+                cat("r1", None, Some(1), false, Active),
+                cat("a", Some("r1"), None, true, Active),
+                cat("b", Some("r1"), Some(5), true, Disabled),
+                cat("c", Some("r2"), Some(5), true, Active),
+            ],
+        );
+        let all = Filter::new(None, false, None, None);
+        assert_eq!(ids(&t.page(&all, None, 10)), ["r1", "r2", "b", "c", "a"]);
+        let first = t.page(&all, None, 2);
+        assert_eq!(first.total, 5);
+        let second = t.page(&all, first.next.as_ref(), 2);
+        assert_eq!(ids(&second), ["b", "c"]);
+        let third = t.page(&all, second.next.as_ref(), 2);
+        assert_eq!(ids(&third), ["a"]);
+        assert!(third.next.is_none());
+
+        assert_eq!(
+            ids(&t.page(&Filter::new(None, false, Some(String::new()), None), None, 10)),
+            ["r1", "r2"]
+        );
+        assert_eq!(
+            ids(&t.page(&Filter::new(Some(Active), true, Some("r1".into()), None), None, 10)),
+            ["a"]
+        );
+        let by_ids = Filter::new(
+            None,
+            true,
+            Some("r2".into()),
+            Some(vec!["a".into(), "zz".into(), "r1".into(), "a".into()]),
+        );
+        let page = t.page(&by_ids, None, 10);
+        assert_eq!((ids(&page), page.total), (vec!["a".to_owned()], 1));
+        assert_eq!(
+            t.page(&Filter::new(None, false, Some("nope".into()), None), None, 10)
+                .total,
+            0
+        );
+    }
+
+    #[test]
+    fn equivalent_filters_share_a_digest() {
+        let a = Filter::new(
+            None,
+            false,
+            Some("x".into()),
+            Some(vec!["b".into(), "a".into(), "b".into()]),
+        );
+        let b = Filter::new(None, false, None, Some(vec!["a".into(), "b".into()]));
+        assert_eq!(a.digest(), b.digest());
+        assert_ne!(
+            a.digest(),
+            Filter::new(None, true, None, Some(vec!["a".into(), "b".into()])).digest()
+        );
+        assert_ne!(
+            Filter::new(None, false, Some(String::new()), None).digest(),
+            Filter::new(None, false, None, None).digest()
+        );
+    }
+}

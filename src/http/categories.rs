@@ -1,0 +1,210 @@
+//! `POST /v1/categories/list` (CONTRACT §5.2–5.3): parse the filter and pagination, answer a
+//! page from the in-memory taxonomy snapshot, with the next cursor and the exact total.
+
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
+
+use super::error::{ApiError, ErrorCode};
+use super::extract::{JsonBody, Merchant};
+use crate::app::AppState;
+use crate::domain::category::CategoryStatus;
+use crate::domain::category::taxonomy::Filter;
+
+pub const DEFAULT_LIMIT: usize = 100;
+pub const MAX_LIMIT: usize = 1000;
+pub const MAX_IDS: usize = 1000;
+
+pub async fn list(
+    State(state): State<AppState>,
+    Merchant(_merchant): Merchant,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    let request = ListRequest::parse(body)?;
+    let digest = request.filter.digest();
+    let after = match &request.cursor {
+        None => None,
+        Some(cursor) => Some(state.cursors.decode(cursor, &digest).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidCursor,
+                "the cursor is not valid for this request; start again without one",
+            )
+            .field("pagination.cursor")
+        })?),
+    };
+    let taxonomy = state.taxonomy.load();
+    let page = taxonomy.page(&request.filter, after.as_ref(), request.limit);
+
+    let items_len: usize = page.items.iter().map(|i| i.len() + 1).sum();
+    let mut body = String::with_capacity(items_len + 256);
+    body.push_str(r#"{"categories":["#);
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(item);
+    }
+    body.push_str(r#"],"pagination":{"next_cursor":"#);
+    match &page.next {
+        // Cursors are base64url: nothing in them needs escaping.
+        Some(key) => {
+            body.push('"');
+            body.push_str(&state.cursors.encode(&digest, key));
+            body.push('"');
+        }
+        None => body.push_str("null"),
+    }
+    body.push_str(r#","has_next":"#);
+    body.push_str(if page.next.is_some() { "true" } else { "false" });
+    body.push_str(r#","total":"#);
+    body.push_str(&page.total.to_string());
+    body.push_str("}}");
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// A list request after the request-level checks of CONTRACT §3 and §5.2.
+#[derive(Debug)]
+struct ListRequest {
+    filter: Filter,
+    limit: usize,
+    cursor: Option<String>,
+}
+
+fn invalid_filter(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidFilter, message).field(field)
+}
+
+fn invalid_pagination(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidPagination, message).field(field)
+}
+
+/// The object at a top-level key: `None` when absent or null.
+fn section(body: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>, ApiError> {
+    match body.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(object)) => Ok(Some(object)),
+        Some(_) => Err(ApiError::new(ErrorCode::InvalidRequest, format!("{key} must be an object or null")).field(key)),
+    }
+}
+
+impl ListRequest {
+    fn parse(body: Value) -> Result<Self, ApiError> {
+        let Value::Object(mut body) = body else {
+            return Err(ApiError::new(ErrorCode::InvalidRequest, "the request body must be a JSON object").field(""));
+        };
+        if let Some(unknown) = body.keys().find(|k| *k != "filter" && *k != "pagination") {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "unknown top-level field; the request has only filter and pagination",
+            )
+            .field(unknown));
+        }
+        let filter = section(&mut body, "filter")?;
+        let pagination = section(&mut body, "pagination")?;
+        let filter = parse_filter(filter.unwrap_or_default())?;
+        let (limit, cursor) = match pagination {
+            None => (DEFAULT_LIMIT, None),
+            Some(pagination) => parse_pagination(pagination)?,
+        };
+        Ok(ListRequest { filter, limit, cursor })
+    }
+}
+
+fn parse_filter(filter: Map<String, Value>) -> Result<Filter, ApiError> {
+    const KEYS: &[&str] = &["status", "leaf_only", "parent_id", "ids"];
+    if let Some(unknown) = filter.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(invalid_filter(&format!("filter.{unknown}"), "unknown filter field"));
+    }
+    let get = |key: &str| filter.get(key).filter(|v| !v.is_null());
+    let status = match get("status") {
+        None => None,
+        Some(v) => Some(
+            v.as_str()
+                .and_then(CategoryStatus::from_wire)
+                .ok_or_else(|| invalid_filter("filter.status", "filter.status must be \"active\" or \"disabled\""))?,
+        ),
+    };
+    let leaf_only = match get("leaf_only") {
+        None => false,
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| invalid_filter("filter.leaf_only", "filter.leaf_only must be a boolean or null"))?,
+    };
+    let parent_id = match get("parent_id") {
+        None => None,
+        Some(v) => Some(
+            v.as_str()
+                .ok_or_else(|| invalid_filter("filter.parent_id", "filter.parent_id must be a string or null"))?
+                .to_owned(),
+        ),
+    };
+    let ids = match get("ids") {
+        None => None,
+        Some(v) => {
+            let items = v
+                .as_array()
+                .ok_or_else(|| invalid_filter("filter.ids", "filter.ids must be an array of strings or null"))?;
+            if items.len() > MAX_IDS {
+                return Err(ApiError::new(
+                    ErrorCode::TooManyItems,
+                    format!("at most {MAX_IDS} ids, got {}", items.len()),
+                )
+                .field("filter.ids")
+                .detail("max", MAX_IDS)
+                .detail("actual", items.len()));
+            }
+            let ids = items
+                .iter()
+                .map(|id| id.as_str().map(str::to_owned))
+                .collect::<Option<Vec<String>>>()
+                .ok_or_else(|| invalid_filter("filter.ids", "every element of filter.ids must be a string"))?;
+            Some(ids)
+        }
+    };
+    Ok(Filter::new(status, leaf_only, parent_id, ids))
+}
+
+fn parse_pagination(pagination: Map<String, Value>) -> Result<(usize, Option<String>), ApiError> {
+    if let Some(unknown) = pagination.keys().find(|k| *k != "limit" && *k != "cursor") {
+        return Err(invalid_pagination(
+            &format!("pagination.{unknown}"),
+            "unknown pagination field",
+        ));
+    }
+    let limit = match pagination.get("limit").filter(|v| !v.is_null()) {
+        None => {
+            return Err(invalid_pagination(
+                "pagination.limit",
+                "pagination.limit is required when pagination is sent",
+            ));
+        }
+        Some(v) => match v.as_f64() {
+            Some(n) if n.fract() == 0.0 && n >= 1.0 => n.min(MAX_LIMIT as f64) as usize,
+            Some(n) if n.fract() == 0.0 => {
+                return Err(invalid_pagination(
+                    "pagination.limit",
+                    "pagination.limit must be at least 1",
+                ));
+            }
+            _ => {
+                return Err(invalid_pagination(
+                    "pagination.limit",
+                    "pagination.limit must be an integer",
+                ));
+            }
+        },
+    };
+    let cursor = match pagination.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(
+                ApiError::new(ErrorCode::InvalidCursor, "pagination.cursor must be a string or null")
+                    .field("pagination.cursor"),
+            );
+        }
+    };
+    Ok((limit, cursor))
+}
