@@ -4,6 +4,7 @@
 //! stored is sent only after that transaction is durably committed. Errors here know nothing of
 //! HTTP: the HTTP layer maps any `StoreError` it does not expect to a 500.
 
+pub mod postgres;
 pub mod sqlite;
 
 use std::path::PathBuf;
@@ -162,9 +163,7 @@ impl std::fmt::Debug for DatabaseUrl {
 pub async fn open(url: &DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
     match url {
         DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(path).await?)),
-        DatabaseUrl::Postgres(_) => {
-            anyhow::bail!("PostgreSQL is not supported yet; use sqlite://FILE")
-        }
+        DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(url).await?)),
     }
 }
 

@@ -1,13 +1,9 @@
 //! `POST /v1/categories/list` (CONTRACT §5.2–5.3): filters, order, cursors, totals, bad input.
 
-use std::cmp::Ordering;
-use std::sync::Arc;
-
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
-use storefront::store::Store;
-use storefront::store::sqlite::SqliteStore;
+use std::cmp::Ordering;
 
 use crate::helpers::*;
 
@@ -316,9 +312,8 @@ async fn a_cursor_survives_a_restart() {
     let app = small_app().await;
     let first = app.list(&json!({"pagination": {"limit": 3}})).await;
     let cursor = first.body["pagination"]["next_cursor"].clone();
-    // A second server over the same database file: the secret is the database's.
-    let path = app.db_path();
-    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.unwrap());
+    // A second server over the same database: the secret is the database's.
+    let store = open_store(app.db_url()).await;
     let restarted = TestApp::spawn_with(store, tempfile::tempdir().unwrap()).await;
     let rest = restarted
         .list(&json!({"pagination": {"limit": 10, "cursor": cursor}}))

@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 use storefront::app::{self, AppState};
 use storefront::auth;
 use storefront::domain::category::import;
-use storefront::store::Store;
-use storefront::store::sqlite::SqliteStore;
+use storefront::store::{self, DatabaseUrl, Store};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 
@@ -22,6 +21,7 @@ pub struct TestApp {
     pub store: Arc<dyn Store>,
     /// The served state (its taxonomy snapshot can be refreshed at once with `refresh_taxonomy`).
     pub state: AppState,
+    url: String,
     /// Holds the database file for as long as the app lives.
     pub _dir: TempDir,
     stop: Option<oneshot::Sender<()>>,
@@ -35,11 +35,42 @@ pub struct Answer {
     pub body: Value,
 }
 
+/// Where the test suite's databases live: SQLite files, or PostgreSQL when
+/// `STOREFRONT_TEST_POSTGRES` names a server (an admin URL such as
+/// `postgres://postgres@127.0.0.1:55432/postgres`; `scripts/test` starts one and sets it).
+pub fn postgres_admin_url() -> Option<String> {
+    std::env::var("STOREFRONT_TEST_POSTGRES").ok().filter(|s| !s.is_empty())
+}
+
+/// The URL of a new, empty database on the test backend (a file in `dir` for SQLite).
+pub async fn fresh_database_url(dir: &std::path::Path) -> String {
+    match postgres_admin_url() {
+        None => format!("sqlite://{}", dir.join("test.db").display()),
+        Some(admin) => {
+            let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+            client.batch_execute(&format!("CREATE DATABASE {name}")).await.unwrap();
+            let (server, _) = admin.rsplit_once('/').unwrap();
+            format!("{server}/{name}")
+        }
+    }
+}
+
+/// Opens the store at `url` (creating and migrating it).
+pub async fn open_store(url: &str) -> Arc<dyn Store> {
+    store::open(&DatabaseUrl::parse(url).unwrap()).await.unwrap()
+}
+
 impl TestApp {
+    /// A server over a fresh database of the test backend.
     pub async fn spawn() -> TestApp {
         let dir = tempfile::tempdir().unwrap();
-        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("test.db")).await.unwrap());
-        TestApp::spawn_with(store, dir).await
+        let url = fresh_database_url(dir.path()).await;
+        let store = open_store(&url).await;
+        let mut app = TestApp::spawn_with(store, dir).await;
+        app.url = url;
+        app
     }
 
     /// Serves `store` (possibly wrapped to inject faults).
@@ -58,14 +89,15 @@ impl TestApp {
             key,
             store,
             state,
+            url: String::new(),
             _dir: dir,
             stop: Some(stop),
         }
     }
 
-    /// The database file this app serves (when it was spawned over a fresh one).
-    pub fn db_path(&self) -> std::path::PathBuf {
-        self._dir.path().join("test.db")
+    /// The URL of the database this app serves (when it was spawned over a fresh one).
+    pub fn db_url(&self) -> &str {
+        &self.url
     }
 
     /// Imports categories (replacing the stored set) and makes the server serve them now.

@@ -6,6 +6,7 @@ mod create_batch;
 mod create_rules;
 mod helpers;
 mod import;
+mod postgres;
 mod process;
 mod properties;
 mod request;

@@ -13,16 +13,25 @@ use crate::helpers::*;
 const BIN: &str = env!("CARGO_BIN_EXE_storefront");
 
 pub fn storefront(db: &Path) -> Command {
+    storefront_at(&format!("sqlite://{}", db.display()))
+}
+
+/// The binary, with its database at `url`.
+pub fn storefront_at(url: &str) -> Command {
     let mut command = Command::new(BIN);
     command
-        .env("STOREFRONT_DATABASE", format!("sqlite://{}", db.display()))
+        .env("STOREFRONT_DATABASE", url)
         .env("STOREFRONT_LOG_FORMAT", "json");
     command
 }
 
 /// Creates a merchant through the CLI; returns the printed object.
 pub fn merchant_create(db: &Path, name: &str) -> Value {
-    let out = storefront(db)
+    merchant_create_at(&format!("sqlite://{}", db.display()), name)
+}
+
+pub fn merchant_create_at(url: &str, name: &str) -> Value {
+    let out = storefront_at(url)
         .args(["merchant", "create", "--name", name, "--json"])
         .output()
         .unwrap();
@@ -46,7 +55,11 @@ pub struct Server {
 impl Server {
     /// Starts `serve` on a free port and waits until it listens.
     pub fn start(db: &Path) -> Server {
-        let mut child = storefront(db)
+        Server::start_at(&format!("sqlite://{}", db.display()))
+    }
+
+    pub fn start_at(url: &str) -> Server {
+        let mut child = storefront_at(url)
             .args(["serve", "--addr", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -67,7 +80,7 @@ impl Server {
         Server { child, base }
     }
 
-    fn signal(&self, signal: &str) {
+    pub fn signal(&self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()
@@ -83,7 +96,7 @@ impl Drop for Server {
     }
 }
 
-async fn create(base: &str, key: &str, items: &[Value]) -> Vec<Value> {
+pub async fn create(base: &str, key: &str, items: &[Value]) -> Vec<Value> {
     let answer = read(
         reqwest::Client::new()
             .post(format!("{base}/v1/location/create"))

@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 use storefront::domain::category::Category;
 use storefront::domain::category::import::{Mode, Parsed, Problem};
 use storefront::domain::location::batch::{NewLocation, Outcome};
-use storefront::store::sqlite::SqliteStore;
 use storefront::store::{Imported, MerchantRef, Store, StoreError, StoredKey};
 
 use crate::helpers::*;
@@ -315,7 +314,7 @@ impl Store for FaultyStore {
 
 async fn faulty_app(fault: Fault) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
-    let inner: Arc<dyn Store> = Arc::new(SqliteStore::open(&dir.path().join("test.db")).await.unwrap());
+    let inner = open_store(&fresh_database_url(dir.path()).await).await;
     TestApp::spawn_with(FaultyStore::wrap(inner, fault), dir).await
 }
 

@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::{Location, Status, validate};
 
 use crate::domain::field_error::{FieldCode, FieldError, Path};
+use crate::domain::geo::{self, Neighbour};
 
 /// A valid item on its way to the store.
 #[derive(Clone, Debug)]
@@ -34,6 +35,86 @@ pub enum Outcome {
     Existing { location_id: String, status: Status },
     /// A stored location with the same `merchant_location_id` and other content.
     Conflict { location_id: String },
+}
+
+/// A stored location found by `merchant_location_id`.
+#[derive(Clone, Debug)]
+pub struct Stored {
+    pub location_id: String,
+    pub status: Status,
+    pub canonical: String,
+}
+
+/// A location `decide` created, for the store to insert (in this order).
+#[derive(Clone, Debug)]
+pub struct ToInsert {
+    /// Index into the items given to `decide`.
+    pub item: usize,
+    pub location_id: String,
+    pub status: Status,
+}
+
+/// CONTRACT §4.1 steps 4–6 for a store that looks everything up first: `stored` holds the
+/// merchant's stored locations with the items' `merchant_location_id`s, `nearby[i]` the merchant's
+/// stored live locations in item `i`'s search box. Items created earlier in the same batch count
+/// as neighbours of later ones, after every stored one in creation order.
+pub fn decide(
+    items: &[NewLocation],
+    stored: &HashMap<String, Stored>,
+    nearby: Vec<Vec<Neighbour>>,
+    mut new_id: impl FnMut() -> String,
+) -> (Vec<Outcome>, Vec<ToInsert>) {
+    let mut outcomes = Vec::with_capacity(items.len());
+    let mut inserts: Vec<ToInsert> = Vec::new();
+    let mut created: Vec<Neighbour> = Vec::new();
+    for (i, (item, mut candidates)) in items.iter().zip(nearby).enumerate() {
+        let location = &item.location;
+        if let Some(found) = location.merchant_location_id.as_ref().and_then(|id| stored.get(id)) {
+            outcomes.push(if found.canonical == item.canonical {
+                Outcome::Existing {
+                    location_id: found.location_id.clone(),
+                    status: found.status,
+                }
+            } else {
+                Outcome::Conflict {
+                    location_id: found.location_id.clone(),
+                }
+            });
+            continue;
+        }
+        candidates.extend(created.iter().cloned());
+        let quarantined_by = geo::quarantining_neighbour(
+            location.latitude,
+            location.longitude,
+            location.location_types,
+            candidates,
+        )
+        .map(|n| n.location_id);
+        let status = if quarantined_by.is_some() {
+            Status::Quarantine
+        } else {
+            Status::Active
+        };
+        let location_id = new_id();
+        created.push(Neighbour {
+            location_id: location_id.clone(),
+            latitude: location.latitude,
+            longitude: location.longitude,
+            types: location.location_types,
+            // After every stored location, in batch order.
+            seq: i64::MAX / 2 + i as i64,
+        });
+        inserts.push(ToInsert {
+            item: i,
+            location_id: location_id.clone(),
+            status,
+        });
+        outcomes.push(Outcome::Created {
+            location_id,
+            quarantined_by,
+        });
+    }
+    (outcomes, inserts)
 }
 
 /// One item of the create answer (SPEC §2.2).

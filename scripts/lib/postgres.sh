@@ -1,0 +1,40 @@
+# Throwaway PostgreSQL servers on loopback, from Debian's `postgresql` package.
+# Sourced by scripts/test and scripts/postgres. As root, the server runs as the `postgres` user
+# (initdb refuses root).
+
+# The newest installed server's bin directory, or nothing.
+pg_bin() {
+    local dir
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$dir" ] && [ -x "$dir/initdb" ] && echo "$dir"
+}
+
+# A free TCP port on 127.0.0.1.
+pg_free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+pg_as_owner() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# pg_start DIR PORT: creates a cluster in DIR and starts it on 127.0.0.1:PORT.
+pg_start() {
+    local dir=$1 port=$2 bin
+    bin=$(pg_bin) || return 1
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; fi
+    pg_as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 --no-locale >"$dir/initdb.log" 2>&1 || {
+        cat "$dir/initdb.log" >&2
+        return 1
+    }
+    pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=300" start >/dev/null
+}
+
+# pg_stop DIR
+pg_stop() {
+    local dir=$1 bin
+    bin=$(pg_bin) || return 0
+    pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
+}

@@ -1,0 +1,484 @@
+//! The PostgreSQL backend: for deployments where several `storefront serve` instances share one
+//! database (CONTRACT §8).
+//!
+//! **Concurrency.** A create request runs in one transaction that first takes a transaction-level
+//! advisory lock on its merchant, so creates of one merchant are serialised across every instance:
+//! the safe-retry/conflict lookup and the quarantine check see everything committed before, and
+//! the unique index on `(merchant, merchant_location_id)` stays a backstop that never fires in
+//! normal operation. Different merchants never wait for each other.
+//!
+//! **Round trips.** Inside the lock: one query for the stored rows of all the request's ids, the
+//! neighbour queries of all new items pipelined on the connection, the decisions in memory
+//! (`batch::decide`, which also counts items created earlier in the same request), and one
+//! multi-row insert.
+//!
+//! **Recovery.** Connections come from a pool that drops broken ones, so when the database comes
+//! back the service recovers without a restart; while it is away, requests fail with a 500.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use futures_util::future::try_join_all;
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+
+use super::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use crate::domain::category::import::{self, Mode, Parsed, Problem};
+use crate::domain::category::{Category, CategoryStatus};
+use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
+use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
+use crate::domain::location::{Status, TypeSet};
+
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_categories.sql"),
+];
+const POOL_SIZE: usize = 16;
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// Advisory lock (two-key form, so never equal to a merchant's one-key lock) held by migrations.
+const MIGRATION_LOCK: (i32, i32) = (0x5f, 1);
+/// Held by category imports, so two imports never interleave.
+const IMPORT_LOCK: (i32, i32) = (0x5f, 2);
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        StoreError::backend(e)
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        StoreError::backend(e)
+    }
+}
+
+pub struct PgStore {
+    pool: Pool,
+}
+
+impl PgStore {
+    /// Connects (creating and migrating the schema when needed).
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let mut config: tokio_postgres::Config = url.parse()?;
+        config.application_name("storefront").connect_timeout(TIMEOUT);
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(TIMEOUT))
+            .create_timeout(Some(TIMEOUT))
+            .recycle_timeout(Some(TIMEOUT))
+            .build()
+            .map_err(StoreError::backend)?;
+        let store = PgStore { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&MIGRATION_LOCK.0, &MIGRATION_LOCK.1],
+        )
+        .await?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+            .await?;
+        let applied: i32 = tx
+            .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[])
+            .await?
+            .get(0);
+        for (version, sql) in (1_i32..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
+            tx.batch_execute(sql).await?;
+            tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[&version])
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+fn corrupt(what: &str, value: &str) -> StoreError {
+    StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
+}
+
+fn status(s: &str) -> Result<Status, StoreError> {
+    Status::from_wire(s).ok_or_else(|| corrupt("status", s))
+}
+
+/// The merchant's live locations in one search box (index `locations_nearby`).
+async fn neighbours(
+    client: &impl GenericClient,
+    merchant_pk: i64,
+    latitude: f64,
+    longitude: f64,
+) -> Result<Vec<Neighbour>, StoreError> {
+    let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
+    let stmt = client
+        .prepare_cached(
+            "SELECT location_id, latitude, longitude, types, seq FROM locations \
+             WHERE merchant_pk = $1 AND band = $2 AND longitude BETWEEN $3 AND $4 \
+             AND status IN ('ACTIVE', 'QUARANTINE')",
+        )
+        .await?;
+    let mut scans = Vec::new();
+    for band in search.bands.0..=search.bands.1 {
+        for (west, east) in &search.longitudes {
+            scans.push((band, *west, *east));
+        }
+    }
+    let params: Vec<[&(dyn ToSql + Sync); 4]> = scans
+        .iter()
+        .map(|(band, west, east)| [&merchant_pk as &(dyn ToSql + Sync), band, west, east])
+        .collect();
+    let results = try_join_all(params.iter().map(|p| client.query(&stmt, p))).await?;
+    Ok(results
+        .into_iter()
+        .flatten()
+        .map(|row| Neighbour {
+            location_id: row.get(0),
+            latitude: row.get(1),
+            longitude: row.get(2),
+            types: TypeSet::from_bits(i64::from(row.get::<_, i32>(3))),
+            seq: row.get(4),
+        })
+        .collect())
+}
+
+const CATEGORY_COLUMNS: &str =
+    "id, name, slug, parent_id, leaf, sort_order, icon_url, description, is_service, is_digital, status";
+
+async fn read_categories(client: &impl GenericClient) -> Result<Vec<Category>, StoreError> {
+    let rows = client
+        .query(&format!("SELECT {CATEGORY_COLUMNS} FROM categories"), &[])
+        .await?;
+    rows.into_iter()
+        .map(|r| {
+            let status: String = r.get(10);
+            Ok(Category {
+                id: r.get(0),
+                name: r.get(1),
+                slug: r.get(2),
+                parent_id: r.get(3),
+                leaf: r.get(4),
+                sort_order: r.get(5),
+                icon_url: r.get(6),
+                description: r.get(7),
+                is_service: r.get(8),
+                is_digital: r.get(9),
+                status: CategoryStatus::from_wire(&status).ok_or_else(|| corrupt("category status", &status))?,
+            })
+        })
+        .collect()
+}
+
+/// Inserts or replaces `categories` in one statement.
+async fn write_categories(client: &impl GenericClient, categories: &[&Category]) -> Result<(), StoreError> {
+    let column = |f: fn(&Category) -> Option<String>| categories.iter().map(|c| f(c)).collect::<Vec<_>>();
+    let ids = column(|c| Some(c.id.clone()));
+    let names = column(|c| Some(c.name.clone()));
+    let slugs = column(|c| Some(c.slug.clone()));
+    let parents = column(|c| c.parent_id.clone());
+    let icons = column(|c| c.icon_url.clone());
+    let descriptions = column(|c| c.description.clone());
+    let statuses = column(|c| Some(c.status.as_str().to_owned()));
+    let leaves: Vec<bool> = categories.iter().map(|c| c.leaf).collect();
+    let sorts: Vec<Option<i64>> = categories.iter().map(|c| c.sort_order).collect();
+    let services: Vec<Option<bool>> = categories.iter().map(|c| c.is_service).collect();
+    let digitals: Vec<Option<bool>> = categories.iter().map(|c| c.is_digital).collect();
+    client
+        .execute(
+            &format!(
+                "INSERT INTO categories ({CATEGORY_COLUMNS}) \
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::bool[], $6::int8[], \
+                 $7::text[], $8::text[], $9::bool[], $10::bool[], $11::text[]) \
+                 ON CONFLICT (id) DO UPDATE SET name = excluded.name, slug = excluded.slug, \
+                 parent_id = excluded.parent_id, leaf = excluded.leaf, sort_order = excluded.sort_order, \
+                 icon_url = excluded.icon_url, description = excluded.description, \
+                 is_service = excluded.is_service, is_digital = excluded.is_digital, status = excluded.status"
+            ),
+            &[
+                &ids,
+                &names,
+                &slugs,
+                &parents,
+                &leaves,
+                &sorts,
+                &icons,
+                &descriptions,
+                &services,
+                &digitals,
+                &statuses,
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn ping(&self) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        client.simple_query("SELECT 1").await?;
+        Ok(())
+    }
+
+    async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
+        let client = self.pool.get().await?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let row = client
+            .query_one(
+                "INSERT INTO merchants (id, name, created_at) VALUES ($1, $2, $3) RETURNING pk",
+                &[&id, &name, &now_ms()],
+            )
+            .await?;
+        Ok(MerchantRef { pk: row.get(0), id })
+    }
+
+    async fn merchant_count(&self) -> Result<u64, StoreError> {
+        let client = self.pool.get().await?;
+        let n: i64 = client.query_one("SELECT count(*) FROM merchants", &[]).await?.get(0);
+        Ok(n.unsigned_abs())
+    }
+
+    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let inserted = client
+            .execute(
+                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) \
+                 SELECT $1, pk, $3, $4 FROM merchants WHERE id = $2",
+                &[&key_id, &merchant_id, &&secret_hash[..], &now_ms()],
+            )
+            .await?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("merchant {merchant_id}")));
+        }
+        Ok(())
+    }
+
+    async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let changed = client
+            .execute(
+                "UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 AND revoked_at IS NULL",
+                &[&key_id, &now_ms()],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        let client = self.pool.get().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
+                 WHERE k.key_id = $1 AND k.revoked_at IS NULL",
+            )
+            .await?;
+        let row = client.query_opt(&stmt, &[&key_id]).await?;
+        Ok(row.and_then(|r| {
+            let hash: Vec<u8> = r.get(2);
+            Some(StoredKey {
+                merchant: MerchantRef {
+                    pk: r.get(0),
+                    id: r.get(1),
+                },
+                secret_hash: hash.try_into().ok()?,
+            })
+        }))
+    }
+
+    async fn create_locations(
+        &self,
+        merchant: &MerchantRef,
+        items: Vec<NewLocation>,
+    ) -> Result<Vec<Outcome>, StoreError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant.pk]).await?;
+
+        let ids: Vec<&str> = items
+            .iter()
+            .filter_map(|i| i.location.merchant_location_id.as_deref())
+            .collect();
+        let mut stored = HashMap::new();
+        if !ids.is_empty() {
+            for row in tx
+                .query(
+                    "SELECT merchant_location_id, location_id, status, body FROM locations \
+                     WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)",
+                    &[&merchant.pk, &ids],
+                )
+                .await?
+            {
+                let status_text: String = row.get(2);
+                stored.insert(
+                    row.get::<_, String>(0),
+                    Stored {
+                        location_id: row.get(1),
+                        status: status(&status_text)?,
+                        canonical: row.get(3),
+                    },
+                );
+            }
+        }
+        // Items that are retries need no neighbours; the rest are searched concurrently.
+        let nearby = try_join_all(items.iter().map(|item| {
+            let is_retry = item
+                .location
+                .merchant_location_id
+                .as_ref()
+                .is_some_and(|id| stored.contains_key(id));
+            let tx = &tx;
+            async move {
+                if is_retry {
+                    Ok(Vec::new())
+                } else {
+                    neighbours(tx, merchant.pk, item.location.latitude, item.location.longitude).await
+                }
+            }
+        }))
+        .await?;
+
+        let (outcomes, inserts) = batch::decide(&items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
+        if !inserts.is_empty() {
+            let now = now_ms();
+            let location_ids: Vec<&str> = inserts.iter().map(|i| i.location_id.as_str()).collect();
+            let statuses: Vec<&str> = inserts.iter().map(|i| i.status.as_str()).collect();
+            let new = |i: &batch::ToInsert| &items[i.item];
+            let mlids: Vec<Option<&str>> = inserts
+                .iter()
+                .map(|i| new(i).location.merchant_location_id.as_deref())
+                .collect();
+            let types: Vec<i32> = inserts
+                .iter()
+                .map(|i| i32::try_from(new(i).location.location_types.bits()).unwrap_or(0))
+                .collect();
+            let lats: Vec<f64> = inserts.iter().map(|i| new(i).location.latitude).collect();
+            let lons: Vec<f64> = inserts.iter().map(|i| new(i).location.longitude).collect();
+            let bands: Vec<i64> = lats.iter().map(|&lat| geo::band(lat)).collect();
+            let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
+            tx.execute(
+                "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
+                 longitude, band, body, created_at) \
+                 SELECT l, $2, m, s, t, la, lo, b, bo, $10 FROM UNNEST($1::text[], $3::text[], $4::text[], \
+                 $5::int4[], $6::float8[], $7::float8[], $8::int8[], $9::text[]) AS u(l, m, s, t, la, lo, b, bo)",
+                &[
+                    &location_ids,
+                    &merchant.pk,
+                    &mlids,
+                    &statuses,
+                    &types,
+                    &lats,
+                    &lons,
+                    &bands,
+                    &bodies,
+                    &now,
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(outcomes)
+    }
+
+    async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
+        let fresh: [u8; 32] = crate::auth::random()?;
+        let client = self.pool.get().await?;
+        client
+            .execute(
+                "INSERT INTO meta (key, value) VALUES ('cursor_secret', $1) ON CONFLICT (key) DO NOTHING",
+                &[&&fresh[..]],
+            )
+            .await?;
+        let stored: Vec<u8> = client
+            .query_one("SELECT value FROM meta WHERE key = 'cursor_secret'", &[])
+            .await?
+            .get(0);
+        stored
+            .try_into()
+            .map_err(|_| corrupt("cursor secret", "of the wrong length"))
+    }
+
+    async fn taxonomy_version(&self) -> Result<i64, StoreError> {
+        let client = self.pool.get().await?;
+        Ok(client
+            .query_one("SELECT version FROM taxonomy_version", &[])
+            .await?
+            .get(0))
+    }
+
+    async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
+        let categories = read_categories(&tx).await?;
+        tx.commit().await?;
+        Ok((version, categories))
+    }
+
+    async fn import_categories(
+        &self,
+        parsed: Parsed,
+        mode: Mode,
+    ) -> Result<Result<Imported, Vec<Problem>>, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&IMPORT_LOCK.0, &IMPORT_LOCK.1],
+        )
+        .await?;
+        let count = parsed.records.len();
+        let stored = match mode {
+            Mode::Upsert => read_categories(&tx).await?,
+            Mode::Replace => Vec::new(),
+        };
+        let written: std::collections::HashSet<String> = parsed.records.iter().map(|r| r.category.id.clone()).collect();
+        let set = match import::merge(stored, parsed, mode) {
+            Ok(set) => set,
+            Err(problems) => return Ok(Err(problems)),
+        };
+        if mode == Mode::Replace {
+            tx.execute("DELETE FROM categories", &[]).await?;
+        }
+        let changed: Vec<&Category> = set.iter().filter(|c| written.contains(&c.id)).collect();
+        for chunk in changed.chunks(10_000) {
+            write_categories(&tx, chunk).await?;
+        }
+        let version: i64 = tx
+            .query_one(
+                "UPDATE taxonomy_version SET version = version + 1 RETURNING version",
+                &[],
+            )
+            .await?
+            .get(0);
+        tx.commit().await?;
+        Ok(Ok(Imported {
+            records: count,
+            total: set.len(),
+            version,
+        }))
+    }
+
+    async fn close(&self) {
+        self.pool.close();
+    }
+}

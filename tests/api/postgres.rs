@@ -1,0 +1,278 @@
+//! What only PostgreSQL promises (CONTRACT §8): several instances on one database, and recovery
+//! when the database comes back. Ignored on the SQLite pass; `scripts/test` runs them against the
+//! PostgreSQL server it starts.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::process::{Server, create, merchant_create_at, storefront_at};
+
+fn admin_url() -> String {
+    postgres_admin_url().expect("set STOREFRONT_TEST_POSTGRES to a PostgreSQL admin URL (scripts/test does)")
+}
+
+async fn list(base: &str, key: &str, body: &Value) -> Answer {
+    read(
+        reqwest::Client::new()
+            .post(format!("{base}/v1/categories/list"))
+            .bearer_auth(key)
+            .json(body),
+    )
+    .await
+}
+
+async fn count_rows(url: &str, merchant_location_id: &str) -> i64 {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client
+        .query_one(
+            "SELECT count(*) FROM locations WHERE merchant_location_id = $1",
+            &[&merchant_location_id],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn two_instances_share_one_database() {
+    let _ = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let key = merchant_create_at(&url, "shared")["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let categories: Vec<Value> = (0..10)
+        .map(|i| json!({"id": format!("c{i}"), "name": format!("C{i}"), "slug": format!("c{i}"), "leaf": true, "sort_order": i, "status": "active"}))
+        .collect();
+    let mut import = storefront_at(&url)
+        .args(["categories", "import", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    import
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(Value::Array(categories).to_string().as_bytes())
+        .unwrap();
+    assert!(import.wait().unwrap().success());
+
+    let a = Server::start_at(&url);
+    let b = Server::start_at(&url);
+
+    // A cursor issued by one instance is accepted by the other.
+    let first = list(&a.base, &key, &json!({"pagination": {"limit": 4}})).await;
+    assert_eq!(first.status, 200, "{:#}", first.body);
+    let cursor = first.body["pagination"]["next_cursor"].clone();
+    let next = list(&b.base, &key, &json!({"pagination": {"limit": 4, "cursor": cursor}})).await;
+    assert_eq!(next.status, 200, "{:#}", next.body);
+    assert_eq!(next.body["categories"][0]["id"], "c4");
+
+    // A safe retry on the second instance returns the id created on the first.
+    let created = create(&a.base, &key, &[warehouse(1)]).await;
+    let retried = create(&b.base, &key, &[warehouse(1)]).await;
+    assert_eq!(created[0]["status"], "ACTIVE");
+    assert_eq!(retried[0]["location_id"], created[0]["location_id"]);
+
+    // Concurrent creates of one merchant_location_id through both: exactly one location.
+    let same = with(warehouse(2), "/merchant_location_id", Some(json!("raced")));
+    let other = with(
+        with(warehouse(2), "/merchant_location_id", Some(json!("raced"))),
+        "/name",
+        Some(json!("Other")),
+    );
+    let requests = (0..16).map(|i| {
+        let base = if i % 2 == 0 { a.base.clone() } else { b.base.clone() };
+        let item = if i % 4 == 3 { other.clone() } else { same.clone() };
+        let key = key.clone();
+        tokio::spawn(async move { create(&base, &key, &[item]).await })
+    });
+    let mut ids = std::collections::HashSet::new();
+    let mut created_or_retried = 0;
+    for answer in futures_util::future::join_all(requests).await {
+        let result = answer.unwrap().remove(0);
+        match result["status"].as_str().unwrap() {
+            "ACTIVE" | "QUARANTINE" => {
+                created_or_retried += 1;
+                ids.insert(result["location_id"].as_str().unwrap().to_owned());
+            }
+            "FAILED" => assert_eq!(result["errors"][0]["code"], "CONFLICT", "{result:#}"),
+            other => panic!("unexpected status {other}"),
+        }
+    }
+    assert!(created_or_retried > 0);
+    assert_eq!(ids.len(), 1, "every success names the one stored location");
+    assert_eq!(count_rows(&url, "raced").await, 1);
+
+    // An import is seen by both within 5 seconds.
+    let more = json!([{"id": "new", "name": "New", "slug": "new", "leaf": true, "sort_order": -1, "status": "active"}]);
+    let mut import = storefront_at(&url)
+        .args(["categories", "import", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    import
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(more.to_string().as_bytes())
+        .unwrap();
+    assert!(import.wait().unwrap().success());
+    let imported = Instant::now();
+    for server in [&a, &b] {
+        loop {
+            let page = list(&server.base, &key, &json!({"pagination": {"limit": 1}})).await;
+            if page.body["categories"][0]["id"] == "new" {
+                break;
+            }
+            assert!(
+                imported.elapsed() < Duration::from_secs(5),
+                "an instance did not see the import within 5 s"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A private PostgreSQL cluster this test may stop and start.
+struct Cluster {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    port: u16,
+}
+
+impl Cluster {
+    fn new() -> Cluster {
+        let bin = PathBuf::from(
+            std::env::var("STOREFRONT_TEST_PGBIN").expect("STOREFRONT_TEST_PGBIN (scripts/test sets it)"),
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cluster = Cluster { dir, bin, port };
+        if cluster.root() {
+            assert!(
+                Command::new("chown")
+                    .args(["postgres:postgres", cluster.path()])
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+        }
+        let data = format!("{}/data", cluster.path());
+        cluster.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ],
+        );
+        cluster.start();
+        cluster
+    }
+
+    fn path(&self) -> &str {
+        self.dir.path().to_str().unwrap()
+    }
+
+    fn root(&self) -> bool {
+        String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            == "0"
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) {
+        let tool = self.bin.join(tool);
+        let mut command = if self.root() {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(&tool);
+            c
+        } else {
+            Command::new(&tool)
+        };
+        let out = command.args(args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn start(&self) {
+        let data = format!("{}/data", self.path());
+        let log = format!("{}/log", self.path());
+        let options = format!("-c listen_addresses=127.0.0.1 -p {} -k {}", self.port, self.path());
+        self.run("pg_ctl", &["-D", &data, "-l", &log, "-w", "-o", &options, "start"]);
+    }
+
+    fn stop(&self) {
+        let data = format!("{}/data", self.path());
+        self.run("pg_ctl", &["-D", &data, "-m", "fast", "-w", "stop"]);
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let data = format!("{}/data", self.path());
+        let _ = Command::new(self.bin.join("pg_ctl"))
+            .args(["-D", &data, "-m", "immediate", "stop"])
+            .output();
+        if self.root() {
+            let _ = Command::new("runuser")
+                .args(["-u", "postgres", "--"])
+                .arg(self.bin.join("pg_ctl"))
+                .args(["-D", &data, "-m", "immediate", "-w", "stop"])
+                .output();
+        }
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_database_outage_is_a_500_and_the_service_recovers_without_restart() {
+    let cluster = Cluster::new();
+    let store = open_store(&cluster.url()).await;
+    let app = TestApp::spawn_with(store, tempfile::tempdir().unwrap()).await;
+    assert_eq!(app.create(vec![warehouse(1)]).await[0]["status"], "ACTIVE");
+
+    cluster.stop();
+    let answer = app
+        .post("/v1/location/create", &json!({"locations": [warehouse(2)]}))
+        .await;
+    let details = assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
+    assert!(details["request_id"].is_string());
+    let ready = read(app.request(reqwest::Method::GET, "/readyz")).await;
+    assert_eq!(ready.status, 503);
+    assert_eq!(read(app.request(reqwest::Method::GET, "/healthz")).await.status, 200);
+
+    cluster.start();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while read(app.request(reqwest::Method::GET, "/readyz")).await.status != 200 {
+        assert!(Instant::now() < deadline, "not ready again within 15 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Nothing of the failed request was stored: warehouse(2) is new now, and warehouse(1) a retry.
+    let results = app.create(vec![warehouse(1), warehouse(2)]).await;
+    assert_eq!(results[0]["status"], "ACTIVE");
+    assert_eq!(count_rows(&cluster.url(), "wh-2").await, 1);
+    let retry = app.create(vec![warehouse(2)]).await;
+    assert_eq!(retry[0]["location_id"], results[1]["location_id"]);
+}
