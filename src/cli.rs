@@ -223,7 +223,9 @@ async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
         DatabaseUrl::Postgres(_) => None,
     };
     let store = store::open(url).await.context("opening the database")?;
-    tracing::info!(database = ?url, "database ready");
+    let durability = store.durability().await?;
+    let durability: Vec<String> = durability.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    tracing::info!(database = ?url, durability = durability.join(" "), "database ready");
     let state = AppState::load(Arc::clone(&store))
         .await
         .context("loading the taxonomy")?;

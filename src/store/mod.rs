@@ -70,6 +70,9 @@ pub trait Store: Send + Sync + 'static {
     /// Whether the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
 
+    /// The durability settings in force, as `name=value` pairs for the startup log.
+    async fn durability(&self) -> Result<Vec<(String, String)>, StoreError>;
+
     /// Creates a merchant; returns it.
     async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError>;
 

@@ -226,6 +226,16 @@ async fn write_categories(client: &impl GenericClient, categories: &[&Category])
 
 #[async_trait]
 impl Store for PgStore {
+    async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let client = self.pool.get().await?;
+        let mut settings = Vec::new();
+        for name in ["synchronous_commit", "fsync"] {
+            let value: String = client.query_one(&format!("SHOW {name}"), &[]).await?.get(0);
+            settings.push((name.to_owned(), value));
+        }
+        Ok(settings)
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         let client = self.pool.get().await?;
         client.simple_query("SELECT 1").await?;

@@ -109,19 +109,6 @@ impl SqliteStore {
         self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
-
-    /// The durability settings in force on the writer, as `(journal_mode, synchronous)`.
-    pub async fn durability(&self) -> Result<(String, String), StoreError> {
-        self.write(|tx| {
-            let mode: String = tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
-            let level: i64 = tx.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
-            let level = ["OFF", "NORMAL", "FULL", "EXTRA"]
-                .get(usize::try_from(level).unwrap_or(usize::MAX))
-                .map_or_else(|| level.to_string(), |s| (*s).to_owned());
-            Ok((mode, level))
-        })
-        .await
-    }
 }
 
 fn open_writer(path: &Path) -> Result<Connection, StoreError> {
@@ -444,6 +431,21 @@ impl ReadPool {
 
 #[async_trait]
 impl Store for SqliteStore {
+    async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.write(|tx| {
+            let mode: String = tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            let level: i64 = tx.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+            let level = ["OFF", "NORMAL", "FULL", "EXTRA"]
+                .get(usize::try_from(level).unwrap_or(usize::MAX))
+                .map_or_else(|| level.to_string(), |s| (*s).to_owned());
+            Ok(vec![
+                ("journal_mode".to_owned(), mode),
+                ("synchronous".to_owned(), level),
+            ])
+        })
+        .await
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         self.readers
             .read(|c| Ok(c.query_row("SELECT count(*) FROM meta", [], |r| r.get::<_, i64>(0))?))

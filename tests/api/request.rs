@@ -264,6 +264,9 @@ impl Store for FaultyStore {
             Fault::Panic => self.inner.ping().await,
         }
     }
+    async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.inner.durability().await
+    }
     async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
         self.inner.create_merchant(name).await
     }
