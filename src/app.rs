@@ -1,33 +1,79 @@
-//! The router and its shared state; the same function serves `storefront serve` and the tests.
+//! The router, its shared state and the accept loop; the same code serves `storefront serve` and
+//! the tests.
 //!
 //! Layers, outermost first: request id (assigned, echoed, in scope for 500 bodies) → trace span
-//! (one log line per request) → panic catcher (a panic is a 500 and the server keeps serving) →
-//! routes, whose 404/405 answer in the contract's body.
+//! (one log line per request) → the request's time cap (500 after it) → panic catcher (a panic is
+//! a 500 and the server keeps serving) → routes, whose 404/405 answer in the contract's body; the
+//! `/v1` routes pass the gate (authentication, requests in flight, rate limit) first.
+//!
+//! The accept loop is hyper-util's, not `axum::serve`, so that connections get a header read
+//! timeout: a client that drips its request headers is cut off instead of holding a connection.
 
 use std::any::Any;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use axum::Router;
 use axum::extract::{MatchedPath, Request};
 use axum::http::Response;
+use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
 
 use crate::domain::category::taxonomy::Taxonomy;
 use crate::http::error::ApiError;
-use crate::http::{categories, locations, ops, request_id};
+use crate::http::{categories, gate, locations, ops, request_id};
 use crate::pagination::Cursors;
+use crate::rate_limit::{Rate, RateLimits};
 use crate::store::{Store, StoreError};
 
 /// How often a server checks whether the stored taxonomy changed.
 pub const TAXONOMY_POLL: Duration = Duration::from_secs(1);
+/// A client must send its request headers within this time.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often idle merchants are dropped from the rate limiter.
+const FORGET_IDLE_EVERY: Duration = Duration::from_secs(60);
+
+/// What the service is configured with (beyond the store).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub rate: Rate,
+    pub burst: u32,
+    /// Most `/v1` requests in flight at once; more are answered 429.
+    pub max_in_flight: usize,
+    /// A request's time in the server; after it the answer is 500 and nothing is stored.
+    pub request_timeout: Duration,
+}
+
+impl Default for Settings {
+    /// CONTRACT §1 and §6 defaults.
+    fn default() -> Self {
+        Settings {
+            rate: Rate::PerSecond(std::num::NonZeroU32::new(50).unwrap_or(std::num::NonZeroU32::MIN)),
+            burst: 100,
+            max_in_flight: 512,
+            request_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// When a request's store work must be done by: a margin before its time cap, so that a write
+/// begun in time is committed before the request is answered 500.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadline(pub Instant);
+
+const STORE_MARGIN: Duration = Duration::from_secs(5);
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -36,17 +82,23 @@ pub struct AppState {
     /// The current taxonomy snapshot, swapped whole when the stored one changes.
     pub taxonomy: Arc<ArcSwap<Taxonomy>>,
     pub cursors: Arc<Cursors>,
+    pub limits: Arc<RateLimits>,
+    pub in_flight: Arc<Semaphore>,
+    pub settings: Arc<Settings>,
 }
 
 impl AppState {
     /// Loads what serving needs from the store: the cursor secret and the taxonomy.
-    pub async fn load(store: Arc<dyn Store>) -> Result<Self, StoreError> {
+    pub async fn load(store: Arc<dyn Store>, settings: Settings) -> Result<Self, StoreError> {
         let cursors = Cursors::new(store.cursor_secret().await?);
         let taxonomy = load_taxonomy(store.as_ref()).await?;
         Ok(AppState {
             store,
             taxonomy: Arc::new(ArcSwap::from_pointee(taxonomy)),
             cursors: Arc::new(cursors),
+            limits: Arc::new(RateLimits::new(settings.rate, settings.burst)),
+            in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
+            settings: Arc::new(settings),
         })
     }
 
@@ -75,28 +127,37 @@ async fn load_taxonomy(store: &dyn Store) -> Result<Taxonomy, StoreError> {
         .map_err(StoreError::backend)
 }
 
-/// Polls the stored taxonomy version and refreshes the snapshot, for as long as it runs.
-async fn refresh_taxonomy_forever(state: AppState) {
+/// Background upkeep for as long as it runs: taxonomy refresh, idle rate-limit state.
+async fn upkeep(state: AppState) {
     let mut tick = tokio::time::interval(TAXONOMY_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_forget = Instant::now();
     loop {
         tick.tick().await;
         if let Err(e) = state.refresh_taxonomy().await {
             tracing::warn!(error = %crate::http::error::ErrorChain(&e), "taxonomy refresh failed; serving the previous one");
         }
+        if last_forget.elapsed() >= FORGET_IDLE_EVERY {
+            state.limits.forget_idle();
+            last_forget = Instant::now();
+        }
     }
 }
 
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let v1 = Router::new()
         .route("/v1/location/create", post(locations::create))
         .route("/v1/categories/list", post(categories::list))
+        .route_layer(middleware::from_fn_with_state(state.clone(), gate::gate));
+    Router::new()
+        .merge(v1)
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
-        .with_state(state)
+        .with_state(state.clone())
         .layer(CatchPanicLayer::custom(panic_response))
+        .layer(middleware::from_fn_with_state(state, time_cap))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {
@@ -128,8 +189,30 @@ pub fn router(state: AppState) -> Router {
                 })
                 .on_failure(()),
         )
-        .layer(axum::middleware::from_fn(request_id::assign))
+        .layer(middleware::from_fn(request_id::assign))
 }
+
+/// Caps a request's time in the server: after `request_timeout` the answer is 500. Handlers that
+/// store find a `Deadline` (a margin earlier) in the request and must not begin a write after it.
+async fn time_cap(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> axum::response::Response {
+    let timeout = state.settings.request_timeout;
+    let started = Instant::now();
+    request.extensions_mut().insert(Deadline(
+        started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2)),
+    ));
+    match tokio::time::timeout(timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError::internal(&TimedOut(timeout)).into_response(),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the request took longer than {0:?}")]
+struct TimedOut(Duration);
 
 fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response<axum::body::Body> {
     let message = panic
@@ -144,17 +227,48 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response<axum::body::
 #[error("handler panicked: {0}")]
 struct Panicked(String);
 
-/// Serves `state` on `listener` until `shutdown` resolves, then lets in-flight requests finish.
-/// Keeps the taxonomy fresh meanwhile.
+/// Serves `state` on `listener` until `shutdown` resolves, then stops accepting and lets
+/// in-flight requests finish. Keeps the taxonomy fresh meanwhile.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let refresher = tokio::spawn(refresh_taxonomy_forever(state.clone()));
-    let result = axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await;
-    refresher.abort();
-    result
+    let upkeep = tokio::spawn(upkeep(state.clone()));
+    let app = router(state);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder.http2().timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (stream, _peer) = match accepted {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors and the like: wait, do not spin.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let service = TowerToHyperService::new(app.clone());
+                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
+                let connection = graceful.watch(connection);
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+            }
+            () = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    upkeep.abort();
+    Ok(())
 }

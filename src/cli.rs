@@ -226,7 +226,9 @@ async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
     let durability = store.durability().await?;
     let durability: Vec<String> = durability.iter().map(|(k, v)| format!("{k}={v}")).collect();
     tracing::info!(database = ?url, durability = durability.join(" "), "database ready");
-    let state = AppState::load(Arc::clone(&store))
+    let settings = args.settings();
+    tracing::info!(rate_limit = ?settings.rate, burst = settings.burst, max_in_flight = settings.max_in_flight, "limits");
+    let state = AppState::load(Arc::clone(&store), settings)
         .await
         .context("loading the taxonomy")?;
     if args.demo {

@@ -7,5 +7,6 @@ pub mod config;
 pub mod domain;
 pub mod http;
 pub mod pagination;
+pub mod rate_limit;
 pub mod store;
 pub mod telemetry;

@@ -7,7 +7,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, ErrorCode};
-use super::extract::{JsonBody, Merchant};
+use super::extract::JsonBody;
+use super::gate::Merchant;
 use crate::app::AppState;
 use crate::domain::category::CategoryStatus;
 use crate::domain::category::taxonomy::Filter;

@@ -1,52 +1,16 @@
-//! Our own extractors, so every malformed request is answered with the contract's body, in the
-//! contract's order (CONTRACT §3): authentication (401) runs before the body is looked at; then
-//! content type, size and JSON syntax (400).
+//! Our own body extractor, so every malformed request is answered with the contract's body, in
+//! the contract's order (CONTRACT §3): content type, size, JSON syntax (400). Authentication ran
+//! before, in the gate.
 
-use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::request::Parts;
+use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, ErrorCode};
-use crate::app::AppState;
-use crate::auth;
-use crate::store::MerchantRef;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
-
-/// The merchant whose API key authenticated the request.
-pub struct Merchant(pub MerchantRef);
-
-impl FromRequestParts<AppState> for Merchant {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer_token(&parts.headers)?;
-        let merchant = auth::authenticate(state.store.as_ref(), token)
-            .await?
-            .ok_or_else(|| ApiError::new(ErrorCode::InvalidApiKey, "unknown or revoked API key"))?;
-        tracing::Span::current().record("merchant_id", merchant.id.as_str());
-        Ok(Merchant(merchant))
-    }
-}
-
-/// `Authorization: Bearer <token>` (the scheme word in any case).
-fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
-    let unauthenticated = |message: &'static str| ApiError::new(ErrorCode::Unauthenticated, message);
-    let value = headers
-        .get(header::AUTHORIZATION)
-        .ok_or_else(|| unauthenticated("missing Authorization header; send Authorization: Bearer <api_key>"))?;
-    let malformed = || unauthenticated("malformed Authorization header; send Authorization: Bearer <api_key>");
-    let value = value.to_str().map_err(|_| malformed())?;
-    let (scheme, token) = value.trim().split_once(' ').ok_or_else(malformed)?;
-    let token = token.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(char::is_whitespace) {
-        return Err(malformed());
-    }
-    Ok(token)
-}
 
 /// The request body as JSON. An empty body is `{}` (its Content-Type is then not checked).
 pub struct JsonBody(pub Value);
@@ -148,24 +112,5 @@ mod tests {
             assert!(!is_json(&with(header::CONTENT_TYPE, bad)), "{bad}");
         }
         assert!(!is_json(&HeaderMap::new()));
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        let token = |v: &'static str| {
-            bearer_token(&with(header::AUTHORIZATION, v))
-                .map(str::to_owned)
-                .map_err(|e| e.code())
-        };
-        assert_eq!(token("Bearer abc"), Ok("abc".to_owned()));
-        assert_eq!(token("bearer abc"), Ok("abc".to_owned()));
-        assert_eq!(token("BEARER  abc "), Ok("abc".to_owned()));
-        for bad in ["Basic abc", "Bearer", "Bearer ", "Bearer a b", "abc"] {
-            assert_eq!(token(bad), Err(ErrorCode::Unauthenticated), "{bad}");
-        }
-        assert_eq!(
-            bearer_token(&HeaderMap::new()).map_err(|e| e.code()),
-            Err(ErrorCode::Unauthenticated)
-        );
     }
 }

@@ -1,14 +1,15 @@
 //! `POST /v1/location/create` (CONTRACT §4): check the request's shape, plan the batch, store
 //! the valid items in one transaction, answer one result per item in request order.
 
-use axum::Json;
 use axum::extract::State;
+use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::error::{ApiError, ErrorCode};
-use super::extract::{JsonBody, Merchant};
-use crate::app::AppState;
+use super::extract::JsonBody;
+use super::gate::Merchant;
+use crate::app::{AppState, Deadline};
 use crate::domain::location::batch::{ItemResult, Plan};
 
 /// Most items in one create request.
@@ -22,6 +23,7 @@ pub struct CreateResponse {
 pub async fn create(
     State(state): State<AppState>,
     Merchant(merchant): Merchant,
+    Extension(Deadline(deadline)): Extension<Deadline>,
     JsonBody(body): JsonBody,
 ) -> Result<Json<CreateResponse>, ApiError> {
     let items = request_items(body)?;
@@ -32,7 +34,7 @@ pub async fn create(
     let outcomes = if to_store.is_empty() {
         Vec::new()
     } else {
-        state.store.create_locations(&merchant, to_store).await?
+        state.store.create_locations(&merchant, to_store, deadline).await?
     };
     let locations = plan
         .finish(outcomes)

@@ -3,6 +3,7 @@
 pub mod categories;
 pub mod error;
 pub mod extract;
+pub mod gate;
 pub mod locations;
 pub mod ops;
 pub mod request_id;

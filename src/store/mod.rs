@@ -49,6 +49,8 @@ pub enum StoreError {
     NotFound(String),
     #[error("the store is closed or its writer stopped")]
     Unavailable,
+    #[error("the request's deadline passed before its write could begin")]
+    DeadlinePassed,
     #[error("database error")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -89,11 +91,14 @@ pub trait Store: Send + Sync + 'static {
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError>;
 
     /// Stores the valid items of one create request, in order, in one transaction (CONTRACT §4.1
-    /// steps 4–6): one outcome per item. On error nothing of the request is stored.
+    /// steps 4–6): one outcome per item. On error nothing of the request is stored. A write not
+    /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
+    /// `DeadlinePassed`.
     async fn create_locations(
         &self,
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError>;
 
     /// The secret that signs list cursors: generated once per database, then always the same.

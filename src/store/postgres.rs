@@ -311,6 +311,7 @@ impl Store for PgStore {
         &self,
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
         if items.is_empty() {
             return Ok(Vec::new());
@@ -399,6 +400,10 @@ impl Store for PgStore {
                 ],
             )
             .await?;
+        }
+        if std::time::Instant::now() > deadline {
+            // Dropping the transaction rolls it back.
+            return Err(StoreError::DeadlinePassed);
         }
         tx.commit().await?;
         Ok(outcomes)

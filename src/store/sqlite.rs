@@ -18,7 +18,7 @@ use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -43,11 +43,7 @@ const IDLE_READERS: usize = 8;
 type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
 enum Job {
-    Create {
-        merchant_pk: i64,
-        items: Vec<NewLocation>,
-        reply: Reply<Vec<Outcome>>,
-    },
+    Create(CreateJob),
     /// Any other write, run alone in its own transaction by the closure.
     Run(Box<dyn FnOnce(&mut Connection) + Send>),
 }
@@ -144,19 +140,11 @@ fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) {
                 // A panic drops the job's reply sender, which its caller sees as `Unavailable`.
                 let _ = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut conn)));
             }
-            Job::Create {
-                merchant_pk,
-                items,
-                reply,
-            } => {
-                let mut group = vec![(merchant_pk, items, reply)];
+            Job::Create(job) => {
+                let mut group = vec![job];
                 while group.len() < MAX_GROUP {
                     match jobs.try_recv() {
-                        Ok(Job::Create {
-                            merchant_pk,
-                            items,
-                            reply,
-                        }) => group.push((merchant_pk, items, reply)),
+                        Ok(Job::Create(job)) => group.push(job),
                         Ok(other) => {
                             next = Some(other);
                             break;
@@ -170,7 +158,14 @@ fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) {
     }
 }
 
-type CreateJob = (i64, Vec<NewLocation>, Reply<Vec<Outcome>>);
+/// One create request's items, waiting for the writer.
+struct CreateJob {
+    merchant_pk: i64,
+    items: Vec<NewLocation>,
+    /// Not begun after this: the request is being answered 500 (or already was).
+    deadline: Instant,
+    reply: Reply<Vec<Outcome>>,
+}
 
 /// Stores several create requests in one transaction, each in its own savepoint, and answers
 /// each only after the commit.
@@ -179,14 +174,24 @@ fn commit_group(conn: &mut Connection, group: Vec<CreateJob>) {
         Ok(tx) => tx,
         Err(e) => {
             let e = Arc::new(e);
-            for (_, _, reply) in group {
-                let _ = reply.send(Err(StoreError::backend(SharedError(e.clone()))));
+            for job in group {
+                let _ = job.reply.send(Err(StoreError::backend(SharedError(e.clone()))));
             }
             return;
         }
     };
     let mut answers = Vec::with_capacity(group.len());
-    for (merchant_pk, items, reply) in group {
+    for CreateJob {
+        merchant_pk,
+        items,
+        deadline,
+        reply,
+    } in group
+    {
+        if reply.is_closed() || Instant::now() > deadline {
+            let _ = reply.send(Err(StoreError::DeadlinePassed));
+            continue;
+        }
         let result = tx.savepoint().map_err(StoreError::from).and_then(|sp| {
             let outcomes = create_in_tx(&sp, merchant_pk, &items)?;
             sp.commit()?;
@@ -593,16 +598,18 @@ impl Store for SqliteStore {
         &self,
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        deadline: Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
         if items.is_empty() {
             return Ok(Vec::new());
         }
         let (reply, answer) = oneshot::channel();
-        let job = Job::Create {
+        let job = Job::Create(CreateJob {
             merchant_pk: merchant.pk,
             items,
+            deadline,
             reply,
-        };
+        });
         self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use reqwest::header::HeaderMap;
 use reqwest::{Client, StatusCode};
 use serde_json::{Value, json};
-use storefront::app::{self, AppState};
+use storefront::app::{self, AppState, Settings};
 use storefront::auth;
 use storefront::domain::category::import;
+use storefront::rate_limit::Rate;
 use storefront::store::{self, DatabaseUrl, Store};
 use tempfile::TempDir;
 use tokio::sync::oneshot;
@@ -73,13 +74,31 @@ impl TestApp {
         app
     }
 
-    /// Serves `store` (possibly wrapped to inject faults).
+    /// Serves `store` (possibly wrapped to inject faults), without rate limiting.
     pub async fn spawn_with(store: Arc<dyn Store>, dir: TempDir) -> TestApp {
+        let settings = Settings {
+            rate: Rate::Off,
+            ..Settings::default()
+        };
+        TestApp::spawn_configured(store, dir, settings).await
+    }
+
+    /// A server over a fresh database with these settings.
+    pub async fn spawn_with_settings(settings: Settings) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        let url = fresh_database_url(dir.path()).await;
+        let store = open_store(&url).await;
+        let mut app = TestApp::spawn_configured(store, dir, settings).await;
+        app.url = url;
+        app
+    }
+
+    pub async fn spawn_configured(store: Arc<dyn Store>, dir: TempDir, settings: Settings) -> TestApp {
         let key = auth::create_merchant(store.as_ref(), "test").await.unwrap().api_key;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr: SocketAddr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let state = AppState::load(Arc::clone(&store)).await.unwrap();
+        let state = AppState::load(Arc::clone(&store), settings).await.unwrap();
         tokio::spawn(app::serve(listener, state.clone(), async move {
             let _ = stopped.await;
         }));

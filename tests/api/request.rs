@@ -239,19 +239,21 @@ async fn readyz_reflects_the_database() {
 }
 
 /// A real store with one fault switched on.
-struct FaultyStore {
+pub struct FaultyStore {
     inner: Arc<dyn Store>,
     fault: Fault,
 }
 
 #[derive(Clone, Copy, PartialEq)]
-enum Fault {
+pub enum Fault {
     Panic,
     Fail,
+    /// Creates wait this long, then go to the real store (which honours the deadline).
+    Slow(std::time::Duration),
 }
 
 impl FaultyStore {
-    fn wrap(inner: Arc<dyn Store>, fault: Fault) -> Arc<dyn Store> {
+    pub fn wrap(inner: Arc<dyn Store>, fault: Fault) -> Arc<dyn Store> {
         Arc::new(FaultyStore { inner, fault })
     }
 }
@@ -261,7 +263,7 @@ impl Store for FaultyStore {
     async fn ping(&self) -> Result<(), StoreError> {
         match self.fault {
             Fault::Fail => Err(StoreError::Backend("disk I/O error at /var/lib/secret.db".into())),
-            Fault::Panic => self.inner.ping().await,
+            _ => self.inner.ping().await,
         }
     }
     async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
@@ -284,14 +286,19 @@ impl Store for FaultyStore {
     }
     async fn create_locations(
         &self,
-        _merchant: &MerchantRef,
+        merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while storing {} items", items.len()),
             Fault::Fail => Err(StoreError::Backend(
                 "SQLITE_FULL: database or disk is full: /var/lib/secret.db".into(),
             )),
+            Fault::Slow(wait) => {
+                tokio::time::sleep(wait).await;
+                self.inner.create_locations(merchant, items, deadline).await
+            }
         }
     }
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
@@ -315,7 +322,7 @@ impl Store for FaultyStore {
     }
 }
 
-async fn faulty_app(fault: Fault) -> TestApp {
+pub async fn faulty_app(fault: Fault) -> TestApp {
     let dir = tempfile::tempdir().unwrap();
     let inner = open_store(&fresh_database_url(dir.path()).await).await;
     TestApp::spawn_with(FaultyStore::wrap(inner, fault), dir).await

@@ -1,0 +1,141 @@
+//! The gate every `/v1` request passes before its handler (CONTRACT §3 order, after routing):
+//! authentication (401, the body not read), the bound on requests in flight (429, nothing spent),
+//! the merchant's rate limit (429), then the handler; the answer gets the rate-limit headers.
+
+use std::time::Duration;
+
+use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::error::{ApiError, ErrorCode};
+use crate::app::AppState;
+use crate::auth;
+use crate::rate_limit::{self, Refusal};
+use crate::store::MerchantRef;
+
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+
+pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let merchant = match authenticate(&state, request.headers()).await {
+        Ok(merchant) => merchant,
+        Err(e) => return e.into_response(),
+    };
+    tracing::Span::current().record("merchant_id", merchant.id.as_str());
+    let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
+        return rate_limited(
+            "the service is at its limit of requests in flight; retry shortly",
+            Duration::from_secs(1),
+            None,
+        );
+    };
+    let headers = match state.limits.check(merchant.pk) {
+        None => None,
+        Some(Ok(headers)) => Some(headers),
+        Some(Err(Refusal { retry_after, headers })) => {
+            metrics::counter!("rate_limited_total").increment(1);
+            return rate_limited("rate limit exceeded for this merchant", retry_after, Some(headers));
+        }
+    };
+    request.extensions_mut().insert(merchant);
+    let mut response = next.run(request).await;
+    if let Some(headers) = headers {
+        insert_headers(response.headers_mut(), &headers);
+    }
+    response
+}
+
+fn insert_headers(map: &mut HeaderMap, headers: &rate_limit::Headers) {
+    for (name, value) in [(RATELIMIT_POLICY, &headers.policy), (RATELIMIT, &headers.state)] {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            map.insert(name, value);
+        }
+    }
+}
+
+fn rate_limited(message: &'static str, wait: Duration, headers: Option<rate_limit::Headers>) -> Response {
+    let wait_ms = wait.as_nanos().div_ceil(1_000_000) as u64;
+    let retry_after = wait_ms.div_ceil(1000).max(1);
+    let mut response = ApiError::new(ErrorCode::RateLimited, message)
+        .detail("retry_after_ms", wait_ms)
+        .into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    if let Some(headers) = headers {
+        insert_headers(response.headers_mut(), &headers);
+    }
+    response
+}
+
+async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<MerchantRef, ApiError> {
+    let token = bearer_token(headers)?;
+    auth::authenticate(state.store.as_ref(), token)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidApiKey, "unknown or revoked API key"))
+}
+
+/// `Authorization: Bearer <token>` (the scheme word in any case).
+fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
+    let unauthenticated = |message: &'static str| ApiError::new(ErrorCode::Unauthenticated, message);
+    let value = headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| unauthenticated("missing Authorization header; send Authorization: Bearer <api_key>"))?;
+    let malformed = || unauthenticated("malformed Authorization header; send Authorization: Bearer <api_key>");
+    let value = value.to_str().map_err(|_| malformed())?;
+    let (scheme, token) = value.trim().split_once(' ').ok_or_else(malformed)?;
+    let token = token.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || token.is_empty() || token.contains(char::is_whitespace) {
+        return Err(malformed());
+    }
+    Ok(token)
+}
+
+/// The merchant the gate authenticated.
+pub struct Merchant(pub MerchantRef);
+
+impl<S: Send + Sync> FromRequestParts<S> for Merchant {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<MerchantRef>()
+            .cloned()
+            .map(Merchant)
+            .ok_or_else(|| ApiError::internal(&NotGated))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("a /v1 route was reached without passing the gate")]
+struct NotGated;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(value: &'static str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static(value));
+        h
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        let token = |v: &'static str| bearer_token(&with(v)).map(str::to_owned).map_err(|e| e.code());
+        assert_eq!(token("Bearer abc"), Ok("abc".to_owned()));
+        assert_eq!(token("bearer abc"), Ok("abc".to_owned()));
+        assert_eq!(token("BEARER  abc "), Ok("abc".to_owned()));
+        for bad in ["Basic abc", "Bearer", "Bearer ", "Bearer a b", "abc"] {
+            assert_eq!(token(bad), Err(ErrorCode::Unauthenticated), "{bad}");
+        }
+        assert_eq!(
+            bearer_token(&HeaderMap::new()).map_err(|e| e.code()),
+            Err(ErrorCode::Unauthenticated)
+        );
+    }
+}

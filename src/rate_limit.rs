@@ -1,0 +1,195 @@
+//! Per-merchant rate limiting (CONTRACT §6): a keyed GCRA limiter from `governor`.
+//!
+//! Every authenticated `/v1` request that is not refused spends one unit of its merchant's
+//! budget. The answer carries the IETF httpapi draft's headers:
+//! `RateLimit-Policy: "merchant";q=<burst>;w=<seconds to refill the burst>` and
+//! `RateLimit: "merchant";r=<units left>;t=<seconds until one more unit>` (whole seconds, rounded
+//! up). `t` comes from asking the limiter, without spending, when `r + 1` units would conform.
+//! Idle merchants' state is dropped by `retain_recent`, called periodically, so memory does not
+//! grow with the number of merchants ever seen.
+
+use std::num::NonZeroU32;
+use std::str::FromStr;
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::middleware::StateInformationMiddleware;
+use governor::state::keyed::DashMapStateStore;
+use governor::{Quota, RateLimiter};
+
+/// `--rate-limit`: `N/s`, `N/min`, or `0` (off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rate {
+    Off,
+    PerSecond(NonZeroU32),
+    PerMinute(NonZeroU32),
+}
+
+impl FromStr for Rate {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s == "0" {
+            return Ok(Rate::Off);
+        }
+        let bad = || format!("rate {s:?}: write N/s or N/min (N a positive integer), or 0 to disable");
+        let (n, unit) = s.split_once('/').ok_or_else(bad)?;
+        let n: u32 = n.trim().parse().map_err(|_| bad())?;
+        match (NonZeroU32::new(n), unit.trim()) {
+            (None, _) => Ok(Rate::Off),
+            (Some(n), "s" | "sec" | "second") => Ok(Rate::PerSecond(n)),
+            (Some(n), "min" | "m" | "minute") => Ok(Rate::PerMinute(n)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// The answer's rate-limit headers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Headers {
+    pub policy: String,
+    pub state: String,
+}
+
+/// A refused request: how long to wait, and the headers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub retry_after: Duration,
+    pub headers: Headers,
+}
+
+type Keyed = RateLimiter<i64, DashMapStateStore<i64>, DefaultClock, StateInformationMiddleware>;
+
+pub struct RateLimits {
+    limiter: Option<Keyed>,
+    burst: u32,
+    refill_secs: u64,
+}
+
+fn ceil_secs(d: Duration) -> u64 {
+    d.as_nanos().div_ceil(1_000_000_000) as u64
+}
+
+impl RateLimits {
+    pub fn new(rate: Rate, burst: u32) -> Self {
+        let burst_nz = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
+        let quota = match rate {
+            Rate::Off => None,
+            Rate::PerSecond(n) => Some(Quota::per_second(n)),
+            Rate::PerMinute(n) => Some(Quota::per_minute(n)),
+        }
+        .map(|q| q.allow_burst(burst_nz));
+        RateLimits {
+            refill_secs: quota.map_or(0, |q| ceil_secs(q.replenish_interval() * burst_nz.get())),
+            limiter: quota.map(|q| RateLimiter::dashmap(q).with_middleware::<StateInformationMiddleware>()),
+            burst: burst_nz.get(),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.limiter.is_some()
+    }
+
+    fn headers(&self, left: u32, next_unit: Duration) -> Headers {
+        Headers {
+            policy: format!("\"merchant\";q={};w={}", self.burst, self.refill_secs),
+            state: format!("\"merchant\";r={left};t={}", ceil_secs(next_unit)),
+        }
+    }
+
+    /// Spends one unit of `merchant`'s budget, or refuses. `None` when limiting is off.
+    pub fn check(&self, merchant: i64) -> Option<Result<Headers, Refusal>> {
+        let limiter = self.limiter.as_ref()?;
+        Some(match limiter.check_key(&merchant) {
+            Ok(snapshot) => {
+                let left = snapshot.remaining_burst_capacity();
+                let next_unit = if left >= self.burst {
+                    Duration::ZERO
+                } else {
+                    self.time_until(limiter, merchant, left + 1)
+                };
+                Ok(self.headers(left, next_unit))
+            }
+            Err(not_until) => {
+                let wait = not_until.wait_time_from(limiter.clock().now());
+                Err(Refusal {
+                    retry_after: wait,
+                    headers: self.headers(0, wait),
+                })
+            }
+        })
+    }
+
+    /// How long until `units` would conform, asked without spending any (a refused check does
+    /// not change the limiter's state).
+    fn time_until(&self, limiter: &Keyed, merchant: i64, units: u32) -> Duration {
+        let Some(n) = NonZeroU32::new(units) else {
+            return Duration::ZERO;
+        };
+        match limiter.check_key_n(&merchant, n) {
+            Ok(Err(not_until)) => not_until.wait_time_from(limiter.clock().now()),
+            // Conformed meanwhile (it was spent: a rare race with refill), or more than a burst.
+            _ => Duration::ZERO,
+        }
+    }
+
+    /// Forgets merchants whose budget is full again.
+    pub fn forget_idle(&self) {
+        if let Some(limiter) = &self.limiter {
+            limiter.retain_recent();
+            limiter.shrink_to_fit();
+        }
+    }
+
+    /// How many merchants the limiter holds state for.
+    pub fn tracked(&self) -> usize {
+        self.limiter.as_ref().map_or(0, RateLimiter::len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse() {
+        assert_eq!(
+            "50/s".parse(),
+            Ok(Rate::PerSecond(NonZeroU32::new(50).unwrap_or(NonZeroU32::MIN)))
+        );
+        assert_eq!(
+            "3/min".parse(),
+            Ok(Rate::PerMinute(NonZeroU32::new(3).unwrap_or(NonZeroU32::MIN)))
+        );
+        assert_eq!("0".parse(), Ok(Rate::Off));
+        for bad in ["50", "x/s", "5/hour", "-1/s", ""] {
+            assert!(bad.parse::<Rate>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn burst_then_refusal_with_exact_headers() {
+        let limits = RateLimits::new(Rate::PerMinute(NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN)), 3);
+        let first = limits.check(1).and_then(Result::ok);
+        let first = first.unwrap_or_else(|| Headers {
+            policy: String::new(),
+            state: String::new(),
+        });
+        assert_eq!(first.policy, "\"merchant\";q=3;w=30");
+        assert!(first.state.starts_with("\"merchant\";r=2;t="), "{}", first.state);
+        let t: u64 = first.state.rsplit('=').next().and_then(|t| t.parse().ok()).unwrap_or(0);
+        assert!((1..=10).contains(&t), "one unit every 10 s: {t}");
+        assert!(matches!(limits.check(1), Some(Ok(_))));
+        assert!(matches!(limits.check(1), Some(Ok(_))));
+        match limits.check(1) {
+            Some(Err(refusal)) => {
+                assert!(refusal.retry_after > Duration::from_secs(9) && refusal.retry_after <= Duration::from_secs(10));
+                assert_eq!(refusal.headers.state, "\"merchant\";r=0;t=10");
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(matches!(limits.check(2), Some(Ok(_))), "another merchant is unaffected");
+        assert_eq!(RateLimits::new(Rate::Off, 10).check(1), None);
+    }
+}
