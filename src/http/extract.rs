@@ -35,14 +35,22 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         };
         match declared {
             Some(0) => return Ok(JsonBody(Value::Object(Map::new()))),
-            Some(_) if !is_json => return Err(unsupported()),
-            Some(n) if n > MAX_BODY_BYTES as u64 => return Err(too_large()),
+            Some(_) if !is_json => {
+                discard(body).await;
+                return Err(unsupported());
+            }
+            Some(n) if n > MAX_BODY_BYTES as u64 => {
+                discard(body).await;
+                return Err(too_large());
+            }
             _ => {}
         }
         // Read at most the limit: a larger body is refused without being held in memory.
-        let bytes = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        let mut body = body;
+        let bytes = match Limited::new(&mut body, MAX_BODY_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
+                discard(body).await;
                 return Err(if is_json { too_large() } else { unsupported() });
             }
             Err(_) => {
@@ -63,6 +71,21 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
                 .detail("line", e.line())
                 .detail("column", e.column())
         })
+    }
+}
+
+/// Most bytes of a refused body read and dropped, so that an ordinary client, still sending,
+/// gets the answer rather than a broken connection; past this the connection is closed.
+const DISCARD_LIMIT: usize = 32 * 1024 * 1024;
+
+/// Reads and drops what is left of a refused body, up to `DISCARD_LIMIT`, holding none of it.
+async fn discard(mut body: axum::body::Body) {
+    let mut dropped = 0usize;
+    while dropped < DISCARD_LIMIT {
+        match body.frame().await {
+            Some(Ok(frame)) => dropped += frame.data_ref().map_or(0, |d| d.len()),
+            _ => break,
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -52,6 +53,17 @@ pub struct SqliteStore {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Arc<ReadPool>,
+    health: Arc<WriterHealth>,
+}
+
+/// What the writer thread shares with the rest of the store.
+#[derive(Debug, Default)]
+struct WriterHealth {
+    /// The last create group failed to commit (disk full, read-only, I/O error): `ping` then
+    /// proves writes work again before it reports ready.
+    write_failed: AtomicBool,
+    /// Test hook: when non-zero, the insert that brings it to 1 fails (see `fail_after_inserts`).
+    failpoint: AtomicU64,
 }
 
 impl SqliteStore {
@@ -65,9 +77,11 @@ impl SqliteStore {
         .await
         .map_err(StoreError::backend)??;
         let (tx, rx) = mpsc::channel(1024);
+        let health = Arc::new(WriterHealth::default());
+        let writer_health = Arc::clone(&health);
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx))
+            .spawn(move || writer_loop(conn, rx, &writer_health))
             .map_err(StoreError::backend)?;
         Ok(SqliteStore {
             jobs: Mutex::new(Some(tx)),
@@ -76,7 +90,15 @@ impl SqliteStore {
                 path,
                 idle: Mutex::new(Vec::new()),
             }),
+            health,
         })
+    }
+
+    /// Test hook (a failpoint): the `k`-th location insert from now on fails, as a full disk
+    /// would make it; `None` disarms it. Used to prove a failure leaves nothing half-stored.
+    #[doc(hidden)]
+    pub fn fail_after_inserts(&self, k: Option<u64>) {
+        self.health.failpoint.store(k.map_or(0, |k| k + 1), Ordering::SeqCst);
     }
 
     fn sender(&self) -> Result<mpsc::Sender<Job>, StoreError> {
@@ -129,7 +151,7 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) {
+fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, health: &WriterHealth) {
     let mut next = None;
     loop {
         let Some(job) = next.take().or_else(|| jobs.blocking_recv()) else {
@@ -152,7 +174,7 @@ fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) {
                         Err(_) => break,
                     }
                 }
-                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| commit_group(&mut conn, group)));
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| commit_group(&mut conn, group, health)));
             }
         }
     }
@@ -169,10 +191,11 @@ struct CreateJob {
 
 /// Stores several create requests in one transaction, each in its own savepoint, and answers
 /// each only after the commit.
-fn commit_group(conn: &mut Connection, group: Vec<CreateJob>) {
+fn commit_group(conn: &mut Connection, group: Vec<CreateJob>, health: &WriterHealth) {
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
+            health.write_failed.store(true, Ordering::SeqCst);
             let e = Arc::new(e);
             for job in group {
                 let _ = job.reply.send(Err(StoreError::backend(SharedError(e.clone()))));
@@ -193,19 +216,26 @@ fn commit_group(conn: &mut Connection, group: Vec<CreateJob>) {
             continue;
         }
         let result = tx.savepoint().map_err(StoreError::from).and_then(|sp| {
-            let outcomes = create_in_tx(&sp, merchant_pk, &items)?;
+            let outcomes = create_in_tx(&sp, merchant_pk, &items, &health.failpoint)?;
             sp.commit()?;
             Ok(outcomes)
         });
+        if result.is_err() {
+            health.write_failed.store(true, Ordering::SeqCst);
+        }
         answers.push((reply, result));
     }
     match tx.commit() {
         Ok(()) => {
+            if answers.iter().all(|(_, result)| result.is_ok()) {
+                health.write_failed.store(false, Ordering::SeqCst);
+            }
             for (reply, result) in answers {
                 let _ = reply.send(result);
             }
         }
         Err(e) => {
+            health.write_failed.store(true, Ordering::SeqCst);
             let e = Arc::new(e);
             for (reply, _) in answers {
                 let _ = reply.send(Err(StoreError::backend(SharedError(e.clone()))));
@@ -226,7 +256,12 @@ impl std::fmt::Display for SharedError {
 
 impl std::error::Error for SharedError {}
 
-fn create_in_tx(tx: &Connection, merchant_pk: i64, items: &[NewLocation]) -> Result<Vec<Outcome>, StoreError> {
+fn create_in_tx(
+    tx: &Connection,
+    merchant_pk: i64,
+    items: &[NewLocation],
+    failpoint: &AtomicU64,
+) -> Result<Vec<Outcome>, StoreError> {
     let mut outcomes = Vec::with_capacity(items.len());
     for item in items {
         let location = &item.location;
@@ -265,6 +300,15 @@ fn create_in_tx(tx: &Connection, merchant_pk: i64, items: &[NewLocation]) -> Res
             Status::Active
         };
         let location_id = uuid::Uuid::now_v7().to_string();
+        let armed = failpoint.load(Ordering::SeqCst);
+        if armed == 1 {
+            failpoint.store(0, Ordering::SeqCst);
+            return Err(StoreError::Backend(
+                "injected failure (failpoint): database or disk is full".into(),
+            ));
+        } else if armed > 1 {
+            failpoint.store(armed - 1, Ordering::SeqCst);
+        }
         tx.prepare_cached(
             "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
              latitude, longitude, band, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
@@ -455,6 +499,19 @@ impl Store for SqliteStore {
         self.readers
             .read(|c| Ok(c.query_row("SELECT count(*) FROM meta", [], |r| r.get::<_, i64>(0))?))
             .await?;
+        if self.health.write_failed.load(Ordering::SeqCst) {
+            // Writes failed last time: ready only once one commits again.
+            self.write(|tx| {
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('write_probe', ?1) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [now_ms()],
+                )?;
+                Ok(())
+            })
+            .await?;
+            self.health.write_failed.store(false, Ordering::SeqCst);
+        }
         Ok(())
     }
 

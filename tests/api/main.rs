@@ -2,11 +2,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic: that is how they fail
 
 mod categories;
+mod crash;
 mod create_batch;
 mod create_rules;
 mod helpers;
 mod import;
+mod limits;
 mod postgres;
 mod process;
 mod properties;
 mod request;
+mod sqlite_faults;

@@ -59,7 +59,14 @@ impl Server {
     }
 
     pub fn start_at(url: &str) -> Server {
-        let mut child = storefront_at(url)
+        Server::start_binary(Path::new(BIN), url)
+    }
+
+    /// Starts `serve` from the binary at `bin` (the release one, say).
+    pub fn start_binary(bin: &Path, url: &str) -> Server {
+        let mut child = Command::new(bin)
+            .env("STOREFRONT_DATABASE", url)
+            .env("STOREFRONT_LOG_FORMAT", "json")
             .args(["serve", "--addr", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
