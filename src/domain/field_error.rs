@@ -39,10 +39,12 @@ wire_enum! {
 }
 
 /// One error of one field, as sent in a create result.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FieldError {
+    /// The full path of the field: `locations[3].working_schedule[1].schedule.time_end`.
     pub field: String,
     pub code: FieldCode,
+    #[schema(value_type = String)]
     pub message: Cow<'static, str>,
 }
 

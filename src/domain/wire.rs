@@ -57,5 +57,24 @@ macro_rules! wire_enum {
                 s.serialize_str(self.as_str())
             }
         }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(d)?;
+                Self::from_wire(&s).ok_or_else(|| ::serde::de::Error::custom(format!("unknown value {s:?}")))
+            }
+        }
+
+        /// The OpenAPI schema: a string enumeration of exactly these wire words.
+        impl ::utoipa::PartialSchema for $name {
+            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                ::utoipa::openapi::ObjectBuilder::new()
+                    .schema_type(::utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($wire),+]))
+                    .into()
+            }
+        }
+
+        impl ::utoipa::ToSchema for $name {}
     };
 }

@@ -15,11 +15,48 @@ use crate::domain::location::batch::{ItemResult, Plan};
 /// Most items in one create request.
 pub const MAX_ITEMS: usize = 200;
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct CreateResponse {
     pub locations: Vec<ItemResult>,
 }
 
+/// Creates up to 200 delivery locations of the authenticated merchant.
+///
+/// One result per request item, in request order. A valid item is stored (`ACTIVE`, or
+/// `QUARANTINE` with one STOREFRONT_RULE_VIOLATION when a live location of a shared type is within
+/// 50 m); an invalid one is not (`FAILED`) and carries every error it has. Items with the same
+/// `merchant_location_id`: the last one wins. Sending the same item again returns the stored
+/// location; other content under a used id is a CONFLICT. All items are stored in one transaction,
+/// and the answer is sent only after it is durably committed.
+#[utoipa::path(
+    post,
+    path = "/v1/location/create",
+    tag = "locations",
+    operation_id = "createLocations",
+    request_body(
+        content = crate::http::openapi::CreateRequest,
+        content_type = "application/json",
+        examples(
+            ("valid" = (summary = "A valid warehouse", value = json!(crate::http::openapi::create_example_valid()))),
+            ("invalid" = (summary = "A pickup point with four errors", value = json!(crate::http::openapi::create_example_invalid())))
+        )
+    ),
+    responses(
+        (status = 200, description = "One result per request item, in request order", body = CreateResponse,
+         headers(
+             ("X-Request-Id" = String, description = "The request's id, also in the logs"),
+             ("RateLimit-Policy" = String, description = "\"merchant\";q=<burst>;w=<seconds to refill it>, while limiting is on"),
+             ("RateLimit" = String, description = "\"merchant\";r=<units left>;t=<seconds until one more>, while limiting is on")
+         ),
+         example = json!(crate::http::openapi::create_example_answer())),
+        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
+         body = crate::http::openapi::ErrorBody, example = json!(crate::http::openapi::error_example())),
+        (status = 401, description = "UNAUTHENTICATED or INVALID_API_KEY", body = crate::http::openapi::ErrorBody),
+        (status = 429, description = "RATE_LIMITED", body = crate::http::openapi::ErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait, rounded up"))),
+        (status = 500, description = "INTERNAL; nothing of the request is stored", body = crate::http::openapi::ErrorBody)
+    )
+)]
 pub async fn create(
     State(state): State<AppState>,
     Merchant(merchant): Merchant,

@@ -5,5 +5,6 @@ pub mod error;
 pub mod extract;
 pub mod gate;
 pub mod locations;
+pub mod openapi;
 pub mod ops;
 pub mod request_id;

@@ -17,8 +17,8 @@ wire_enum! {
     }
 }
 
-/// One category, as stored and as answered.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// One category, as stored and as answered (every field present, optional ones `null`).
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Category {
     pub id: String,
     pub name: String,

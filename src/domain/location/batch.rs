@@ -118,8 +118,9 @@ pub fn decide(
 }
 
 /// One item of the create answer (SPEC §2.2).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ItemResult {
+    /// Empty when the item was not created.
     pub location_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merchant_location_id: Option<String>,
