@@ -30,10 +30,11 @@ use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::trace::TraceLayer;
 use tracing::Span;
+use utoipa_swagger_ui::SwaggerUi;
 
 use crate::domain::category::taxonomy::Taxonomy;
 use crate::http::error::ApiError;
-use crate::http::{categories, gate, locations, ops, request_id};
+use crate::http::{categories, gate, locations, openapi, ops, request_id};
 use crate::pagination::Cursors;
 use crate::rate_limit::{Rate, RateLimits};
 use crate::store::{Store, StoreError};
@@ -151,13 +152,26 @@ pub fn router(state: AppState) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::gate));
     Router::new()
         .merge(v1)
+        .merge(
+            SwaggerUi::new("/docs")
+                .url("/openapi.json", openapi::document())
+                .config(
+                    // No call to the public validator: the page loads nothing from outside the service.
+                    utoipa_swagger_ui::Config::from("/openapi.json")
+                        .validator_url("none")
+                        .try_it_out_enabled(true)
+                        .persist_authorization(true),
+                ),
+        )
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .with_state(state.clone())
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(middleware::from_fn_with_state(state, time_cap))
+        .layer(middleware::from_fn(record_metrics))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|request: &Request| {
@@ -190,6 +204,21 @@ pub fn router(state: AppState) -> Router {
                 .on_failure(()),
         )
         .layer(middleware::from_fn(request_id::assign))
+}
+
+/// `http_requests_total{route,status}` and `http_request_duration_seconds{route}` (route: the
+/// path template; `unmatched` for unknown paths).
+async fn record_metrics(request: Request, next: Next) -> axum::response::Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("http_requests_total", "route" => route.clone(), "status" => status).increment(1);
+    metrics::histogram!("http_request_duration_seconds", "route" => route).record(started.elapsed().as_secs_f64());
+    response
 }
 
 /// Caps a request's time in the server: after `request_timeout` the answer is 500. Handlers that
@@ -234,6 +263,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let _ = crate::telemetry::metrics();
     let upkeep = tokio::spawn(upkeep(state.clone()));
     let app = router(state);
     let mut builder = auto::Builder::new(TokioExecutor::new());

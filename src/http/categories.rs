@@ -29,6 +29,7 @@ pub const MAX_IDS: usize = 1000;
     operation_id = "listCategories",
     request_body(
         content = crate::http::openapi::ListRequest,
+        description = "Optional: an empty body means `{}`, the first page of every category",
         content_type = "application/json",
         example = json!(crate::http::openapi::list_example_request())
     ),

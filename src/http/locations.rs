@@ -10,7 +10,7 @@ use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
 use crate::app::{AppState, Deadline};
-use crate::domain::location::batch::{ItemResult, Plan};
+use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 
 /// Most items in one create request.
 pub const MAX_ITEMS: usize = 200;
@@ -73,6 +73,16 @@ pub async fn create(
     } else {
         state.store.create_locations(&merchant, to_store, deadline).await?
     };
+    for outcome in &outcomes {
+        if let Outcome::Created { quarantined_by, .. } = outcome {
+            let status = if quarantined_by.is_some() {
+                "QUARANTINE"
+            } else {
+                "ACTIVE"
+            };
+            metrics::counter!("locations_created_total", "status" => status).increment(1);
+        }
+    }
     let locations = plan
         .finish(outcomes)
         .ok_or_else(|| ApiError::internal(&Inconsistent("the store answered for fewer items than it was given")))?;

@@ -9,8 +9,8 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::schema::AnyOfBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
 
@@ -20,9 +20,7 @@ use super::locations as create;
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::location::batch::ItemResult;
-use crate::domain::location::{
-    LocationType, PaymentMethod, PickupPointType, PickupService, Provider, Status, Weekday,
-};
+use crate::domain::location::{LocationType, PaymentMethod, PickupPointType, PickupService, Provider, Status, Weekday};
 
 /// The body of every non-200 answer.
 #[derive(ToSchema)]
@@ -184,8 +182,16 @@ pub struct PaginationRequest {
     #[schema(max_length = 512)]
     cursor: Option<String>,
     /// Items per page, at least 1; above 1000 is served as 1000. 100 when `pagination` is absent.
-    #[schema(minimum = 1)]
+    #[schema(schema_with = page_limit)]
     limit: i64,
+}
+
+/// An integer of at least 1, with no upper bound (no int64 format): larger limits are served.
+fn page_limit() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::Integer)
+        .minimum(Some(1))
+        .description(Some("Items per page, at least 1; above 1000 is served as 1000."))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -246,7 +252,9 @@ impl Modify for BearerAuth {
             SecurityScheme::Http(
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
-                    .description(Some("Authorization: Bearer <api_key>; keys are issued with `storefront merchant create`."))
+                    .description(Some(
+                        "Authorization: Bearer <api_key>; keys are issued with `storefront merchant create`.",
+                    ))
                     .build(),
             ),
         );
@@ -255,7 +263,19 @@ impl Modify for BearerAuth {
 
 /// The document, as served at `/openapi.json` and committed as `openapi.json`.
 pub fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+    let mut doc = ApiDoc::openapi();
+    // The list body may be left out (CONTRACT §3: an empty body is `{}`), but it is not nullable:
+    // utoipa would express "optional" only as `Option`, which also means `null`.
+    if let Some(RefOr::T(body)) = doc
+        .paths
+        .paths
+        .get_mut("/v1/categories/list")
+        .and_then(|item| item.post.as_mut())
+        .and_then(|op| op.request_body.as_mut())
+    {
+        body.required = Some(utoipa::openapi::Required::False);
+    }
+    doc
 }
 
 /// A valid create request (for the document's examples).

@@ -1,5 +1,8 @@
 //! Operational endpoints (CONTRACT §7): no authentication, no rate limit.
 
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -20,5 +23,21 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
             tracing::warn!(error = %super::error::ErrorChain(&e), "readiness check failed");
             (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"})))
         }
+    }
+}
+
+/// `GET /metrics`: Prometheus text exposition.
+pub async fn metrics() -> Response {
+    match crate::telemetry::metrics() {
+        Some(handle) => (
+            [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+            handle.render(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "another metrics recorder is installed in this process\n",
+        )
+            .into_response(),
     }
 }

@@ -5,6 +5,7 @@ mod categories;
 mod crash;
 mod create_batch;
 mod create_rules;
+mod docs;
 mod helpers;
 mod import;
 mod limits;

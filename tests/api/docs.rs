@@ -1,0 +1,150 @@
+//! The operational surface (CONTRACT §7): the OpenAPI document (and its committed copy), the docs
+//! page, metrics.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::*;
+
+const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
+
+#[tokio::test]
+async fn the_committed_openapi_json_is_the_served_one() {
+    let app = TestApp::spawn().await;
+    let served = read(app.request(Method::GET, "/openapi.json")).await;
+    assert_eq!(served.status, 200);
+    let pretty = serde_json::to_string_pretty(&served.body).unwrap() + "\n";
+    if std::env::var("UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
+        std::fs::write(COMMITTED, &pretty).unwrap();
+    }
+    let committed = std::fs::read_to_string(COMMITTED).unwrap_or_default();
+    assert!(
+        committed == pretty,
+        "openapi.json is out of date: run `UPDATE_OPENAPI=1 cargo test --test api -- docs::the_committed` and commit it"
+    );
+}
+
+#[tokio::test]
+async fn the_document_covers_both_operations_answers_and_every_code() {
+    let app = TestApp::spawn().await;
+    let doc = read(app.request(Method::GET, "/openapi.json")).await.body;
+    assert_eq!(doc["openapi"], "3.1.0");
+    for (path, examples) in [("/v1/location/create", 2), ("/v1/categories/list", 1)] {
+        let op = &doc["paths"][path]["post"];
+        for status in ["200", "400", "401", "429", "500"] {
+            assert!(op["responses"][status].is_object(), "{path} {status}");
+        }
+        let body = &op["requestBody"]["content"]["application/json"];
+        let count = body["examples"]
+            .as_object()
+            .map_or(usize::from(body["example"].is_object()), |e| e.len());
+        assert_eq!(count, examples, "{path}");
+    }
+    let schemas = &doc["components"]["schemas"];
+    let words = |name: &str| -> Vec<String> {
+        schemas[name]["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(words("FieldCode").len(), 19);
+    assert!(words("FieldCode").contains(&"STOREFRONT_RULE_VIOLATION".to_owned()));
+    let codes = words("ErrorCode");
+    for code in [
+        "UNSUPPORTED_MEDIA_TYPE",
+        "PAYLOAD_TOO_LARGE",
+        "MALFORMED_JSON",
+        "INVALID_REQUEST",
+        "TOO_MANY_ITEMS",
+        "INVALID_FILTER",
+        "INVALID_PAGINATION",
+        "INVALID_CURSOR",
+        "UNAUTHENTICATED",
+        "INVALID_API_KEY",
+        "RATE_LIMITED",
+        "INTERNAL",
+        "NOT_FOUND",
+        "METHOD_NOT_ALLOWED",
+    ] {
+        assert!(codes.contains(&code.to_owned()), "{code}");
+    }
+    assert_eq!(words("ErrorType").len(), 5);
+    assert_eq!(doc["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+    assert_eq!(
+        doc["security"],
+        json!([{"bearer": []}]),
+        "every operation needs the bearer key"
+    );
+    // Every field of SPEC §2.1 and §2.3.
+    let fields = |name: &str| -> Vec<String> {
+        schemas[name]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    assert_eq!(fields("LocationInput").len(), 18);
+    assert_eq!(fields("Category").len(), 11);
+}
+
+#[tokio::test]
+async fn the_docs_page_is_served_from_the_binary() {
+    let app = TestApp::spawn().await;
+    let page = app.request(Method::GET, "/docs/").send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    assert!(
+        !html.contains("http://") && !html.contains("https://"),
+        "the page loads nothing from elsewhere"
+    );
+    for asset in ["swagger-ui-bundle.js", "swagger-ui.css", "swagger-initializer.js"] {
+        let response = app
+            .request(Method::GET, &format!("/docs/{asset}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{asset}");
+    }
+    let init = app
+        .request(Method::GET, "/docs/swagger-initializer.js")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(init.contains("/openapi.json"));
+}
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_status_and_created_locations() {
+    let app = TestApp::spawn().await;
+    app.create(vec![
+        warehouse(1),
+        with(warehouse(1), "/merchant_location_id", Some(json!("near"))),
+    ])
+    .await;
+    let _ = read(app.request(Method::GET, "/nowhere/at/all")).await;
+    let text = app
+        .request(Method::GET, "/metrics")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let has = |needle: &str| text.lines().any(|l| l.starts_with(needle));
+    assert!(
+        has("http_requests_total{route=\"/v1/location/create\",status=\"200\"}"),
+        "{text}"
+    );
+    assert!(has("http_requests_total{route=\"unmatched\",status=\"404\"}"));
+    assert!(has(
+        "http_request_duration_seconds_bucket{route=\"/v1/location/create\",le=\"0.005\"}"
+    ));
+    assert!(has("locations_created_total{status=\"ACTIVE\"}"));
+    assert!(has("locations_created_total{status=\"QUARANTINE\"}"));
+}
