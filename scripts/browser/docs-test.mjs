@@ -16,6 +16,8 @@ try {
   const outside = [];
   page.on('request', (r) => { if (!r.url().startsWith(base)) outside.push(r.url()); });
   await page.goto(`${base}/docs/`, { waitUntil: 'networkidle' });
+  // Swagger UI draws the operations after it fetched and parsed the document.
+  await page.locator('.opblock-summary-path').nth(1).waitFor({ timeout: 15000 });
 
   const paths = await page.locator('.opblock-summary-path').allInnerTexts();
   for (const path of ['/v1/location/create', '/v1/categories/list']) {
