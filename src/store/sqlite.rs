@@ -29,7 +29,7 @@ use super::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
-use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::{Status, TypeSet};
 
 const MIGRATIONS: &[&str] = &[
@@ -275,30 +275,22 @@ fn create_in_tx(
                     Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
                 })
                 .optional()?;
-            if let Some((location_id, status, body)) = stored {
-                outcomes.push(if body == item.canonical {
-                    let status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
-                    Outcome::Existing { location_id, status }
-                } else {
-                    Outcome::Conflict { location_id }
-                });
+            if let Some((location_id, status, canonical)) = stored {
+                let status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+                outcomes.push(
+                    Stored {
+                        location_id,
+                        status,
+                        canonical,
+                    }
+                    .outcome_for(&item.canonical),
+                );
                 continue;
             }
         }
 
         let neighbours = neighbours(tx, merchant_pk, location.latitude, location.longitude)?;
-        let quarantined_by = geo::quarantining_neighbour(
-            location.latitude,
-            location.longitude,
-            location.location_types,
-            neighbours,
-        )
-        .map(|n| n.location_id);
-        let status = if quarantined_by.is_some() {
-            Status::Quarantine
-        } else {
-            Status::Active
-        };
+        let (status, quarantined_by) = batch::placement(location, neighbours);
         let location_id = uuid::Uuid::now_v7().to_string();
         let armed = failpoint.load(Ordering::SeqCst);
         if armed == 1 {

@@ -92,7 +92,14 @@ async fn acknowledged_creates_survive_kill_9_and_nothing_is_half_stored() {
                 })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(100 + random_below(400))).await;
+        // Kill at a random moment after this cycle's first answer, so every cycle proves something
+        // however slow the machine is.
+        let before = acknowledged.lock().unwrap().len();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while acknowledged.lock().unwrap().len() == before && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(random_below(400))).await;
         server.signal("-KILL");
         let _ = server.child.wait();
         for client in clients {

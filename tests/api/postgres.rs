@@ -25,6 +25,23 @@ async fn list(base: &str, key: &str, body: &Value) -> Answer {
     .await
 }
 
+/// `storefront categories import -` with `categories` on standard input.
+fn import(url: &str, categories: &Value) {
+    use std::io::Write;
+    let mut child = storefront_at(url)
+        .args(["categories", "import", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(categories.to_string().as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
 async fn count_rows(url: &str, merchant_location_id: &str) -> i64 {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
@@ -51,19 +68,7 @@ async fn two_instances_share_one_database() {
     let categories: Vec<Value> = (0..10)
         .map(|i| json!({"id": format!("c{i}"), "name": format!("C{i}"), "slug": format!("c{i}"), "leaf": true, "sort_order": i, "status": "active"}))
         .collect();
-    let mut import = storefront_at(&url)
-        .args(["categories", "import", "-"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    import
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(Value::Array(categories).to_string().as_bytes())
-        .unwrap();
-    assert!(import.wait().unwrap().success());
+    import(&url, &Value::Array(categories));
 
     let a = Server::start_at(&url);
     let b = Server::start_at(&url);
@@ -114,18 +119,7 @@ async fn two_instances_share_one_database() {
 
     // An import is seen by both within 5 seconds.
     let more = json!([{"id": "new", "name": "New", "slug": "new", "leaf": true, "sort_order": -1, "status": "active"}]);
-    let mut import = storefront_at(&url)
-        .args(["categories", "import", "-"])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    import
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(more.to_string().as_bytes())
-        .unwrap();
-    assert!(import.wait().unwrap().success());
+    import(&url, &more);
     let imported = Instant::now();
     for server in [&a, &b] {
         loop {

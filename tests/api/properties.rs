@@ -33,26 +33,7 @@ fn arbitrary_json() -> impl Strategy<Value = Value> {
     })
 }
 
-const FIELDS: &[&str] = &[
-    "merchant_location_id",
-    "location_types",
-    "name",
-    "address_tail",
-    "comment",
-    "latitude",
-    "longitude",
-    "provider_id",
-    "provider_location_id",
-    "pickup_point_type",
-    "payment_methods",
-    "storage_period_days",
-    "limits",
-    "instruction",
-    "pickup_services",
-    "working_schedule",
-    "individual_schedule",
-    "is_accepts_returns",
-];
+use storefront::domain::location::validate::KEYS as FIELDS;
 
 /// A valid fixture with some fields replaced by arbitrary JSON or removed, or arbitrary JSON.
 fn item() -> impl Strategy<Value = Value> {

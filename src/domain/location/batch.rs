@@ -45,6 +45,40 @@ pub struct Stored {
     pub canonical: String,
 }
 
+impl Stored {
+    /// CONTRACT §4.1 step 4: the same content is a safe retry, other content a conflict.
+    pub fn outcome_for(self, canonical: &str) -> Outcome {
+        if self.canonical == canonical {
+            Outcome::Existing {
+                location_id: self.location_id,
+                status: self.status,
+            }
+        } else {
+            Outcome::Conflict {
+                location_id: self.location_id,
+            }
+        }
+    }
+}
+
+/// CONTRACT §4.5 quarantine for a new location among `candidates` (the merchant's live locations
+/// near it): its status, and the neighbour that quarantines it.
+pub fn placement(location: &Location, candidates: impl IntoIterator<Item = Neighbour>) -> (Status, Option<String>) {
+    let by = geo::quarantining_neighbour(
+        location.latitude,
+        location.longitude,
+        location.location_types,
+        candidates,
+    )
+    .map(|n| n.location_id);
+    let status = if by.is_some() {
+        Status::Quarantine
+    } else {
+        Status::Active
+    };
+    (status, by)
+}
+
 /// A location `decide` created, for the store to insert (in this order).
 #[derive(Clone, Debug)]
 pub struct ToInsert {

@@ -27,7 +27,7 @@ use crate::domain::wire::WireEnum;
 use super::address;
 
 /// The keys of SPEC §2.1, in its order.
-const KEYS: &[&str] = &[
+pub const KEYS: &[&str] = &[
     "merchant_location_id",
     "location_types",
     "name",

@@ -1,0 +1,54 @@
+//! The benchmark's ceiling: our HTTP stack (the same tokio/axum/hyper) doing no work beyond
+//! HTTP and JSON. `POST /v1/categories/list` answers a pre-serialised 100-item page;
+//! `POST /v1/location/create` parses the body into `serde_json::Value` and answers a
+//! pre-serialised 200-item result. Nothing is authenticated, validated or stored.
+//!
+//! Usage: `ceiling ADDR PAGE_FILE` (PAGE_FILE: the JSON answer to serve for the list route).
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::post;
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let addr = args.next().unwrap_or_else(|| "127.0.0.1:8090".into());
+    let page = Bytes::from(
+        std::fs::read_to_string(args.next().unwrap_or_default()).unwrap_or_else(|_| {
+            r#"{"categories":[],"pagination":{"next_cursor":null,"has_next":false,"total":0}}"#.into()
+        }),
+    );
+    let results: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                r#"{{"location_id":"01a1fdd7-a73f-760a-8972-{i:012}","merchant_location_id":"m-{i}","name":"Location {i}","status":"ACTIVE","errors":[]}}"#
+            )
+        })
+        .collect();
+    let created = Bytes::from(format!(r#"{{"locations":[{}]}}"#, results.join(",")));
+    let app = Router::new()
+        .route(
+            "/v1/categories/list",
+            post(move || {
+                let page = page.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], page) }
+            }),
+        )
+        .route(
+            "/v1/location/create",
+            post(move |body: Bytes| {
+                let created = created.clone();
+                async move {
+                    let parsed: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    std::hint::black_box(parsed);
+                    ([(header::CONTENT_TYPE, "application/json")], created).into_response()
+                }
+            }),
+        )
+        .layer(axum::extract::DefaultBodyLimit::max(8 * 1024 * 1024));
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    eprintln!("ceiling is listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, app).await
+}

@@ -1,0 +1,239 @@
+"""The benchmark's peer: the two endpoints as a team would otherwise write them, in FastAPI +
+pydantic v2 on uvicorn. Typed models of the same shapes, the same SQLite schema (a database
+created by `storefront`), one transaction per create request. A small, honest reference, not a
+full implementation: it validates with pydantic and the same per-item store steps (retry lookup,
+neighbour scan, insert), but does not reproduce every rule of the contract.
+
+Run: STOREFRONT_PEER_DB=path.db uvicorn app:app --workers 2 --host 127.0.0.1 --port 8091
+"""
+
+import base64
+import hashlib
+import hmac
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+import uuid
+from typing import Literal, Optional
+
+from fastapi import FastAPI, Header, HTTPException
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+DB = os.environ.get("STOREFRONT_PEER_DB", "storefront.db")
+app = FastAPI()
+_local = threading.local()
+
+
+def conn() -> sqlite3.Connection:
+    c = getattr(_local, "conn", None)
+    if c is None:
+        c = sqlite3.connect(DB, isolation_level=None, check_same_thread=False, timeout=5)
+        c.execute("PRAGMA journal_mode=WAL")
+        c.execute("PRAGMA synchronous=FULL")
+        _local.conn = c
+    return c
+
+
+def authenticate(authorization: Optional[str]) -> int:
+    if not authorization or not authorization.lower().startswith("bearer "):
+        raise HTTPException(401, "unauthenticated")
+    token = authorization[7:].strip()
+    if not token.startswith("sf_") or "_" not in token[3:]:
+        raise HTTPException(401, "invalid api key")
+    key_id, secret = token[3:].split("_", 1)
+    row = conn().execute(
+        "SELECT merchant_pk, secret_hash FROM api_keys WHERE key_id = ? AND revoked_at IS NULL", (key_id,)
+    ).fetchone()
+    if row is None or not hmac.compare_digest(row[1], hashlib.sha256(secret.encode()).digest()):
+        raise HTTPException(401, "invalid api key")
+    return row[0]
+
+
+# ---- models --------------------------------------------------------------------------------
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class DaySchedule(Strict):
+    time_start: str = Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$")
+    time_end: str = Field(pattern=r"^(([01]\d|2[0-3]):[0-5]\d|24:00)$")
+    break_: Optional[str] = Field(None, alias="break")
+    shipping_cutoff: Optional[str] = None
+
+
+class WorkingDay(Strict):
+    day: Literal["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"]
+    schedule: DaySchedule
+
+
+class DatedDay(Strict):
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    schedule: DaySchedule
+    is_works: bool
+
+
+class Limits(Strict):
+    length: float = Field(gt=0, le=1000)
+    width: float = Field(gt=0, le=1000)
+    height: float = Field(gt=0, le=1000)
+    weight: float = Field(gt=0, le=10000)
+
+
+class Location(Strict):
+    merchant_location_id: Optional[str] = Field(None, max_length=64)
+    location_types: list[Literal["WAREHOUSE", "PICKUP_POINT", "CLICK_AND_COLLECT"]] = Field(min_length=1)
+    name: str = Field(min_length=1, max_length=255)
+    address_tail: Optional[str] = Field(None, max_length=500)
+    comment: Optional[str] = Field(None, max_length=1000)
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+    provider_id: Optional[str] = None
+    provider_location_id: Optional[str] = Field(None, max_length=64)
+    pickup_point_type: Optional[Literal["PICKUP_POINT", "POSTAMAT"]] = None
+    payment_methods: Optional[list[Literal["ALREADY_PAID", "CARD", "CASH"]]] = None
+    storage_period_days: Optional[int] = Field(None, ge=1, le=90)
+    limits: Limits
+    instruction: Optional[str] = Field(None, max_length=2000)
+    pickup_services: Optional[list[Literal["FITTING"]]] = None
+    working_schedule: list[WorkingDay] = Field(min_length=1, max_length=7)
+    individual_schedule: Optional[list[DatedDay]] = Field(None, max_length=100)
+    is_accepts_returns: bool
+
+
+class CreateRequest(Strict):
+    locations: list[Location] = Field(max_length=200)
+
+
+class Filter(Strict):
+    status: Optional[Literal["active", "disabled"]] = None
+    leaf_only: Optional[bool] = None
+    parent_id: Optional[str] = None
+    ids: Optional[list[str]] = Field(None, max_length=1000)
+
+
+class Pagination(Strict):
+    cursor: Optional[str] = None
+    limit: int = Field(ge=1)
+
+
+class ListRequest(Strict):
+    filter: Optional[Filter] = None
+    pagination: Optional[Pagination] = None
+
+
+# ---- create ----------------------------------------------------------------------------------
+
+TYPE_BITS = {"WAREHOUSE": 1, "PICKUP_POINT": 2, "CLICK_AND_COLLECT": 4}
+
+
+def haversine(lat1, lon1, lat2, lon2):
+    p1, p2 = math.radians(lat1), math.radians(lat2)
+    dp, dl = p2 - p1, math.radians(lon2 - lon1)
+    a = math.sin(dp / 2) ** 2 + math.cos(p1) * math.cos(p2) * math.sin(dl / 2) ** 2
+    return 2 * 6371008.8 * math.asin(min(1.0, math.sqrt(a)))
+
+
+@app.post("/v1/location/create")
+def create(request: CreateRequest, authorization: Optional[str] = Header(None)):
+    merchant = authenticate(authorization)
+    c = conn()
+    results = []
+    c.execute("BEGIN IMMEDIATE")
+    try:
+        for item in request.locations:
+            body = item.model_dump_json(by_alias=True, exclude_none=True)
+            if item.merchant_location_id:
+                row = c.execute(
+                    "SELECT location_id, status, body FROM locations WHERE merchant_pk = ? AND merchant_location_id = ?",
+                    (merchant, item.merchant_location_id),
+                ).fetchone()
+                if row is not None:
+                    ok = row[2] == body
+                    results.append({"location_id": row[0] if ok else "", "merchant_location_id": item.merchant_location_id,
+                                    "name": item.name, "status": row[1] if ok else "FAILED", "errors": []})
+                    continue
+            band = math.floor(item.latitude * 1000)
+            types = sum(TYPE_BITS[t] for t in set(item.location_types))
+            near = c.execute(
+                "SELECT location_id, latitude, longitude FROM locations WHERE merchant_pk = ? AND band BETWEEN ? AND ? "
+                "AND longitude BETWEEN ? AND ? AND status IN ('ACTIVE','QUARANTINE') AND (types & ?) != 0",
+                (merchant, band - 1, band + 1, item.longitude - 0.01, item.longitude + 0.01, types),
+            ).fetchall()
+            status = "QUARANTINE" if any(haversine(item.latitude, item.longitude, r[1], r[2]) <= 50 for r in near) else "ACTIVE"
+            location_id = str(uuid.uuid4())
+            c.execute(
+                "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, longitude, "
+                "band, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (location_id, merchant, item.merchant_location_id, status, types, item.latitude, item.longitude, band, body,
+                 int(time.time() * 1000)),
+            )
+            results.append({"location_id": location_id, "merchant_location_id": item.merchant_location_id,
+                            "name": item.name, "status": status, "errors": []})
+        c.execute("COMMIT")
+    except Exception:
+        c.execute("ROLLBACK")
+        raise
+    return {"locations": results}
+
+
+# ---- list ------------------------------------------------------------------------------------
+
+COLUMNS = "id, name, slug, parent_id, leaf, sort_order, icon_url, description, is_service, is_digital, status"
+
+
+def row_to_category(r):
+    return {"id": r[0], "name": r[1], "slug": r[2], "parent_id": r[3], "leaf": bool(r[4]), "sort_order": r[5],
+            "icon_url": r[6], "description": r[7], "is_service": None if r[8] is None else bool(r[8]),
+            "is_digital": None if r[9] is None else bool(r[9]), "status": r[10]}
+
+
+@app.post("/v1/categories/list")
+def list_categories(request: Optional[ListRequest] = None, authorization: Optional[str] = Header(None)):
+    authenticate(authorization)
+    request = request or ListRequest()
+    f = request.filter or Filter()
+    limit = min(request.pagination.limit, 1000) if request.pagination else 100
+    where, args = [], []
+    if f.status:
+        where.append("status = ?"); args.append(f.status)
+    if f.leaf_only:
+        where.append("leaf = 1")
+    if f.ids is not None:
+        where.append(f"id IN ({','.join('?' * len(f.ids))})" if f.ids else "0"); args.extend(f.ids)
+    elif f.parent_id is not None:
+        if f.parent_id == "":
+            where.append("parent_id IS NULL")
+        else:
+            where.append("parent_id = ?"); args.append(f.parent_id)
+    c = conn()
+    total = c.execute(f"SELECT count(*) FROM categories {'WHERE ' + ' AND '.join(where) if where else ''}", args).fetchone()[0]
+    page_where, page_args = list(where), list(args)
+    cursor = request.pagination.cursor if request.pagination else None
+    if cursor:
+        try:
+            sort_order, last_id = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        except Exception:
+            raise HTTPException(400, "invalid cursor")
+        if sort_order is None:
+            page_where.append("(sort_order IS NULL AND id > ?)"); page_args.append(last_id)
+        else:
+            page_where.append("(sort_order > ? OR sort_order IS NULL OR (sort_order = ? AND id > ?))")
+            page_args.extend([sort_order, sort_order, last_id])
+    rows = c.execute(
+        f"SELECT {COLUMNS} FROM categories {'WHERE ' + ' AND '.join(page_where) if page_where else ''} "
+        "ORDER BY sort_order IS NULL, sort_order, id LIMIT ?",
+        page_args + [limit + 1],
+    ).fetchall()
+    has_next = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = None
+    if has_next:
+        last = rows[-1]
+        next_cursor = base64.urlsafe_b64encode(json.dumps([last[5], last[0]]).encode()).decode().rstrip("=")
+    return {"categories": [row_to_category(r) for r in rows],
+            "pagination": {"next_cursor": next_cursor, "has_next": has_next, "total": total}}
