@@ -211,6 +211,9 @@ def prepare(workdir, big_leaves):
             log(f"   imported the generated taxonomy in {time.time() - t:.1f} s")
         elif taxonomy:
             storefront(db, "categories", "import", str(taxonomy))
+        # Serve it once, so the template carries its cursor secret: cursors collected on one copy
+        # are then valid on every copy.
+        Server("ours", db, workdir).stop()
         dbs[name] = (db, issued["api_key"])
     # The peer's own index for its ORDER BY (a team would add one).
     for name in ("create", "google"):
@@ -229,6 +232,9 @@ def prepare(workdir, big_leaves):
 def fresh_copy(template, workdir, tag):
     db = workdir / f"{tag}-{time.time_ns()}.db"
     shutil.copy(template, db)
+    wal = Path(str(template) + "-wal")
+    if wal.exists():
+        shutil.copy(wal, str(db) + "-wal")
     return db
 
 
@@ -303,6 +309,8 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
             Path(str(db) + suffix).unlink(missing_ok=True)
     seconds = result["duration_us"] / 1e6
     n = max(result["requests"], 1)
+    if result["errors"]:
+        log(f"   !! {kind} {workload} c={conns}: {result['errors']} of {result['requests']} requests failed or were not 2xx")
     return {"rps": result["requests"] / seconds, "items_per_s": result["requests"] * items / seconds,
             "p50_ms": result["p50_us"] / 1000, "p99_ms": result["p99_us"] / 1000, "cpu_ms_per_req": cpu * 1000 / n,
             "peak_rss_mib": rss, "errors": result["errors"], "requests": result["requests"]}

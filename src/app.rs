@@ -1,8 +1,8 @@
 //! The router, its shared state and the accept loop; the same code serves `storefront serve` and
 //! the tests.
 //!
-//! Layers, outermost first: request id (assigned, echoed, in scope for 500 bodies) → trace span
-//! (one log line per request) → the request's time cap (500 after it) → panic catcher (a panic is
+//! Layers, outermost first: request id (assigned, echoed, in scope for 500 bodies and logs) →
+//! access log (one line per request) → metrics → the request's time cap (500 after it) → panic catcher (a panic is
 //! a 500 and the server keeps serving) → routes, whose 404/405 answer in the contract's body; the
 //! `/v1` routes pass the gate (authentication, requests in flight, rate limit) first.
 //!
@@ -28,8 +28,6 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
-use tracing::Span;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::domain::category::taxonomy::Taxonomy;
@@ -76,16 +74,26 @@ pub struct Deadline(pub Instant);
 
 const STORE_MARGIN: Duration = Duration::from_secs(5);
 
-/// What every handler can reach.
+/// What every handler can reach: one `Arc`, cheap to hand to every extractor.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Services>);
+
+pub struct Services {
     pub store: Arc<dyn Store>,
     /// The current taxonomy snapshot, swapped whole when the stored one changes.
-    pub taxonomy: Arc<ArcSwap<Taxonomy>>,
-    pub cursors: Arc<Cursors>,
-    pub limits: Arc<RateLimits>,
+    pub taxonomy: ArcSwap<Taxonomy>,
+    pub cursors: Cursors,
+    pub limits: RateLimits,
     pub in_flight: Arc<Semaphore>,
-    pub settings: Arc<Settings>,
+    pub settings: Settings,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Services;
+
+    fn deref(&self) -> &Services {
+        &self.0
+    }
 }
 
 impl AppState {
@@ -93,14 +101,14 @@ impl AppState {
     pub async fn load(store: Arc<dyn Store>, settings: Settings) -> Result<Self, StoreError> {
         let cursors = Cursors::new(store.cursor_secret().await?);
         let taxonomy = load_taxonomy(store.as_ref()).await?;
-        Ok(AppState {
+        Ok(AppState(Arc::new(Services {
             store,
-            taxonomy: Arc::new(ArcSwap::from_pointee(taxonomy)),
-            cursors: Arc::new(cursors),
-            limits: Arc::new(RateLimits::new(settings.rate, settings.burst)),
+            taxonomy: ArcSwap::from_pointee(taxonomy),
+            cursors,
+            limits: RateLimits::new(settings.rate, settings.burst),
             in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
-            settings: Arc::new(settings),
-        })
+            settings,
+        })))
     }
 
     /// Swaps in the stored taxonomy when its version differs from the one served; returns
@@ -172,38 +180,36 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(middleware::from_fn_with_state(state, time_cap))
         .layer(middleware::from_fn(record_metrics))
-        .layer(
-            TraceLayer::new_for_http()
-                .make_span_with(|request: &Request| {
-                    let route = request
-                        .extensions()
-                        .get::<MatchedPath>()
-                        .map_or("unmatched", MatchedPath::as_str)
-                        .to_owned();
-                    let id = request
-                        .headers()
-                        .get(request_id::HEADER)
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or_default();
-                    tracing::info_span!(
-                        "request",
-                        method = %request.method(),
-                        route,
-                        request_id = id,
-                        merchant_id = tracing::field::Empty,
-                    )
-                })
-                .on_request(())
-                .on_response(|response: &Response<_>, latency: Duration, _span: &Span| {
-                    tracing::info!(
-                        status = response.status().as_u16(),
-                        latency_ms = latency.as_secs_f64() * 1000.0,
-                        "served"
-                    );
-                })
-                .on_failure(()),
-        )
+        .layer(middleware::from_fn(access_log))
         .layer(middleware::from_fn(request_id::assign))
+}
+
+/// The merchant a `/v1` answer was for, handed back by the gate for the access log.
+#[derive(Clone)]
+pub struct ServedMerchant(pub String);
+
+/// One structured log line per request: method, route, status, latency, request id, merchant id
+/// (never a key). One event, no span: it is on every request's path.
+async fn access_log(request: Request, next: Next) -> axum::response::Response {
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let merchant = response.extensions().get::<ServedMerchant>().map(|m| m.0.as_str());
+    tracing::info!(
+        target: "storefront::access",
+        method = %method,
+        route,
+        status = response.status().as_u16(),
+        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        request_id = request_id::current().as_deref().unwrap_or_default(),
+        merchant_id = merchant.unwrap_or_default(),
+        "served"
+    );
+    response
 }
 
 /// `http_requests_total{route,status}` and `http_request_duration_seconds{route}` (route: the

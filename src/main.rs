@@ -8,7 +8,7 @@ use storefront::telemetry;
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    telemetry::init(cli.log_format);
+    let _logs = telemetry::init(cli.log_format);
     match cli::run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -9,15 +9,22 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::LogFormat;
 
-/// Installs the global subscriber. `RUST_LOG` overrides the default level (`info`).
-pub fn init(format: Option<LogFormat>) {
+/// Installs the global subscriber. `RUST_LOG` overrides the default level (`info`). Lines are
+/// written by a background thread (`tracing-appender`), off the requests' path, in batches (it
+/// flushes its buffer each time its queue runs empty); keep the
+/// returned guard alive until exit, so the last lines are flushed.
+pub fn init(format: Option<LogFormat>) -> tracing_appender::non_blocking::WorkerGuard {
     let format = format.unwrap_or(if std::io::stderr().is_terminal() {
         LogFormat::Pretty
     } else {
         LogFormat::Json
     });
     let filter = || EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = || tracing_subscriber::fmt().with_writer(std::io::stderr);
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        // Never drop a line: when the buffer is full, the logging thread waits.
+        .lossy(false)
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stderr()));
+    let builder = || tracing_subscriber::fmt().with_writer(writer.clone());
     // `log_internal_errors(false)`: when stderr is gone (a closed pipe), tracing-subscriber would
     // report the failed write with `eprintln!`, which panics; a server must outlive its log reader.
     let _ = match format {
@@ -29,12 +36,13 @@ pub fn init(format: Option<LogFormat>) {
         LogFormat::Json => builder()
             .json()
             .flatten_event(true)
-            .with_current_span(true)
+            .with_current_span(false)
             .with_span_list(false)
             .with_env_filter(filter())
             .log_internal_errors(false)
             .try_init(),
     };
+    guard
 }
 
 /// Bucket bounds of `http_request_duration_seconds`, from 100 µs to 30 s.

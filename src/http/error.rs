@@ -123,7 +123,8 @@ impl ApiError {
     /// A 500. The cause goes to the log (with the request id of the current request), never to
     /// the client.
     pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {
-        tracing::error!(error = %ErrorChain(cause), "request failed");
+        let request_id = super::request_id::current();
+        tracing::error!(error = %ErrorChain(cause), request_id = request_id.as_deref().unwrap_or_default(), "request failed");
         Self::new(
             ErrorCode::Internal,
             "internal error; quote the request_id when reporting it",

@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ErrorCode};
-use crate::app::AppState;
+use crate::app::{AppState, ServedMerchant};
 use crate::auth;
 use crate::rate_limit::{self, Refusal};
 use crate::store::MerchantRef;
@@ -24,7 +24,6 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         Ok(merchant) => merchant,
         Err(e) => return e.into_response(),
     };
-    tracing::Span::current().record("merchant_id", merchant.id.as_str());
     let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
         return rate_limited(
             "the service is at its limit of requests in flight; retry shortly",
@@ -40,8 +39,10 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             return rate_limited("rate limit exceeded for this merchant", retry_after, Some(headers));
         }
     };
+    let merchant_id = ServedMerchant(merchant.id.clone());
     request.extensions_mut().insert(merchant);
     let mut response = next.run(request).await;
+    response.extensions_mut().insert(merchant_id);
     if let Some(headers) = headers {
         insert_headers(response.headers_mut(), &headers);
     }

@@ -13,7 +13,7 @@
 //!
 //! Other processes (the CLI) may write to the same file; `busy_timeout` makes them wait their turn.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -54,6 +54,58 @@ pub struct SqliteStore {
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Arc<ReadPool>,
     health: Arc<WriterHealth>,
+    keys: KeyCache,
+}
+
+/// Verified API keys, each with the database's `data_version` it was read at.
+///
+/// `PRAGMA data_version` changes whenever another connection (the writer thread, a CLI process
+/// revoking a key) commits, and reading it touches no disk. A key is served from here only while
+/// the version it was read at is still current, so a revocation is seen by the next request;
+/// under write load entries simply go stale and keys are looked up again. Only found keys are
+/// kept, at most `MAX_CACHED_KEYS` of them, so unknown keys cannot grow it.
+struct KeyCache {
+    watch: Mutex<Option<Connection>>,
+    path: PathBuf,
+    entries: Mutex<HashMap<String, (i64, StoredKey)>>,
+}
+
+const MAX_CACHED_KEYS: usize = 10_000;
+
+impl KeyCache {
+    fn data_version(&self) -> Option<i64> {
+        let mut watch = self.watch.lock().ok()?;
+        if watch.is_none() {
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            *watch = Connection::open_with_flags(&self.path, flags).ok();
+        }
+        let version = watch
+            .as_ref()?
+            .prepare_cached("PRAGMA data_version")
+            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)));
+        if version.is_err() {
+            // Reopen next time: the file may be unreachable for now.
+            *watch = None;
+        }
+        version.ok()
+    }
+
+    fn get(&self, key_id: &str, version: i64) -> Option<StoredKey> {
+        let entries = self.entries.lock().ok()?;
+        entries
+            .get(key_id)
+            .filter(|(v, _)| *v == version)
+            .map(|(_, key)| key.clone())
+    }
+
+    fn put(&self, key_id: &str, version: i64, key: StoredKey) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= MAX_CACHED_KEYS {
+                entries.clear();
+            }
+            entries.insert(key_id.to_owned(), (version, key));
+        }
+    }
 }
 
 /// What the writer thread shares with the rest of the store.
@@ -86,12 +138,39 @@ impl SqliteStore {
         Ok(SqliteStore {
             jobs: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
+            keys: KeyCache {
+                watch: Mutex::new(None),
+                path: path.clone(),
+                entries: Mutex::new(HashMap::new()),
+            },
             readers: Arc::new(ReadPool {
                 path,
                 idle: Mutex::new(Vec::new()),
             }),
             health,
         })
+    }
+
+    /// The unrevoked key with this id, read from the database.
+    async fn lookup_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        let key_id = key_id.to_owned();
+        self.readers
+            .read(move |c| {
+                let row = c
+                    .prepare_cached(
+                        "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
+                         WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
+                    )?
+                    .query_row([&key_id], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?)))
+                    .optional()?;
+                Ok(row.and_then(|(pk, id, hash)| {
+                    Some(StoredKey {
+                        merchant: MerchantRef { pk, id },
+                        secret_hash: hash.try_into().ok()?,
+                    })
+                }))
+            })
+            .await
     }
 
     /// Test hook (a failpoint): the `k`-th location insert from now on fails, as a full disk
@@ -155,6 +234,11 @@ fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, health: &Wri
     let mut next = None;
     loop {
         let Some(job) = next.take().or_else(|| jobs.blocking_recv()) else {
+            // Closed: fold the WAL into the database file, so that after a clean stop the file is
+            // complete on its own (copies and backups of it alone lose nothing).
+            if let Err(e) = conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)") {
+                tracing::warn!(error = %e, "WAL checkpoint at close failed");
+            }
             return;
         };
         match job {
@@ -559,24 +643,19 @@ impl Store for SqliteStore {
     }
 
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
-        let key_id = key_id.to_owned();
-        self.readers
-            .read(move |c| {
-                let row = c
-                    .prepare_cached(
-                        "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
-                         WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
-                    )?
-                    .query_row([&key_id], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?)))
-                    .optional()?;
-                Ok(row.and_then(|(pk, id, hash)| {
-                    Some(StoredKey {
-                        merchant: MerchantRef { pk, id },
-                        secret_hash: hash.try_into().ok()?,
-                    })
-                }))
-            })
-            .await
+        // The version is read before the lookup: a change committed after it makes the cached
+        // entry stale at the next request; it never hides a revocation.
+        let version = self.keys.data_version();
+        if let Some(version) = version
+            && let Some(key) = self.keys.get(key_id, version)
+        {
+            return Ok(Some(key));
+        }
+        let found = self.lookup_key(key_id).await?;
+        if let (Some(version), Some(key)) = (version, &found) {
+            self.keys.put(key_id, version, key.clone());
+        }
+        Ok(found)
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
@@ -664,6 +743,9 @@ impl Store for SqliteStore {
     }
 
     async fn close(&self) {
+        if let Ok(mut idle) = self.readers.idle.lock() {
+            idle.clear();
+        }
         // Dropping the last sender lets the writer finish what is queued, then stop.
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.take();
