@@ -130,10 +130,7 @@ impl AppState {
 }
 
 async fn load_taxonomy(store: &dyn Store) -> Result<Taxonomy, StoreError> {
-    let (version, categories) = store.load_categories().await?;
-    tokio::task::spawn_blocking(move || Taxonomy::build(version, categories))
-        .await
-        .map_err(StoreError::backend)
+    store.load_taxonomy().await
 }
 
 /// Background upkeep for as long as it runs: taxonomy refresh, idle rate-limit state.

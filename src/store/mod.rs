@@ -110,6 +110,10 @@ pub trait Store: Send + Sync + 'static {
     /// Every stored category, with the version they are (read in one transaction).
     async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError>;
 
+    /// The taxonomy snapshot of the stored categories, built row by row (never holding them all
+    /// as `Category` values: with a million categories that would double the memory).
+    async fn load_taxonomy(&self) -> Result<crate::domain::category::taxonomy::Taxonomy, StoreError>;
+
     /// Imports `records` atomically (CONTRACT §5.1): checks the set that would result and writes
     /// it, bumping the version, or writes nothing and returns every problem.
     async fn import_categories(&self, parsed: Parsed, mode: Mode)

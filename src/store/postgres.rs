@@ -26,6 +26,7 @@ use tokio_postgres::types::ToSql;
 
 use super::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
+use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
@@ -161,24 +162,24 @@ async fn read_categories(client: &impl GenericClient) -> Result<Vec<Category>, S
     let rows = client
         .query(&format!("SELECT {CATEGORY_COLUMNS} FROM categories"), &[])
         .await?;
-    rows.into_iter()
-        .map(|r| {
-            let status: String = r.get(10);
-            Ok(Category {
-                id: r.get(0),
-                name: r.get(1),
-                slug: r.get(2),
-                parent_id: r.get(3),
-                leaf: r.get(4),
-                sort_order: r.get(5),
-                icon_url: r.get(6),
-                description: r.get(7),
-                is_service: r.get(8),
-                is_digital: r.get(9),
-                status: CategoryStatus::from_wire(&status).ok_or_else(|| corrupt("category status", &status))?,
-            })
-        })
-        .collect()
+    rows.iter().map(category_of).collect()
+}
+
+fn category_of(r: &tokio_postgres::Row) -> Result<Category, StoreError> {
+    let status: String = r.get(10);
+    Ok(Category {
+        id: r.get(0),
+        name: r.get(1),
+        slug: r.get(2),
+        parent_id: r.get(3),
+        leaf: r.get(4),
+        sort_order: r.get(5),
+        icon_url: r.get(6),
+        description: r.get(7),
+        is_service: r.get(8),
+        is_digital: r.get(9),
+        status: CategoryStatus::from_wire(&status).ok_or_else(|| corrupt("category status", &status))?,
+    })
 }
 
 /// Inserts or replaces `categories` in one statement.
@@ -433,6 +434,32 @@ impl Store for PgStore {
             .query_one("SELECT version FROM taxonomy_version", &[])
             .await?
             .get(0))
+    }
+
+    async fn load_taxonomy(&self) -> Result<Taxonomy, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
+        let mut builder = taxonomy::Builder::new(version);
+        let rows = tx
+            .query_raw(
+                &format!("SELECT {CATEGORY_COLUMNS} FROM categories"),
+                std::iter::empty::<i32>(),
+            )
+            .await?;
+        futures_util::pin_mut!(rows);
+        while let Some(row) = futures_util::TryStreamExt::try_next(&mut rows).await? {
+            builder.push(category_of(&row)?);
+        }
+        tx.commit().await?;
+        tokio::task::spawn_blocking(move || builder.finish())
+            .await
+            .map_err(StoreError::backend)
     }
 
     async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {

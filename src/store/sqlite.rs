@@ -27,6 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
+use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
@@ -214,6 +215,11 @@ fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
+    // A group of create requests touches a few MiB of pages: with SQLite's default 2 MiB cache it
+    // spills them to the WAL in the middle of the transaction. The savepoint of each request
+    // journals the pages it changes; keep that journal in memory rather than in a temp file.
+    conn.pragma_update(None, "cache_size", -12 * 1024)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     migrate(&mut conn)?;
     Ok(conn)
 }
@@ -447,6 +453,13 @@ const CATEGORY_COLUMNS: &str =
     "id, name, slug, parent_id, leaf, sort_order, icon_url, description, is_service, is_digital, status";
 
 fn read_categories(conn: &Connection) -> Result<Vec<Category>, StoreError> {
+    let mut categories = Vec::new();
+    for_each_category(conn, |c| categories.push(c))?;
+    Ok(categories)
+}
+
+/// Every stored category, one at a time.
+fn for_each_category(conn: &Connection, mut f: impl FnMut(Category)) -> Result<(), StoreError> {
     let mut stmt = conn.prepare(&format!("SELECT {CATEGORY_COLUMNS} FROM categories"))?;
     let rows = stmt.query_map([], |r| {
         Ok((
@@ -466,13 +479,12 @@ fn read_categories(conn: &Connection) -> Result<Vec<Category>, StoreError> {
             r.get::<_, String>(10)?,
         ))
     })?;
-    let mut categories = Vec::new();
     for row in rows {
         let (mut category, status) = row?;
         category.status = CategoryStatus::from_wire(&status).ok_or_else(|| corrupt("category status", &status))?;
-        categories.push(category);
+        f(category);
     }
-    Ok(categories)
+    Ok(())
 }
 
 fn write_category(conn: &Connection, c: &Category) -> Result<(), StoreError> {
@@ -676,6 +688,18 @@ impl Store for SqliteStore {
 
     async fn taxonomy_version(&self) -> Result<i64, StoreError> {
         self.readers.read(taxonomy_version).await
+    }
+
+    async fn load_taxonomy(&self) -> Result<Taxonomy, StoreError> {
+        self.readers
+            .read(|c| {
+                let tx = c.unchecked_transaction()?;
+                let mut builder = taxonomy::Builder::new(taxonomy_version(&tx)?);
+                for_each_category(&tx, |category| builder.push(category))?;
+                tx.finish()?;
+                Ok(builder.finish())
+            })
+            .await
     }
 
     async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {

@@ -55,7 +55,8 @@ async fn acknowledged_creates_survive_kill_9_and_nothing_is_half_stored() {
     let acknowledged: Arc<Mutex<HashMap<usize, Vec<String>>>> = Arc::default();
     let mut in_flight_at_kill = 0;
     for _ in 0..cycles {
-        let mut server = Server::start_binary(&bin, &url);
+        // No rate limit: the clients send as fast as they can, and every refusal would fail the test.
+        let mut server = Server::start_binary_with(&bin, &url, &["--rate-limit", "0"]);
         let base = server.base.clone();
         let clients: Vec<_> = (0..CLIENTS)
             .map(|_| {
@@ -75,9 +76,13 @@ async fn acknowledged_creates_survive_kill_9_and_nothing_is_half_stored() {
                             .send()
                             .await;
                         let Ok(response) = sent else { return 1 };
+                        let status = response.status();
                         let Ok(body) = response.json::<Value>().await else {
                             return 1;
                         };
+                        // Only a 200 says the request is stored; anything else is a refusal, and
+                        // the server must not refuse these valid requests.
+                        assert_eq!(status, 200, "request {n} refused: {body}");
                         let ids = body["locations"]
                             .as_array()
                             .map(|items| {
@@ -103,7 +108,7 @@ async fn acknowledged_creates_survive_kill_9_and_nothing_is_half_stored() {
         server.signal("-KILL");
         let _ = server.child.wait();
         for client in clients {
-            in_flight_at_kill += client.await.unwrap_or(0);
+            in_flight_at_kill += client.await.unwrap();
         }
     }
 

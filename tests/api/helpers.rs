@@ -201,6 +201,14 @@ pub async fn read(request: reqwest::RequestBuilder) -> Answer {
     Answer { status, headers, body }
 }
 
+/// The secret part of an API key `sf_<key_id>_<secret>` (the secret itself may contain `_`).
+pub fn secret_of(key: &str) -> &str {
+    key.strip_prefix("sf_")
+        .and_then(|rest| rest.split_once('_'))
+        .map(|(_, secret)| secret)
+        .unwrap()
+}
+
 /// `(field, code)` of every error of a result item.
 pub fn field_codes(result: &Value) -> Vec<(String, String)> {
     result["errors"]

@@ -64,10 +64,16 @@ impl Server {
 
     /// Starts `serve` from the binary at `bin` (the release one, say).
     pub fn start_binary(bin: &Path, url: &str) -> Server {
+        Server::start_binary_with(bin, url, &[])
+    }
+
+    /// Starts `serve` with extra flags.
+    pub fn start_binary_with(bin: &Path, url: &str, flags: &[&str]) -> Server {
         let mut child = Command::new(bin)
             .env("STOREFRONT_DATABASE", url)
             .env("STOREFRONT_LOG_FORMAT", "json")
             .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -212,7 +218,7 @@ async fn keys_are_issued_and_revoked_by_the_cli() {
     assert_eq!(unknown.status.code(), Some(1));
     // Keys are stored only as hashes.
     let raw = std::fs::read(&db).unwrap();
-    let secret = key.rsplit_once('_').unwrap().1;
+    let secret = secret_of(key);
     assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
 }
 
@@ -253,4 +259,85 @@ async fn serve_demo_prints_a_working_key_once() {
 
     let server = Server::start(&db);
     create(&server.base, &key, &[warehouse(1)]).await;
+}
+
+#[tokio::test]
+async fn one_json_log_line_per_request_with_ids_and_never_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("logs.db");
+    let issued = merchant_create(&db, "logs");
+    let key = issued["api_key"].as_str().unwrap();
+    let log_path = dir.path().join("stderr.log");
+    let mut child = storefront(&db)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let base = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if let Some(line) = text.lines().find_map(|l| l.strip_prefix("storefront is listening on ")) {
+            break line.trim().to_owned();
+        }
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let answer = read(
+        reqwest::Client::new()
+            .post(format!("{base}/v1/location/create"))
+            .bearer_auth(key)
+            .header("x-request-id", "log-test-1")
+            .json(&json!({ "locations": [warehouse(1)] })),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    let _ = read(
+        reqwest::Client::new()
+            .get(format!("{base}/nowhere"))
+            .header("x-request-id", "log-test-2"),
+    )
+    .await;
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    let secret = secret_of(key);
+    assert!(
+        !text.contains(secret),
+        "the API key's secret ({secret}) is in the log:\n{text}"
+    );
+    let events: Vec<Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let served = |id: &str| {
+        events
+            .iter()
+            .find(|e| e["message"] == "served" && e["request_id"] == id)
+            .unwrap_or_else(|| panic!("no access line for {id} in:\n{text}"))
+            .clone()
+    };
+    let create = served("log-test-1");
+    assert_eq!(create["method"], "POST");
+    assert_eq!(create["route"], "/v1/location/create");
+    assert_eq!(create["status"], 200);
+    assert!(create["latency_ms"].as_f64().is_some());
+    assert_eq!(create["merchant_id"], issued["merchant_id"]);
+    let missing = served("log-test-2");
+    assert_eq!(
+        (missing["route"].as_str(), missing["status"].as_u64()),
+        (Some("unmatched"), Some(404))
+    );
+    assert_eq!(
+        events.iter().filter(|e| e["message"] == "served").count(),
+        2,
+        "one line per request"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["message"] == "database ready" && e["durability"] == "journal_mode=wal synchronous=FULL")
+    );
 }

@@ -151,8 +151,11 @@ async fn authentication_comes_first_and_is_strict() {
         assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", code);
     }
     // A valid key with a wrong secret.
-    let (prefix, _) = app.key.rsplit_once('_').unwrap();
-    let wrong = format!("{prefix}_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA");
+    let secret = secret_of(&app.key);
+    let wrong = format!(
+        "{}AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        &app.key[..app.key.len() - secret.len()]
+    );
     let answer = app.post_as(CREATE, &wrong, &json!({"locations": []})).await;
     assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", "INVALID_API_KEY");
     // The scheme word in any case.
@@ -306,6 +309,9 @@ impl Store for FaultyStore {
     }
     async fn taxonomy_version(&self) -> Result<i64, StoreError> {
         self.inner.taxonomy_version().await
+    }
+    async fn load_taxonomy(&self) -> Result<storefront::domain::category::taxonomy::Taxonomy, StoreError> {
+        self.inner.load_taxonomy().await
     }
     async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
         self.inner.load_categories().await

@@ -164,8 +164,13 @@ async fn memory_stays_flat_under_repeated_oversized_requests() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("mem.db");
     let key = merchant_create(&db, "mem")["api_key"].as_str().unwrap().to_owned();
-    let server = Server::start(&db);
-    let client = reqwest::Client::new();
+    // What is measured is memory: no rate limit, and a fresh connection for every request.
+    let server = Server::start_binary_with(
+        Path::new(env!("CARGO_BIN_EXE_storefront")),
+        &format!("sqlite://{}", db.display()),
+        &["--rate-limit", "0"],
+    );
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     let too_big = format!(r#"{{"locations":[],"pad":"{}"}}"#, "x".repeat(8 * 1024 * 1024));
     let too_many = json!({"locations": (0..201).map(warehouse).collect::<Vec<_>>()}).to_string();
     let too_many_ids = json!({"filter": {"ids": (0..1001).map(|i| i.to_string()).collect::<Vec<_>>()}}).to_string();

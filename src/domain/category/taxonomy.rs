@@ -109,13 +109,108 @@ fn variant_matches(variant: usize, status: CategoryStatus, leaf: bool) -> bool {
     status_ok && (variant.is_multiple_of(2) || leaf)
 }
 
+/// Builds a [`Taxonomy`] from categories given one at a time, in any order, holding nothing but
+/// the snapshot's own memory: each category is serialised into the arena as it arrives and then
+/// dropped; only the entries (a few words each) are sorted at the end, the arena is never copied.
+/// The categories form a valid set (every parent present), as imports guarantee; a missing parent
+/// would make a category unreachable by `parent_id` but still listed.
+pub struct Builder {
+    taxonomy: Taxonomy,
+    parents: Vec<Option<Box<str>>>,
+}
+
+impl Builder {
+    pub fn new(version: i64) -> Builder {
+        Builder {
+            taxonomy: Taxonomy {
+                version,
+                ..Taxonomy::default()
+            },
+            parents: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, category: Category) {
+        let t = &mut self.taxonomy;
+        let json_start = t.json.len();
+        // Serialising plain data to a String cannot fail.
+        let object = serde_json::to_string(&category).unwrap_or_else(|_| String::from("{}"));
+        t.json.push_str(&object);
+        let id_start = t.ids.len();
+        t.ids.push_str(&category.id);
+        t.entries.push(Entry {
+            json: span(json_start, object.len()),
+            id: span(id_start, category.id.len()),
+            sort_order: category.sort_order,
+            status: category.status,
+            leaf: category.leaf,
+        });
+        self.parents.push(category.parent_id.map(String::into_boxed_str));
+    }
+
+    pub fn finish(self) -> Taxonomy {
+        let Builder {
+            taxonomy: mut t,
+            mut parents,
+        } = self;
+        t.json.shrink_to_fit();
+        t.ids.shrink_to_fit();
+        let n = t.entries.len();
+        // Into list order: ranks are positions in it.
+        let mut order_of: Vec<u32> = (0..n as u32).collect();
+        order_of.sort_unstable_by(|&a, &b| {
+            let (ea, eb) = (&t.entries[a as usize], &t.entries[b as usize]);
+            order(ea.sort_order, t.id_at(ea.id), eb.sort_order, t.id_at(eb.id))
+        });
+        t.entries = order_of.iter().map(|&i| t.entries[i as usize]).collect();
+        let parents: Vec<Option<Box<str>>> = order_of.iter().map(|&i| parents[i as usize].take()).collect();
+        drop(order_of);
+
+        let mut by_id: Vec<u32> = (0..n as u32).collect();
+        by_id.sort_unstable_by(|&a, &b| t.id(a).as_bytes().cmp(t.id(b).as_bytes()));
+        t.by_id = by_id;
+
+        let roots = n;
+        let group_of: Vec<usize> = parents
+            .iter()
+            .map(|p| p.as_deref().and_then(|p| t.rank_of(p)).map_or(roots, |r| r as usize))
+            .collect();
+        drop(parents);
+        for variant in 0..VARIANTS {
+            let members: Vec<u32> = (0..n as u32)
+                .filter(|&r| {
+                    let e = &t.entries[r as usize];
+                    variant_matches(variant, e.status, e.leaf)
+                })
+                .collect();
+            let mut offsets = vec![0u32; n + 2];
+            for &r in &members {
+                offsets[group_of[r as usize] + 1] += 1;
+            }
+            for g in 1..offsets.len() {
+                offsets[g] += offsets[g - 1];
+            }
+            let mut fill = offsets.clone();
+            let mut ranks = vec![0u32; members.len()];
+            for &r in &members {
+                let g = group_of[r as usize];
+                ranks[fill[g] as usize] = r;
+                fill[g] += 1;
+            }
+            t.children.push(Groups { offsets, ranks });
+            t.global.push(members);
+        }
+        t
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Span {
     start: u32,
     len: u32,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Entry {
     json: Span,
     id: Span,
@@ -164,73 +259,14 @@ pub struct Taxonomy {
 }
 
 impl Taxonomy {
-    /// Builds the snapshot of stored `version`. The categories form a valid set (every parent
-    /// present), as imports guarantee; a missing parent would make a category unreachable by
-    /// `parent_id` but still listed.
-    pub fn build(version: i64, mut categories: Vec<Category>) -> Taxonomy {
-        categories.sort_by(|a, b| order(a.sort_order, &a.id, b.sort_order, &b.id));
-        let n = categories.len();
-        let mut t = Taxonomy {
-            version,
-            entries: Vec::with_capacity(n),
-            json: String::with_capacity(n * 200),
-            ids: String::with_capacity(n * 8),
-            ..Taxonomy::default()
-        };
-        for c in &categories {
-            let json_start = t.json.len();
-            // Serialising plain data to a String cannot fail.
-            let object = serde_json::to_string(c).unwrap_or_else(|_| String::from("{}"));
-            t.json.push_str(&object);
-            let id_start = t.ids.len();
-            t.ids.push_str(&c.id);
-            t.entries.push(Entry {
-                json: span(json_start, object.len()),
-                id: span(id_start, c.id.len()),
-                sort_order: c.sort_order,
-                status: c.status,
-                leaf: c.leaf,
-            });
+    /// Builds the snapshot of stored `version` from a whole set (see [`Builder`] to build it
+    /// row by row instead).
+    pub fn build(version: i64, categories: Vec<Category>) -> Taxonomy {
+        let mut builder = Builder::new(version);
+        for category in categories {
+            builder.push(category);
         }
-        let mut by_id: Vec<u32> = (0..n as u32).collect();
-        by_id.sort_unstable_by(|&a, &b| t.id(a).as_bytes().cmp(t.id(b).as_bytes()));
-        t.by_id = by_id;
-
-        let roots = n;
-        let group_of: Vec<usize> = categories
-            .iter()
-            .map(|c| {
-                c.parent_id
-                    .as_deref()
-                    .and_then(|p| t.rank_of(p))
-                    .map_or(roots, |r| r as usize)
-            })
-            .collect();
-        for variant in 0..VARIANTS {
-            let members: Vec<u32> = (0..n as u32)
-                .filter(|&r| {
-                    let e = &t.entries[r as usize];
-                    variant_matches(variant, e.status, e.leaf)
-                })
-                .collect();
-            let mut offsets = vec![0u32; n + 2];
-            for &r in &members {
-                offsets[group_of[r as usize] + 1] += 1;
-            }
-            for g in 1..offsets.len() {
-                offsets[g] += offsets[g - 1];
-            }
-            let mut fill = offsets.clone();
-            let mut ranks = vec![0u32; members.len()];
-            for &r in &members {
-                let g = group_of[r as usize];
-                ranks[fill[g] as usize] = r;
-                fill[g] += 1;
-            }
-            t.children.push(Groups { offsets, ranks });
-            t.global.push(members);
-        }
-        t
+        builder.finish()
     }
 
     pub fn version(&self) -> i64 {
@@ -246,7 +282,10 @@ impl Taxonomy {
     }
 
     fn id(&self, rank: u32) -> &str {
-        let s = self.entries[rank as usize].id;
+        self.id_at(self.entries[rank as usize].id)
+    }
+
+    fn id_at(&self, s: Span) -> &str {
         &self.ids[s.start as usize..(s.start + s.len) as usize]
     }
 
