@@ -181,6 +181,14 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(request_id::assign))
 }
 
+/// The route a request matched (its path template), or `unmatched`: the label of logs and metrics.
+fn route_of(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned())
+}
+
 /// The merchant a `/v1` answer was for, handed back by the gate for the access log.
 #[derive(Clone)]
 pub struct ServedMerchant(pub String);
@@ -189,10 +197,7 @@ pub struct ServedMerchant(pub String);
 /// (never a key). One event, no span: it is on every request's path.
 async fn access_log(request: Request, next: Next) -> axum::response::Response {
     let method = request.method().clone();
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let route = route_of(&request);
     let started = Instant::now();
     let response = next.run(request).await;
     let merchant = response.extensions().get::<ServedMerchant>().map(|m| m.0.as_str());
@@ -212,10 +217,7 @@ async fn access_log(request: Request, next: Next) -> axum::response::Response {
 /// `http_requests_total{route,status}` and `http_request_duration_seconds{route}` (route: the
 /// path template; `unmatched` for unknown paths).
 async fn record_metrics(request: Request, next: Next) -> axum::response::Response {
-    let route = request
-        .extensions()
-        .get::<MatchedPath>()
-        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let route = route_of(&request);
     let started = Instant::now();
     let response = next.run(request).await;
     let status = response.status().as_u16().to_string();

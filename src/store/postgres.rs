@@ -225,6 +225,20 @@ async fn write_categories(client: &impl GenericClient, categories: &[&Category])
     Ok(())
 }
 
+/// A read-only, repeatable-read transaction over the categories, and their version in it.
+async fn taxonomy_snapshot(
+    client: &mut deadpool_postgres::Object,
+) -> Result<(deadpool_postgres::Transaction<'_>, i64), StoreError> {
+    let tx = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?;
+    let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
+    Ok((tx, version))
+}
+
 #[async_trait]
 impl Store for PgStore {
     async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
@@ -438,13 +452,7 @@ impl Store for PgStore {
 
     async fn load_taxonomy(&self) -> Result<Taxonomy, StoreError> {
         let mut client = self.pool.get().await?;
-        let tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
-        let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
+        let (tx, version) = taxonomy_snapshot(&mut client).await?;
         let mut builder = taxonomy::Builder::new(version);
         let rows = tx
             .query_raw(
@@ -464,13 +472,7 @@ impl Store for PgStore {
 
     async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
         let mut client = self.pool.get().await?;
-        let tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
-        let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
+        let (tx, version) = taxonomy_snapshot(&mut client).await?;
         let categories = read_categories(&tx).await?;
         tx.commit().await?;
         Ok((version, categories))
