@@ -104,31 +104,11 @@ pub fn decide(
     for (i, (item, mut candidates)) in items.iter().zip(nearby).enumerate() {
         let location = &item.location;
         if let Some(found) = location.merchant_location_id.as_ref().and_then(|id| stored.get(id)) {
-            outcomes.push(if found.canonical == item.canonical {
-                Outcome::Existing {
-                    location_id: found.location_id.clone(),
-                    status: found.status,
-                }
-            } else {
-                Outcome::Conflict {
-                    location_id: found.location_id.clone(),
-                }
-            });
+            outcomes.push(found.clone().outcome_for(&item.canonical));
             continue;
         }
         candidates.extend(created.iter().cloned());
-        let quarantined_by = geo::quarantining_neighbour(
-            location.latitude,
-            location.longitude,
-            location.location_types,
-            candidates,
-        )
-        .map(|n| n.location_id);
-        let status = if quarantined_by.is_some() {
-            Status::Quarantine
-        } else {
-            Status::Active
-        };
+        let (status, quarantined_by) = placement(location, candidates);
         let location_id = new_id();
         created.push(Neighbour {
             location_id: location_id.clone(),
