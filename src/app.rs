@@ -1,10 +1,10 @@
 //! The router, its shared state and the accept loop; the same code serves `storefront serve` and
 //! the tests.
 //!
-//! Layers, outermost first: request id (assigned, echoed, in scope for 500 bodies and logs) →
-//! access log (one line per request) → metrics → the request's time cap (500 after it) → panic catcher (a panic is
-//! a 500 and the server keeps serving) → routes, whose 404/405 answer in the contract's body; the
-//! `/v1` routes pass the gate (authentication, requests in flight, rate limit) first.
+//! Layers, outermost first: `observe` (the request id, assigned, echoed and in scope for 500
+//! bodies; the request's time cap, 500 after it; metrics; one access-log line) → panic catcher (a
+//! panic is a 500 and the server keeps serving) → routes, whose 404/405 answer in the contract's
+//! body; the `/v1` routes pass the gate (authentication, requests in flight, rate limit) first.
 //!
 //! The accept loop is hyper-util's, not `axum::serve`, so that connections get a header read
 //! timeout: a client that drips its request headers is cut off instead of holding a connection.
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use axum::Router;
-use axum::extract::{MatchedPath, Request};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::Response;
 use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
@@ -175,10 +175,7 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .with_state(state.clone())
         .layer(CatchPanicLayer::custom(panic_response))
-        .layer(middleware::from_fn_with_state(state, time_cap))
-        .layer(middleware::from_fn(record_metrics))
-        .layer(middleware::from_fn(access_log))
-        .layer(middleware::from_fn(request_id::assign))
+        .layer(middleware::from_fn_with_state(state, observe))
 }
 
 /// The route a request matched (its path template), or `unmatched`: the label of logs and metrics.
@@ -193,21 +190,38 @@ fn route_of(request: &Request) -> String {
 #[derive(Clone)]
 pub struct ServedMerchant(pub String);
 
-/// One structured log line per request: method, route, status, latency, request id, merchant id
-/// (never a key). One event, no span: it is on every request's path.
-async fn access_log(request: Request, next: Next) -> axum::response::Response {
+/// Every request's bookkeeping, in one layer (one layer is one boxed service per route, cloned for
+/// every request): its id (echoed, and in scope for any 500 body), its time cap (after
+/// `request_timeout` the answer is 500; handlers that store find a `Deadline` a margin earlier and
+/// must not begin a write after it), its metrics and its access-log line.
+async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> axum::response::Response {
+    let started = Instant::now();
+    let (id, id_header) = request_id::take_or_assign(&mut request);
     let method = request.method().clone();
     let route = route_of(&request);
-    let started = Instant::now();
-    let response = next.run(request).await;
+    let timeout = state.settings.request_timeout;
+    request.extensions_mut().insert(Deadline(
+        started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2)),
+    ));
+    let mut response = request_id::scope(id.clone(), async move {
+        match tokio::time::timeout(timeout, next.run(request)).await {
+            Ok(response) => response,
+            Err(_) => ApiError::internal(&TimedOut(timeout)).into_response(),
+        }
+    })
+    .await;
+    response.headers_mut().insert(request_id::HEADER, id_header);
+    let latency = started.elapsed();
+    let status = response.status().as_u16();
+    record_metrics(route.clone(), status, latency);
     let merchant = response.extensions().get::<ServedMerchant>().map(|m| m.0.as_str());
     tracing::info!(
         target: "storefront::access",
         method = %method,
         route,
-        status = response.status().as_u16(),
-        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-        request_id = request_id::current().as_deref().unwrap_or_default(),
+        status,
+        latency_ms = latency.as_secs_f64() * 1000.0,
+        request_id = id,
         merchant_id = merchant.unwrap_or_default(),
         "served"
     );
@@ -216,32 +230,9 @@ async fn access_log(request: Request, next: Next) -> axum::response::Response {
 
 /// `http_requests_total{route,status}` and `http_request_duration_seconds{route}` (route: the
 /// path template; `unmatched` for unknown paths).
-async fn record_metrics(request: Request, next: Next) -> axum::response::Response {
-    let route = route_of(&request);
-    let started = Instant::now();
-    let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    metrics::counter!("http_requests_total", "route" => route.clone(), "status" => status).increment(1);
-    metrics::histogram!("http_request_duration_seconds", "route" => route).record(started.elapsed().as_secs_f64());
-    response
-}
-
-/// Caps a request's time in the server: after `request_timeout` the answer is 500. Handlers that
-/// store find a `Deadline` (a margin earlier) in the request and must not begin a write after it.
-async fn time_cap(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> axum::response::Response {
-    let timeout = state.settings.request_timeout;
-    let started = Instant::now();
-    request.extensions_mut().insert(Deadline(
-        started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2)),
-    ));
-    match tokio::time::timeout(timeout, next.run(request)).await {
-        Ok(response) => response,
-        Err(_) => ApiError::internal(&TimedOut(timeout)).into_response(),
-    }
+fn record_metrics(route: String, status: u16, latency: Duration) {
+    metrics::counter!("http_requests_total", "route" => route.clone(), "status" => status.to_string()).increment(1);
+    metrics::histogram!("http_request_duration_seconds", "route" => route).record(latency.as_secs_f64());
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -4,8 +4,6 @@
 
 use axum::extract::Request;
 use axum::http::HeaderValue;
-use axum::middleware::Next;
-use axum::response::Response;
 
 pub const HEADER: &str = "x-request-id";
 
@@ -23,8 +21,9 @@ fn sane(value: &HeaderValue) -> Option<String> {
     (!s.is_empty() && s.len() <= 128 && s.bytes().all(|b| b.is_ascii_graphic())).then(|| s.to_owned())
 }
 
-/// Middleware: assigns the id, runs the rest of the stack inside its scope, echoes it.
-pub async fn assign(mut request: Request, next: Next) -> Response {
+/// The request's id: the client's `X-Request-Id` when it is sane, else a new UUIDv7; set on the
+/// request (so the handlers see it) and returned with the header value to echo on the answer.
+pub fn take_or_assign(request: &mut Request) -> (String, HeaderValue) {
     let id = request
         .headers()
         .get(HEADER)
@@ -32,7 +31,10 @@ pub async fn assign(mut request: Request, next: Next) -> Response {
         .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
     let header = HeaderValue::from_str(&id).unwrap_or_else(|_| HeaderValue::from_static("invalid"));
     request.headers_mut().insert(HEADER, header.clone());
-    let mut response = REQUEST_ID.scope(id, next.run(request)).await;
-    response.headers_mut().insert(HEADER, header);
-    response
+    (id, header)
+}
+
+/// Runs `serve` with `id` as the current request id (see [`current`]).
+pub async fn scope<F: Future>(id: String, serve: F) -> F::Output {
+    REQUEST_ID.scope(id, serve).await
 }

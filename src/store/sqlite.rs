@@ -14,6 +14,8 @@
 //! Other processes (the CLI) may write to the same file; `busy_timeout` makes them wait their turn.
 
 use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -58,23 +60,68 @@ pub struct SqliteStore {
     keys: KeyCache,
 }
 
-/// Verified API keys, each with the database's `data_version` it was read at.
+/// Verified API keys, each with the version of the database it was read at.
 ///
-/// `PRAGMA data_version` changes whenever another connection (the writer thread, a CLI process
-/// revoking a key) commits, and reading it touches no disk. A key is served from here only while
-/// the version it was read at is still current, so a revocation is seen by the next request;
-/// under write load entries simply go stale and keys are looked up again. Only found keys are
-/// kept, at most `MAX_CACHED_KEYS` of them, so unknown keys cannot grow it.
+/// The version changes whenever any connection (the writer thread, a CLI process revoking a key)
+/// commits. A key is served from here only while the version it was read at is still current, so
+/// a revocation is seen by the next request; under write load entries simply go stale and keys
+/// are looked up again. Only found keys are kept, at most `MAX_CACHED_KEYS` of them, so unknown
+/// keys cannot grow it.
+///
+/// The version is read, in order of preference:
+/// - from the WAL-index header, the first bytes of the `-shm` file, with one `pread` and no lock:
+///   SQLite rewrites it at every commit of every process (its `iChange` counter goes up by one,
+///   with the frame count and checksums), and every process sharing the database maps that very
+///   file (on Linux a `pread` sees what they wrote there). The header is kept twice; while a
+///   commit is writing it the copies differ, and then this source gives no answer. The server's
+///   own connections keep the `-shm` file in place for as long as it runs.
+/// - else from `PRAGMA data_version` on a connection of its own (a read transaction: shared-memory
+///   locks, a few µs).
 struct KeyCache {
+    shm: Option<File>,
     watch: Mutex<Option<Connection>>,
     path: PathBuf,
-    entries: Mutex<HashMap<String, (i64, StoredKey)>>,
+    entries: Mutex<HashMap<String, (Version, StoredKey)>>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Version {
+    /// One copy of the 48-byte WAL-index header.
+    WalIndex([u8; WAL_INDEX_HEADER]),
+    DataVersion(i64),
+}
+
+const WAL_INDEX_HEADER: usize = 48;
 const MAX_CACHED_KEYS: usize = 10_000;
 
 impl KeyCache {
-    fn data_version(&self) -> Option<i64> {
+    fn new(path: &Path) -> KeyCache {
+        let mut shm = path.as_os_str().to_owned();
+        shm.push("-shm");
+        KeyCache {
+            shm: File::open(shm).ok(),
+            watch: Mutex::new(None),
+            path: path.to_path_buf(),
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn version(&self) -> Option<Version> {
+        self.wal_index().or_else(|| self.data_version())
+    }
+
+    fn wal_index(&self) -> Option<Version> {
+        let mut both = [0u8; 2 * WAL_INDEX_HEADER];
+        self.shm.as_ref()?.read_exact_at(&mut both, 0).ok()?;
+        let (first, second) = both.split_at(WAL_INDEX_HEADER);
+        // `isInit` (byte 12) is set once the header is valid.
+        if first != second || first[12] != 1 {
+            return None;
+        }
+        first.try_into().ok().map(Version::WalIndex)
+    }
+
+    fn data_version(&self) -> Option<Version> {
         let mut watch = self.watch.lock().ok()?;
         if watch.is_none() {
             let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -88,10 +135,10 @@ impl KeyCache {
             // Reopen next time: the file may be unreachable for now.
             *watch = None;
         }
-        version.ok()
+        version.ok().map(Version::DataVersion)
     }
 
-    fn get(&self, key_id: &str, version: i64) -> Option<StoredKey> {
+    fn get(&self, key_id: &str, version: Version) -> Option<StoredKey> {
         let entries = self.entries.lock().ok()?;
         entries
             .get(key_id)
@@ -99,7 +146,7 @@ impl KeyCache {
             .map(|(_, key)| key.clone())
     }
 
-    fn put(&self, key_id: &str, version: i64, key: StoredKey) {
+    fn put(&self, key_id: &str, version: Version, key: StoredKey) {
         if let Ok(mut entries) = self.entries.lock() {
             if entries.len() >= MAX_CACHED_KEYS {
                 entries.clear();
@@ -139,11 +186,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             jobs: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
-            keys: KeyCache {
-                watch: Mutex::new(None),
-                path: path.clone(),
-                entries: Mutex::new(HashMap::new()),
-            },
+            // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
+            keys: KeyCache::new(&path),
             readers: Arc::new(ReadPool {
                 path,
                 idle: Mutex::new(Vec::new()),
@@ -657,7 +701,7 @@ impl Store for SqliteStore {
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
         // The version is read before the lookup: a change committed after it makes the cached
         // entry stale at the next request; it never hides a revocation.
-        let version = self.keys.data_version();
+        let version = self.keys.version();
         if let Some(version) = version
             && let Some(key) = self.keys.get(key_id, version)
         {
@@ -778,5 +822,46 @@ impl Store for SqliteStore {
         if let Some(writer) = writer {
             let _ = tokio::task::spawn_blocking(move || writer.join()).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the CLI does from another process: its own connection, its own commit.
+    fn revoke_elsewhere(db: &Path, key_id: &str) {
+        let conn = Connection::open(db).unwrap();
+        conn.busy_timeout(BUSY_TIMEOUT).unwrap();
+        let changed = conn
+            .execute(
+                "UPDATE api_keys SET revoked_at = 1 WHERE key_id = ?1 AND revoked_at IS NULL",
+                [key_id],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+
+    #[tokio::test]
+    async fn a_key_revoked_by_another_connection_is_refused_by_the_next_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("keys.db");
+        let store = SqliteStore::open(&db).await.unwrap();
+        // The lock-free source is the one in use.
+        assert!(matches!(store.keys.version(), Some(Version::WalIndex(_))));
+        let merchant = crate::auth::create_merchant(&store, "m").await.unwrap();
+        for round in 0..20 {
+            let issued = crate::auth::issue_key(&store, &merchant.merchant_id).await.unwrap();
+            // Twice: the second answer comes from the cache.
+            for _ in 0..2 {
+                assert!(store.find_key(&issued.key_id).await.unwrap().is_some(), "round {round}");
+            }
+            let version = store.keys.version();
+            assert!(store.keys.get(&issued.key_id, version.unwrap()).is_some(), "cached");
+            revoke_elsewhere(&db, &issued.key_id);
+            assert_ne!(store.keys.version(), version, "a commit elsewhere changes the version");
+            assert!(store.find_key(&issued.key_id).await.unwrap().is_none(), "round {round}");
+        }
+        store.close().await;
     }
 }

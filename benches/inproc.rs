@@ -1,0 +1,80 @@
+//! A profiling aid, not part of the benchmark's figures: the list route's cost per request inside
+//! the process (the whole middleware stack, the gate, the handler, the access log), without TCP
+//! and without the load generator competing for the CPU. Its figure moves far less between runs
+//! than a wrk run on this 2-core machine, so it is what to compare two builds of the list path by.
+//!
+//! Usage: `inproc DB API_KEY BODIES_FILE [REQUESTS]` (BODIES_FILE: one list request body per
+//! line, as `benches/bench.py` writes them). Logs go to stderr as `serve` writes them; send them
+//! to /dev/null.
+
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use storefront::app::{self, AppState, Settings};
+use storefront::rate_limit::Rate;
+use storefront::store::{self, DatabaseUrl};
+use tower::ServiceExt;
+
+fn cpu_seconds() -> f64 {
+    // utime + stime of this process, in clock ticks of 1/100 s.
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1.split_whitespace().collect::<Vec<_>>();
+            Some((rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [db, key, bodies, rest @ ..] = args.as_slice() else {
+        anyhow::bail!("usage: inproc DB API_KEY BODIES_FILE [REQUESTS]");
+    };
+    let requests: usize = rest.first().map_or(Ok(200_000), |n| n.parse())?;
+    let _log = storefront::telemetry::init(Some(storefront::config::LogFormat::Json));
+    let store = store::open(&DatabaseUrl::parse(&format!("sqlite://{db}")).map_err(anyhow::Error::msg)?).await?;
+    let settings = Settings {
+        rate: Rate::Off,
+        ..Settings::default()
+    };
+    let router = app::router(AppState::load(store, settings).await?);
+    let bodies: Vec<String> = std::fs::read_to_string(bodies)?
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let authorization = format!("Bearer {key}");
+    let call = |i: usize| {
+        let body = bodies[i % bodies.len()].clone();
+        let request = Request::post("/v1/categories/list")
+            .header("content-type", "application/json")
+            .header("authorization", &authorization)
+            .body(Body::from(body));
+        let router = router.clone();
+        async move {
+            let response = router.oneshot(request?).await?;
+            anyhow::ensure!(response.status() == 200, "status {}", response.status());
+            Ok::<usize, anyhow::Error>(response.into_body().collect().await?.to_bytes().len())
+        }
+    };
+    for i in 0..requests / 10 {
+        call(i).await?;
+    }
+    let (wall, cpu) = (Instant::now(), cpu_seconds());
+    let mut bytes = 0;
+    for i in 0..requests {
+        bytes += call(i * 7).await?;
+    }
+    let (wall, cpu) = (wall.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    println!(
+        "{requests} requests: {:.2} µs/request wall, {:.2} µs/request CPU (all threads), {} bytes/answer",
+        wall * 1e6 / requests as f64,
+        cpu * 1e6 / requests as f64,
+        bytes / requests
+    );
+    Ok(())
+}
