@@ -217,7 +217,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let merchant = response.extensions().get::<ServedMerchant>().map(|m| m.0.as_str());
     tracing::info!(
         target: "storefront::access",
-        method = %method,
+        method = method.as_str(),
         route,
         status,
         latency_ms = latency.as_secs_f64() * 1000.0,

@@ -1,13 +1,19 @@
 //! Logging: `tracing` to stderr, pretty on a terminal, one JSON object per line otherwise.
 
+use std::fmt::{self, Write as _};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::format::{self, FormatEvent, FormatFields};
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+use tracing_subscriber::fmt::{FmtContext, MakeWriter};
+use tracing_subscriber::registry::LookupSpan;
 
 use crate::config::LogFormat;
 
@@ -32,15 +38,128 @@ pub fn init(format: Option<LogFormat>) -> LogSink {
             .log_internal_errors(false)
             .try_init(),
         LogFormat::Json => builder()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            .with_span_list(false)
-            .with_env_filter(filter())
             .log_internal_errors(false)
+            .event_format(JsonLines)
+            .with_env_filter(filter())
             .try_init(),
     };
     sink
+}
+
+/// One JSON object per event and line: `timestamp` (RFC 3339, UTC, µs), `level`, the event's
+/// fields (`message` first) at the top level, then `target`; the shape of tracing-subscriber's
+/// flattened JSON, written straight into the line buffer: no intermediate map, no allocation.
+struct JsonLines;
+
+impl<S, N> FormatEvent<S, N> for JsonLines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(&self, _: &FmtContext<'_, S, N>, mut w: format::Writer<'_>, event: &Event<'_>) -> fmt::Result {
+        w.write_str("{\"timestamp\":\"")?;
+        SystemTime.format_time(&mut w)?;
+        write!(w, "\",\"level\":\"{}\"", event.metadata().level())?;
+        let mut fields = JsonFields {
+            w: &mut w,
+            result: Ok(()),
+        };
+        event.record(&mut fields);
+        fields.result?;
+        w.write_str(",\"target\":")?;
+        json_str(&mut w, event.metadata().target())?;
+        w.write_str("}\n")
+    }
+}
+
+/// Writes each field as `,"name":value`.
+struct JsonFields<'a, 'w> {
+    w: &'a mut format::Writer<'w>,
+    result: fmt::Result,
+}
+
+impl JsonFields<'_, '_> {
+    fn field(&mut self, field: &Field, value: impl FnOnce(&mut format::Writer<'_>) -> fmt::Result) {
+        if self.result.is_ok() {
+            self.result = (|| {
+                self.w.write_char(',')?;
+                json_str(self.w, field.name())?;
+                self.w.write_char(':')?;
+                value(self.w)
+            })();
+        }
+    }
+}
+
+impl Visit for JsonFields<'_, '_> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.field(field, |w| json_str(w, value));
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.field(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.field(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.field(field, |w| write!(w, "{value}"));
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        // JSON has no NaN or infinity.
+        self.field(field, |w| {
+            if value.is_finite() {
+                write!(w, "{value}")
+            } else {
+                w.write_str("null")
+            }
+        });
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.field(field, |w| {
+            w.write_char('"')?;
+            write!(JsonEscaped(&mut *w), "{value:?}")?;
+            w.write_char('"')
+        });
+    }
+}
+
+fn json_str(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
+    w.write_char('"')?;
+    JsonEscaped(&mut *w).write_str(s)?;
+    w.write_char('"')
+}
+
+/// A `fmt::Write` that escapes what passes through it for the inside of a JSON string.
+struct JsonEscaped<W>(W);
+
+impl<W: fmt::Write> fmt::Write for JsonEscaped<W> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let mut plain = 0;
+        for (i, c) in s.char_indices() {
+            let escape = match c {
+                '"' => "\\\"",
+                '\\' => "\\\\",
+                '\n' => "\\n",
+                '\r' => "\\r",
+                '\t' => "\\t",
+                c if c < ' ' => "",
+                _ => continue,
+            };
+            self.0.write_str(&s[plain..i])?;
+            if escape.is_empty() {
+                write!(self.0, "\\u{:04x}", u32::from(c))?;
+            } else {
+                self.0.write_str(escape)?;
+            }
+            plain = i + c.len_utf8();
+        }
+        self.0.write_str(&s[plain..])
+    }
 }
 
 /// A batch is written once it holds this many bytes...
@@ -243,6 +362,71 @@ mod tests {
         fn text(&self) -> String {
             String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
         }
+    }
+
+    #[test]
+    fn json_lines_carry_every_field_escaped_in_the_flattened_shape() {
+        let out = Shared::default();
+        let subscriber = tracing_subscriber::fmt()
+            .event_format(JsonLines)
+            .with_writer({
+                let out = out.clone();
+                move || out.clone()
+            })
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            let tricky = "a \"quote\", a \\ backslash,\na newline, a \u{1} control, é and 🦀";
+            tracing::info!(target: "storefront::access", method = %"POST", status = 200u16, latency_ms = 0.25,
+                           ratio = f64::NAN, ok = true, delta = -3i64, note = tricky, "served");
+            tracing::warn!(error = ?Some("x\"y"), "went \"wrong\"");
+        });
+        let text = out.text();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        let order = [
+            "timestamp",
+            "level",
+            "message",
+            "method",
+            "status",
+            "latency_ms",
+            "ratio",
+            "ok",
+            "delta",
+            "note",
+            "target",
+        ];
+        assert_eq!(first.as_object().unwrap().len(), order.len());
+        let at: Vec<usize> = order
+            .iter()
+            .map(|k| lines[0].find(&format!("\"{k}\":")).unwrap())
+            .collect();
+        assert!(at.is_sorted(), "keys out of order: {}", lines[0]);
+        let timestamp = first["timestamp"].as_str().unwrap();
+        // RFC 3339 in UTC with microseconds: 2026-11-21T14:07:07.784157Z
+        let shape: String = timestamp
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '9' } else { c })
+            .collect();
+        assert_eq!(shape, "9999-99-99T99:99:99.999999Z");
+        assert_eq!(first["level"], "INFO");
+        assert_eq!(first["message"], "served");
+        assert_eq!(first["method"], "POST");
+        assert_eq!(first["status"], 200);
+        assert_eq!(first["latency_ms"], 0.25);
+        assert_eq!(first["ratio"], serde_json::Value::Null);
+        assert_eq!(first["ok"], true);
+        assert_eq!(first["delta"], -3);
+        assert_eq!(
+            first["note"],
+            "a \"quote\", a \\ backslash,\na newline, a \u{1} control, é and 🦀"
+        );
+        assert_eq!(first["target"], "storefront::access");
+        let second: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(second["level"], "WARN");
+        assert_eq!(second["message"], "went \"wrong\"");
+        assert_eq!(second["error"], "Some(\"x\\\"y\")");
     }
 
     #[test]
