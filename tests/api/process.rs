@@ -222,6 +222,50 @@ async fn keys_are_issued_and_revoked_by_the_cli() {
     assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
 }
 
+/// The server caches verified keys; a revocation committed by another process must still refuse
+/// the very next request, round after round, while nothing else writes (list requests only).
+#[tokio::test]
+async fn a_key_revoked_by_the_cli_is_refused_by_the_next_request_every_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("revoke.db");
+    let merchant = merchant_create(&db, "revoke");
+    let server = Server::start(&db);
+    let client = reqwest::Client::new();
+    let list = |key: String| {
+        read(
+            client
+                .post(format!("{}/v1/categories/list", server.base))
+                .bearer_auth(key)
+                .json(&json!({})),
+        )
+    };
+    for round in 0..3 {
+        let out = storefront(&db)
+            .args([
+                "key",
+                "issue",
+                "--merchant",
+                merchant["merchant_id"].as_str().unwrap(),
+                "--json",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let issued: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let key = issued["api_key"].as_str().unwrap().to_owned();
+        for _ in 0..3 {
+            assert_eq!(list(key.clone()).await.status, 200, "round {round}");
+        }
+        let out = storefront(&db)
+            .args(["key", "revoke", issued["key_id"].as_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        assert_error(&list(key).await, 401, "ERROR_TYPE_UNAUTHORIZED", "INVALID_API_KEY");
+    }
+    assert_eq!(list(merchant["api_key"].as_str().unwrap().to_owned()).await.status, 200);
+}
+
 #[tokio::test]
 async fn serve_demo_prints_a_working_key_once() {
     let dir = tempfile::tempdir().unwrap();
