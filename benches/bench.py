@@ -350,7 +350,7 @@ def report(results, cfg, cold, command):
     lines = ["# Benchmarks", "",
              f"Produced by `{command}` on {time.strftime('%Y-%m-%d')}: warm-up {cfg.warmup} s, then {cfg.duration} s "
              f"closed-loop per point, {cfg.reps} repetitions each on a freshly started server and a fresh copy of "
-             "the database; figures are the mean of the repetitions. The load generator (wrk) runs on the same machine.",
+             "the database, the servers taking turns; figures are the mean of the repetitions. The load generator (wrk) runs on the same machine.",
              "", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine().items()), "",
              "Servers: **ours** (`target/release/storefront serve --rate-limit 0`: SQLite, WAL, `synchronous=FULL`, "
              "all validation on, logs on); **ceiling** (`benches/ceiling.rs`: the same axum/tokio, answers "
@@ -442,18 +442,18 @@ def main():
         cold = cold_start(dbs, workdir) if "ours" in servers else None
         log(f"== cold start with the Google taxonomy: {cold:.3f} s" if cold else "")
         results = {}
+        # The servers take turns within each repetition, so that what they are compared by was
+        # measured minutes apart at most: this shared machine's speed drifts over a run.
         for workload in workloads:
-            for kind in servers:
-                if kind == "peer" and workload == "list-1m":
-                    continue  # no target involves the peer there, and its count(*) per page takes minutes to walk
-                for conns in cfg.conns:
-                    runs = []
-                    for rep in range(cfg.reps):
+            for conns in cfg.conns:
+                for rep in range(cfg.reps):
+                    for kind in servers:
+                        if kind == "peer" and workload == "list-1m":
+                            continue  # no target involves the peer there, and its count(*) per page takes minutes to walk
                         r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies)
-                        runs.append(r)
+                        results.setdefault(f"{kind}|{workload}|{conns}", []).append(r)
                         log(f"   {workload:12} {kind:8} c={conns:<3} rep {rep + 1}: {r['rps']:9,.0f} req/s  p99 {r['p99_ms']:7.2f} ms  "
                             f"cpu {r['cpu_ms_per_req']:.3f} ms/req  rss {r['peak_rss_mib']:.1f} MiB  errors {r['errors']}")
-                    results[f"{kind}|{workload}|{conns}"] = runs
         (ROOT / "target/bench").mkdir(parents=True, exist_ok=True)
         (ROOT / "target/bench/results.json").write_text(json.dumps({"results": results, "cold_start_s": cold}, indent=1))
         text = report(results, cfg, cold, command)
