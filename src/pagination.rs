@@ -1,14 +1,17 @@
 //! The list cursor (CONTRACT §5.3): opaque, URL-safe, versioned, signed, bound to its filter.
 //!
-//! Layout before base64url (no padding):
-//! `version (1) | filter digest (16) | has sort_order (1) | sort_order (8, if any) | id | tag (16)`,
+//! Layout before base64url (no padding), version 2:
+//! `version (1) | filter digest (16) | position (4) | has sort_order (1) | sort_order (8, if any) | id | tag (16)`,
 //! where `tag` is HMAC-SHA256 over everything before it, truncated to 128 bits, under a secret
 //! generated once per database and kept in it, so cursors survive restarts and work on every
-//! instance sharing the database, and a cursor from another database fails.
+//! instance sharing the database, and a cursor from another database fails. Version 1 (the
+//! same without `position`) is still read.
 //!
-//! The cursor carries the last item's *order key*, not an offset: the next page starts right
-//! after that key, so a change to the taxonomy between pages never returns an unchanged category
-//! twice. Every way a cursor can be wrong gives the same answer (`None` → `INVALID_CURSOR`).
+//! The cursor carries the last item's *order key*: the next page starts right after that key, so
+//! a change to the taxonomy between pages never returns an unchanged category twice. It also
+//! carries where that key sat in its list, which spares the next page its search when the list
+//! is unchanged (see [`Resume`]). Every way a cursor can be wrong gives the same answer (`None` →
+//! `INVALID_CURSOR`).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -16,8 +19,11 @@ use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 
 use crate::domain::category::OrderKey;
+use crate::domain::category::taxonomy::Resume;
 
-const VERSION: u8 = 1;
+const VERSION: u8 = 2;
+/// Cursors without a position, issued before version 2.
+const VERSION_1: u8 = 1;
 const TAG_BYTES: usize = 16;
 /// Longest cursor accepted (characters); checked before decoding anything.
 pub const MAX_CURSOR_CHARS: usize = 512;
@@ -50,11 +56,14 @@ impl Cursors {
         self.mac.clone()
     }
 
-    /// The cursor that continues after `key` in the list of the filter with `digest`.
-    pub fn encode(&self, digest: &[u8; 16], key: &OrderKey) -> String {
-        let mut bytes = Vec::with_capacity(1 + 16 + 9 + key.id.len() + TAG_BYTES);
+    /// The cursor that continues after `resume` in the list of the filter with `digest`.
+    pub fn encode(&self, digest: &[u8; 16], resume: &Resume) -> String {
+        let key = &resume.key;
+        let mut bytes = Vec::with_capacity(1 + 16 + 4 + 9 + key.id.len() + TAG_BYTES);
         bytes.push(VERSION);
         bytes.extend_from_slice(digest);
+        // No position is written as u32::MAX, which no list reaches.
+        bytes.extend_from_slice(&resume.position.unwrap_or(u32::MAX).to_be_bytes());
         match key.sort_order {
             Some(n) => {
                 bytes.push(1);
@@ -70,9 +79,9 @@ impl Cursors {
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// The key a cursor continues after, if the cursor is one of ours, unaltered, and was issued
-    /// for the filter with `digest`.
-    pub fn decode(&self, cursor: &str, digest: &[u8; 16]) -> Option<OrderKey> {
+    /// Where a cursor continues, if the cursor is one of ours, unaltered, and was issued for the
+    /// filter with `digest`.
+    pub fn decode(&self, cursor: &str, digest: &[u8; 16]) -> Option<Resume> {
         if cursor.len() > MAX_CURSOR_CHARS {
             return None;
         }
@@ -83,13 +92,20 @@ impl Cursors {
         mac.update(body);
         mac.verify_truncated_left(tag).ok()?;
         let (&version, rest) = body.split_first()?;
-        if version != VERSION {
+        if version != VERSION && version != VERSION_1 {
             return None;
         }
         let (bound, rest) = rest.split_at_checked(16)?;
         if bound != digest {
             return None;
         }
+        let (position, rest) = if version == VERSION {
+            let (position, rest) = rest.split_at_checked(4)?;
+            let position = u32::from_be_bytes(position.try_into().ok()?);
+            ((position != u32::MAX).then_some(position), rest)
+        } else {
+            (None, rest)
+        };
         let (&has_sort, rest) = rest.split_first()?;
         let (sort_order, id) = match has_sort {
             0 => (None, rest),
@@ -100,9 +116,12 @@ impl Cursors {
             _ => return None,
         };
         let id = std::str::from_utf8(id).ok()?;
-        (!id.is_empty()).then(|| OrderKey {
-            sort_order,
-            id: id.to_owned(),
+        (!id.is_empty()).then(|| Resume {
+            key: OrderKey {
+                sort_order,
+                id: id.to_owned(),
+            },
+            position,
         })
     }
 }
@@ -111,11 +130,45 @@ impl Cursors {
 mod tests {
     use super::*;
 
-    fn key(sort_order: Option<i64>, id: &str) -> OrderKey {
-        OrderKey {
-            sort_order,
-            id: id.into(),
+    fn key(sort_order: Option<i64>, id: &str) -> Resume {
+        Resume {
+            key: OrderKey {
+                sort_order,
+                id: id.into(),
+            },
+            position: Some(41),
         }
+    }
+
+    #[test]
+    fn a_cursor_without_a_position_round_trips_without_one() {
+        let cursors = Cursors::new([7; 32]);
+        let k = Resume {
+            position: None,
+            ..key(Some(3), "abc")
+        };
+        assert_eq!(cursors.decode(&cursors.encode(&[1; 16], &k), &[1; 16]), Some(k));
+    }
+
+    #[test]
+    fn version_1_cursors_are_still_read() {
+        // Version 1 had no position: version | digest | has sort_order | sort_order | id | tag.
+        let cursors = Cursors::new([7; 32]);
+        let mut bytes = vec![VERSION_1];
+        bytes.extend_from_slice(&[1; 16]);
+        bytes.push(1);
+        bytes.extend_from_slice(&3i64.to_be_bytes());
+        bytes.extend_from_slice(b"abc");
+        let mut mac = cursors.mac();
+        mac.update(&bytes);
+        bytes.extend_from_slice(&mac.finalize().into_bytes()[..TAG_BYTES]);
+        let v1 = URL_SAFE_NO_PAD.encode(bytes);
+        let expected = Resume {
+            position: None,
+            ..key(Some(3), "abc")
+        };
+        assert_eq!(cursors.decode(&v1, &[1; 16]), Some(expected));
+        assert_eq!(cursors.decode(&v1, &[2; 16]), None, "still bound to its filter");
     }
 
     #[test]

@@ -81,9 +81,9 @@ pub async fn list(
     body.push_str(r#"],"pagination":{"next_cursor":"#);
     match &page.next {
         // Cursors are base64url: nothing in them needs escaping.
-        Some(key) => {
+        Some(resume) => {
             body.push('"');
-            body.push_str(&state.cursors.encode(&digest, key));
+            body.push_str(&state.cursors.encode(&digest, resume));
             body.push('"');
         }
         None => body.push_str("null"),

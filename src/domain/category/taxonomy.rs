@@ -241,8 +241,17 @@ pub struct Page<'a> {
     /// Each category's JSON object.
     pub items: Vec<&'a str>,
     pub total: usize,
-    /// The last item's key, when more items follow.
-    pub next: Option<OrderKey>,
+    /// Where this page ended, when more items follow.
+    pub next: Option<Resume>,
+}
+
+/// Where a page starts: right after `key`. `position` is where `key` sat in its list when the
+/// previous page was made; a page tries it first (one comparison: a position is used only when
+/// `key` is still there) and searches the list for `key` only when the list has changed since.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resume {
+    pub key: OrderKey,
+    pub position: Option<u32>,
 }
 
 /// An immutable snapshot of the taxonomy.
@@ -311,7 +320,7 @@ impl Taxonomy {
     }
 
     /// The page of `limit` categories matching `filter` that follows `after` (or the first).
-    pub fn page(&self, filter: &Filter, after: Option<&OrderKey>, limit: usize) -> Page<'_> {
+    pub fn page(&self, filter: &Filter, after: Option<&Resume>, limit: usize) -> Page<'_> {
         let variant = filter.variant();
         let owned;
         let list: &[u32] = match &filter.scope {
@@ -335,14 +344,25 @@ impl Taxonomy {
                 &owned
             }
         };
-        let start = after.map_or(0, |key| {
-            list.partition_point(|&r| self.key_cmp(r, key) != Ordering::Greater)
+        let start = after.map_or(0, |after| {
+            // Keys are unique: when `key` is found at `position`, the page starts right after it.
+            let at = after.position.map(|p| p as usize).filter(|&p| {
+                list.get(p)
+                    .is_some_and(|&r| self.key_cmp(r, &after.key) == Ordering::Equal)
+            });
+            at.map_or_else(
+                || list.partition_point(|&r| self.key_cmp(r, &after.key) != Ordering::Greater),
+                |p| p + 1,
+            )
         });
         let end = start.saturating_add(limit).min(list.len());
         let page = &list[start..end];
-        let next = (end < list.len()).then(|| page.last()).flatten().map(|&r| OrderKey {
-            sort_order: self.entries[r as usize].sort_order,
-            id: self.id(r).to_owned(),
+        let next = (end < list.len()).then(|| page.last()).flatten().map(|&r| Resume {
+            key: OrderKey {
+                sort_order: self.entries[r as usize].sort_order,
+                id: self.id(r).to_owned(),
+            },
+            position: u32::try_from(end - 1).ok(),
         });
         Page {
             items: page.iter().map(|&r| self.object(r)).collect(),
@@ -414,6 +434,26 @@ mod tests {
         let third = t.page(&all, second.next.as_ref(), 2);
         assert_eq!(ids(&third), ["a"]);
         assert!(third.next.is_none());
+        // Where the key sat is only a hint: any other position (a list changed since, a cursor
+        // from before positions were kept) finds the key by search, and the page is the same.
+        let resume = first.next.clone().unwrap();
+        assert_eq!(resume.position, Some(1));
+        for position in [None, Some(0), Some(2), Some(4), Some(5), Some(u32::MAX)] {
+            let moved = Resume {
+                position,
+                ..resume.clone()
+            };
+            assert_eq!(ids(&t.page(&all, Some(&moved), 2)), ["b", "c"], "{position:?}");
+        }
+        // A key no longer in the list: the page starts after where it would be.
+        let gone = Resume {
+            key: OrderKey {
+                sort_order: Some(2),
+                id: "r2x".into(),
+            },
+            position: Some(1),
+        };
+        assert_eq!(ids(&t.page(&all, Some(&gone), 2)), ["b", "c"]);
 
         assert_eq!(
             ids(&t.page(&Filter::new(None, false, Some(String::new()), None), None, 10)),
