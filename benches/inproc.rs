@@ -57,8 +57,10 @@ async fn main() -> anyhow::Result<()> {
         let router = router.clone();
         async move {
             let response = router.oneshot(request?).await?;
-            anyhow::ensure!(response.status() == 200, "status {}", response.status());
-            Ok::<usize, anyhow::Error>(response.into_body().collect().await?.to_bytes().len())
+            let status = response.status();
+            let body = response.into_body().collect().await?.to_bytes();
+            anyhow::ensure!(status == 200, "status {status}: {}", String::from_utf8_lossy(&body));
+            Ok::<usize, anyhow::Error>(body.len())
         }
     };
     for i in 0..requests / 10 {

@@ -70,29 +70,29 @@ pub async fn list(
     let page = taxonomy.page(&request.filter, after.as_ref(), request.limit);
 
     let items_len: usize = page.items.iter().map(|i| i.len() + 1).sum();
-    let mut body = String::with_capacity(items_len + 256);
-    body.push_str(r#"{"categories":["#);
+    let mut body = Vec::with_capacity(items_len + 256);
+    body.extend_from_slice(br#"{"categories":["#);
     for (i, item) in page.items.iter().enumerate() {
         if i > 0 {
-            body.push(',');
+            body.push(b',');
         }
-        body.push_str(item);
+        body.extend_from_slice(item);
     }
-    body.push_str(r#"],"pagination":{"next_cursor":"#);
+    body.extend_from_slice(br#"],"pagination":{"next_cursor":"#);
     match &page.next {
         // Cursors are base64url: nothing in them needs escaping.
         Some(resume) => {
-            body.push('"');
-            body.push_str(&state.cursors.encode(&digest, resume));
-            body.push('"');
+            body.push(b'"');
+            body.extend_from_slice(state.cursors.encode(&digest, resume).as_bytes());
+            body.push(b'"');
         }
-        None => body.push_str("null"),
+        None => body.extend_from_slice(b"null"),
     }
-    body.push_str(r#","has_next":"#);
-    body.push_str(if page.next.is_some() { "true" } else { "false" });
-    body.push_str(r#","total":"#);
-    body.push_str(&page.total.to_string());
-    body.push_str("}}");
+    body.extend_from_slice(br#","has_next":"#);
+    body.extend_from_slice(if page.next.is_some() { b"true" } else { b"false" });
+    body.extend_from_slice(br#","total":"#);
+    body.extend_from_slice(page.total.to_string().as_bytes());
+    body.extend_from_slice(b"}}");
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 

@@ -456,7 +456,9 @@ impl Store for PgStore {
         let mut builder = taxonomy::Builder::new(version);
         let rows = tx
             .query_raw(
-                &format!("SELECT {CATEGORY_COLUMNS} FROM categories"),
+                // In list order, so the snapshot's JSON arena is laid out as pages read it (see
+                // the SQLite store's `for_each_category`).
+                &format!("SELECT {CATEGORY_COLUMNS} FROM categories ORDER BY sort_order NULLS LAST, id COLLATE \"C\""),
                 std::iter::empty::<i32>(),
             )
             .await?;

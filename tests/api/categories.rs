@@ -47,6 +47,7 @@ async fn the_whole_list_in_order_with_every_field() {
     let app = small_app().await;
     let answer = app.list(&json!({})).await;
     assert_eq!(answer.status, 200, "{:#}", answer.body);
+    assert_eq!(answer.headers["content-type"], "application/json");
     // sort_order ascending, nulls last, then id by bytes.
     assert_eq!(ids(&answer), ["r1", "x", "r2", "a", "b", "m", "y"]);
     assert_eq!(

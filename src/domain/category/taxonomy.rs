@@ -133,13 +133,15 @@ impl Builder {
     pub fn push(&mut self, category: Category) {
         let t = &mut self.taxonomy;
         let json_start = t.json.len();
-        // Serialising plain data to a String cannot fail.
-        let object = serde_json::to_string(&category).unwrap_or_else(|_| String::from("{}"));
-        t.json.push_str(&object);
+        // Serialising plain data into a Vec cannot fail.
+        if serde_json::to_writer(&mut t.json, &category).is_err() {
+            t.json.truncate(json_start);
+            t.json.extend_from_slice(b"{}");
+        }
         let id_start = t.ids.len();
         t.ids.push_str(&category.id);
         t.entries.push(Entry {
-            json: span(json_start, object.len()),
+            json: span(json_start, t.json.len() - json_start),
             id: span(id_start, category.id.len()),
             sort_order: category.sort_order,
             status: category.status,
@@ -238,8 +240,8 @@ impl Groups {
 /// One page of a list.
 #[derive(Debug)]
 pub struct Page<'a> {
-    /// Each category's JSON object.
-    pub items: Vec<&'a str>,
+    /// Each category's JSON object (UTF-8).
+    pub items: Vec<&'a [u8]>,
     pub total: usize,
     /// Where this page ended, when more items follow.
     pub next: Option<Resume>,
@@ -259,7 +261,9 @@ pub struct Resume {
 pub struct Taxonomy {
     version: i64,
     entries: Vec<Entry>,
-    json: String,
+    /// Every category's JSON object, one after another in list order (bytes: a page copies them
+    /// without looking into them).
+    json: Vec<u8>,
     ids: String,
     /// Ranks sorted by id bytes, for lookups by id.
     by_id: Vec<u32>,
@@ -298,7 +302,7 @@ impl Taxonomy {
         &self.ids[s.start as usize..(s.start + s.len) as usize]
     }
 
-    fn object(&self, rank: u32) -> &str {
+    fn object(&self, rank: u32) -> &[u8] {
         let s = self.entries[rank as usize].json;
         &self.json[s.start as usize..(s.start + s.len) as usize]
     }
@@ -404,7 +408,7 @@ mod tests {
         page.items
             .iter()
             .map(|j| {
-                serde_json::from_str::<serde_json::Value>(j).unwrap_or_default()["id"]
+                serde_json::from_slice::<serde_json::Value>(j).unwrap_or_default()["id"]
                     .as_str()
                     .unwrap_or_default()
                     .to_owned()
