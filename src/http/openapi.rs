@@ -335,7 +335,7 @@ pub fn list_example_answer() -> serde_json::Value {
             {"id": "102", "name": "Computers", "slug": "computers-102", "parent_id": "100", "leaf": false, "sort_order": 20,
              "icon_url": null, "description": null, "is_service": null, "is_digital": null, "status": "active"}
         ],
-        "pagination": {"next_cursor": "AW747F6z_KuADvmXN6imB88BAAAAAAAAABQxMDKTqj_BMWC7uHLLy6mnmNZQ", "has_next": true, "total": 5}
+        "pagination": {"next_cursor": "Am747F6z_KuADvmXN6imB88AAAABAQAAAAAAAAAUMTAyjh3rMXYmlL2SQzDX8Q9VMQ", "has_next": true, "total": 5}
     })
 }
 
