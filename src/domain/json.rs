@@ -3,19 +3,24 @@
 //! The contract's presence rules live here once: *absent* is a missing key or `null`; for optional
 //! strings and arrays an empty string or empty array is absent too; a required string that is
 //! empty or white space only, or a required array that is empty, is `REQUIRED`.
+//!
+//! The JSON is a tree borrowed from the request body ([`Value`]): strings without escapes are
+//! not copied, and an object is a list of its members. Where a key repeats, the last one counts,
+//! as with any JSON object map.
 
-use serde_json::{Map, Value};
+use serde_json_borrow::ObjectAsVec;
+pub use serde_json_borrow::Value;
 
 use super::field_error::{FieldCode, FieldErrors, Path};
 
 /// The keys of one JSON object being validated.
 pub struct Fields<'v> {
-    object: &'v Map<String, Value>,
+    object: &'v ObjectAsVec<'v>,
 }
 
 impl<'v> Fields<'v> {
     /// The object at `path`, or `INVALID_TYPE` there when the value is not an object.
-    pub fn new(value: &'v Value, path: &Path<'_>, errors: &mut FieldErrors) -> Option<Self> {
+    pub fn new(value: &'v Value<'v>, path: &Path<'_>, errors: &mut FieldErrors) -> Option<Self> {
         match value {
             Value::Object(object) => Some(Fields { object }),
             other => {
@@ -30,17 +35,17 @@ impl<'v> Fields<'v> {
     }
 
     /// The value of `key`; `None` when the key is missing or `null`.
-    pub fn get(&self, key: &str) -> Option<&'v Value> {
-        self.object.get(key).filter(|v| !v.is_null())
+    pub fn get(&self, key: &str) -> Option<&'v Value<'v>> {
+        last(self.object, key).filter(|v| !v.is_null())
     }
 
     /// The value of an optional `key`; `None` when absent, an empty string or an empty array.
-    pub fn present(&self, key: &str) -> Option<&'v Value> {
+    pub fn present(&self, key: &str) -> Option<&'v Value<'v>> {
         self.get(key).filter(|v| !is_empty(v))
     }
 
     /// The value of a required `key`, or `REQUIRED` at `path`.
-    pub fn required(&self, key: &str, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v Value> {
+    pub fn required(&self, key: &str, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v Value<'v>> {
         let value = self.get(key);
         if value.is_none() {
             errors.push(path, FieldCode::Required, format!("{key} is required"));
@@ -64,9 +69,13 @@ impl<'v> Fields<'v> {
         expect_str(self.present(key)?, path, errors)
     }
 
-    /// `SCHEMA_MISMATCH` at every key that is not in `known`, after the known fields.
+    /// `SCHEMA_MISMATCH` at every key that is not in `known`, after the known fields, once per
+    /// key, in byte order of the keys.
     pub fn reject_unknown(&self, known: &[&str], path: &Path<'_>, errors: &mut FieldErrors) {
-        for key in self.object.keys().filter(|k| !known.contains(&k.as_str())) {
+        let mut unknown: Vec<&str> = self.object.keys().filter(|k| !known.contains(k)).collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        for key in unknown {
             errors.push(
                 &path.key(key),
                 FieldCode::SchemaMismatch,
@@ -76,9 +85,18 @@ impl<'v> Fields<'v> {
     }
 }
 
+/// The value of `key` in `value` when that is an object (the last one, when the key repeats).
+pub fn member<'v>(value: &'v Value<'v>, key: &str) -> Option<&'v Value<'v>> {
+    last(value.as_object()?, key)
+}
+
+fn last<'v>(object: &'v ObjectAsVec<'v>, key: &str) -> Option<&'v Value<'v>> {
+    object.iter().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
+}
+
 fn is_empty(value: &Value) -> bool {
     match value {
-        Value::String(s) => s.is_empty(),
+        Value::Str(s) => s.is_empty(),
         Value::Array(a) => a.is_empty(),
         _ => false,
     }
@@ -90,7 +108,7 @@ pub fn kind(value: &Value) -> &'static str {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
         Value::Number(_) => "a number",
-        Value::String(_) => "a string",
+        Value::Str(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
@@ -104,7 +122,7 @@ fn wrong_type(value: &Value, expected: &str, path: &Path<'_>, errors: &mut Field
     );
 }
 
-pub fn expect_str<'v>(value: &'v Value, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v str> {
+pub fn expect_str<'v>(value: &'v Value<'v>, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v str> {
     let s = value.as_str();
     if s.is_none() {
         wrong_type(value, "a string", path, errors);
@@ -128,8 +146,8 @@ pub fn expect_bool(value: &Value, path: &Path<'_>, errors: &mut FieldErrors) -> 
     b
 }
 
-pub fn expect_array<'v>(value: &'v Value, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v [Value]> {
-    let a = value.as_array().map(Vec::as_slice);
+pub fn expect_array<'v>(value: &'v Value<'v>, path: &Path<'_>, errors: &mut FieldErrors) -> Option<&'v [Value<'v>]> {
+    let a = value.as_array();
     if a.is_none() {
         wrong_type(value, "an array", path, errors);
     }

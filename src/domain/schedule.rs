@@ -8,10 +8,9 @@
 use std::fmt;
 
 use serde::{Serialize, Serializer};
-use serde_json::Value;
 
 use super::field_error::{FieldCode, FieldErrors, Path};
-use super::json::{Fields, expect_str};
+use super::json::{Fields, Value, expect_str};
 
 /// Minutes since midnight, 0..=1440.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

@@ -52,9 +52,9 @@ pub const MAX_IDS: usize = 1000;
 pub async fn list(
     State(state): State<AppState>,
     Merchant(_merchant): Merchant,
-    JsonBody(body): JsonBody,
+    body: JsonBody,
 ) -> Result<Response, ApiError> {
-    let request = ListRequest::parse(body)?;
+    let request = ListRequest::parse(body.parse()?)?;
     let digest = request.filter.digest();
     let after = match &request.cursor {
         None => None,

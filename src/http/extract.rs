@@ -2,18 +2,33 @@
 //! the contract's order (CONTRACT §3): content type, size, JSON syntax (400). Authentication ran
 //! before, in the gate.
 
+use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use serde_json::{Map, Value};
+use serde::Deserialize;
 
 use super::error::{ApiError, ErrorCode};
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// The request body as JSON. An empty body is `{}` (its Content-Type is then not checked).
-pub struct JsonBody(pub Value);
+/// A request body of the right type and size, to be read as JSON with [`JsonBody::parse`]. An
+/// empty body is `{}` (its Content-Type is then not checked).
+pub struct JsonBody(Bytes);
+
+impl JsonBody {
+    const EMPTY: &'static [u8] = b"{}";
+
+    /// The body as a `T`, which may borrow from it; `MALFORMED_JSON` when it is not JSON.
+    pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ApiError> {
+        serde_json::from_slice(&self.0).map_err(|e| {
+            ApiError::new(ErrorCode::MalformedJson, format!("request body is not valid JSON: {e}"))
+                .detail("line", e.line())
+                .detail("column", e.column())
+        })
+    }
+}
 
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
@@ -34,7 +49,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             .detail("max_bytes", MAX_BODY_BYTES)
         };
         match declared {
-            Some(0) => return Ok(JsonBody(Value::Object(Map::new()))),
+            Some(0) => return Ok(JsonBody(Bytes::from_static(JsonBody::EMPTY))),
             Some(_) if !is_json => {
                 discard(body).await;
                 return Err(unsupported());
@@ -61,16 +76,12 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             }
         };
         if bytes.is_empty() {
-            return Ok(JsonBody(Value::Object(Map::new())));
+            return Ok(JsonBody(Bytes::from_static(JsonBody::EMPTY)));
         }
         if !is_json {
             return Err(unsupported());
         }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
-            ApiError::new(ErrorCode::MalformedJson, format!("request body is not valid JSON: {e}"))
-                .detail("line", e.line())
-                .detail("column", e.column())
-        })
+        Ok(JsonBody(bytes))
     }
 }
 

@@ -4,12 +4,12 @@
 use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Serialize;
-use serde_json::Value;
 
 use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
 use crate::app::{AppState, Deadline};
+use crate::domain::json::Value;
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 
 /// Most items in one create request.
@@ -61,11 +61,12 @@ pub async fn create(
     State(state): State<AppState>,
     Merchant(merchant): Merchant,
     Extension(Deadline(deadline)): Extension<Deadline>,
-    JsonBody(body): JsonBody,
+    body: JsonBody,
 ) -> Result<Json<CreateResponse>, ApiError> {
-    let items = request_items(body)?;
+    let items = request_items(body.parse()?)?;
     let mut plan = Plan::new(&items);
     drop(items);
+    drop(body);
     let to_store = plan.take_to_store();
     // A batch with nothing valid never touches the database.
     let outcomes = if to_store.is_empty() {
@@ -90,18 +91,21 @@ pub async fn create(
 }
 
 /// The request's `locations`, after the request-level checks of CONTRACT §3.
-fn request_items(body: Value) -> Result<Vec<Value>, ApiError> {
+/// With several unknown keys the one first in byte order is named; with `locations` repeated,
+/// the last one counts.
+fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
     let invalid = |message: &'static str, field: &str| ApiError::new(ErrorCode::InvalidRequest, message).field(field);
-    let Value::Object(mut body) = body else {
+    let Value::Object(body) = body else {
         return Err(invalid("the request body must be a JSON object", ""));
     };
-    if let Some(unknown) = body.keys().find(|k| *k != "locations") {
+    if let Some(unknown) = body.keys().filter(|k| *k != "locations").min() {
         return Err(invalid(
             "unknown top-level field; the request has only locations",
             unknown,
         ));
     }
-    let Some(Value::Array(items)) = body.remove("locations") else {
+    let locations = body.into_vec().into_iter().rev().find(|(key, _)| key == "locations");
+    let Some((_, Value::Array(items))) = locations else {
         return Err(invalid("locations is required and must be an array", "locations"));
     };
     if items.len() > MAX_ITEMS {

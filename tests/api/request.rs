@@ -111,6 +111,39 @@ async fn the_request_must_have_the_create_shape() {
     }
 }
 
+/// The body reads as JSON defines it: escapes decoded in keys and values; a repeated key counts
+/// once, with its last value (unknown keys: one error each, in byte order, after the known ones).
+#[tokio::test]
+async fn escapes_and_repeated_keys_read_as_json_defines_them() {
+    let app = TestApp::spawn().await;
+    let first = serde_json::to_string(&warehouse(1)).unwrap();
+    // An invalid `name` first, then the item's own, then an escaped key spelling `name` last.
+    let first = first.replacen('{', r#"{"name":7,"#, 1);
+    let first = format!(
+        r#"{},"n\u0061me":"Dock \"B\" \u00e9"}}"#,
+        first.strip_suffix('}').unwrap()
+    );
+    let second = serde_json::to_string(&warehouse(2)).unwrap();
+    let second = format!(r#"{},"zz":1,"aa":2,"zz":3}}"#, second.strip_suffix('}').unwrap());
+    let body = format!(r#"{{"locations":"not these","locations":[{first},{second}]}}"#);
+    let answer = read(raw(&app, Some("application/json"), body)).await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    let results = answer.body["locations"].as_array().unwrap();
+    assert_eq!(results[0]["status"], "ACTIVE", "{:#}", results[0]);
+    assert_eq!(results[0]["name"], "Dock \"B\" \u{e9}");
+    assert_eq!(
+        field_codes(&results[1]),
+        [
+            ("locations[1].aa".to_owned(), "SCHEMA_MISMATCH".to_owned()),
+            ("locations[1].zz".to_owned(), "SCHEMA_MISMATCH".to_owned())
+        ]
+    );
+
+    let answer = read(raw(&app, Some("application/json"), r#"{"z":1,"b":2,"locations":[]}"#)).await;
+    let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST");
+    assert_eq!(details, json!({"field": "b"}));
+}
+
 #[tokio::test]
 async fn more_than_200_locations_is_refused_whole() {
     let app = TestApp::spawn().await;

@@ -8,12 +8,12 @@
 use std::collections::HashMap;
 
 use serde::Serialize;
-use serde_json::Value;
 
 use super::{Location, Status, validate};
 
 use crate::domain::field_error::{FieldCode, FieldError, Path};
 use crate::domain::geo::{self, Neighbour};
+use crate::domain::json::{Value, member};
 
 /// A valid item on its way to the store.
 #[derive(Clone, Debug)]
@@ -281,15 +281,18 @@ fn stored_result(item: Pending, outcome: Outcome) -> ItemResult {
 }
 
 /// The item's `merchant_location_id` when it is a non-empty string.
-fn merchant_location_id(item: &Value) -> Option<&str> {
-    item.get("merchant_location_id")?.as_str().filter(|s| !s.is_empty())
+fn merchant_location_id<'v>(item: &'v Value<'v>) -> Option<&'v str> {
+    member(item, "merchant_location_id")?.as_str().filter(|s| !s.is_empty())
 }
 
 fn failed(item: &Value, errors: Vec<FieldError>) -> ItemResult {
     ItemResult {
         location_id: String::new(),
         merchant_location_id: merchant_location_id(item).map(str::to_owned),
-        name: item.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        name: member(item, "name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
         status: Status::Failed,
         errors,
     }

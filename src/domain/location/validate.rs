@@ -10,8 +10,6 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use serde_json::Value;
-
 use super::schema::{self, Presence, Verdict};
 use super::{
     DatedDay, Limits, Location, LocationType, PaymentMethod, PickupPointType, PickupService, Provider, TypeSet,
@@ -19,7 +17,7 @@ use super::{
 };
 use crate::domain::field_error::{FieldCode, FieldError, FieldErrors, Path};
 use crate::domain::json::{
-    Fields, Text, check_text, expect_array, expect_bool, expect_integer, expect_number, expect_str,
+    Fields, Text, Value, check_text, expect_array, expect_bool, expect_integer, expect_number, expect_str,
 };
 use crate::domain::schedule::{CutoffRule, DaySchedule, parse_day_schedule};
 use crate::domain::wire::WireEnum;
@@ -127,7 +125,7 @@ impl<'v> Item<'v, '_> {
 
     /// §4.5 for an optional field: its value when it is present and allowed; otherwise pushes
     /// `SCHEMA_MISMATCH` (present, not allowed) or `CONDITIONALLY_REQUIRED` (absent, required).
-    fn gate(&mut self, key: &'static str, presence: Presence) -> Option<&'v Value> {
+    fn gate(&mut self, key: &'static str, presence: Presence) -> Option<&'v Value<'v>> {
         let value = self.fields.present(key);
         let Some(types) = self.types else {
             return value;
@@ -254,7 +252,7 @@ impl<'v> Item<'v, '_> {
 
     /// `provider_id` and `provider_location_id`: each requires the other when the other is given
     /// (and the pair is allowed for the item's types).
-    fn paired(&mut self, key: &'static str, partner_given: bool, partner: &str) -> Option<&'v Value> {
+    fn paired(&mut self, key: &'static str, partner_given: bool, partner: &str) -> Option<&'v Value<'v>> {
         let value = self.gate(key, schema::PROVIDER);
         let allowed = self.types.is_none_or(|t| schema::PROVIDER.allowed.intersects(t));
         if self.fields.present(key).is_none() && partner_given && allowed {
