@@ -34,17 +34,40 @@ impl TimeOfDay {
             _ => None,
         }
     }
+
+    /// `HH:MM`, written without the formatting machinery: a location's canonical JSON holds
+    /// dozens of these, and it is built for every item of every create request.
+    fn write(self, out: &mut [u8]) {
+        let (hours, minutes) = (self.0 / 60, self.0 % 60);
+        let digit = |n: u16| b'0' + (n % 10) as u8;
+        out[..5].copy_from_slice(&[
+            digit(hours / 10),
+            digit(hours),
+            b':',
+            digit(minutes / 10),
+            digit(minutes),
+        ]);
+    }
+}
+
+/// The text of `bytes`, which `TimeOfDay::write` filled with ASCII only.
+fn ascii(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or_default()
 }
 
 impl fmt::Display for TimeOfDay {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:02}:{:02}", self.0 / 60, self.0 % 60)
+        let mut text = [0u8; 5];
+        self.write(&mut text);
+        f.write_str(ascii(&text))
     }
 }
 
 impl Serialize for TimeOfDay {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+        let mut text = [0u8; 5];
+        self.write(&mut text);
+        s.serialize_str(ascii(&text))
     }
 }
 
@@ -67,7 +90,10 @@ impl Break {
 
 impl Serialize for Break {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(&format_args!("{}-{}", self.start, self.end))
+        let mut text = *b"HH:MM-HH:MM";
+        self.start.write(&mut text[..5]);
+        self.end.write(&mut text[6..]);
+        s.serialize_str(ascii(&text))
     }
 }
 
@@ -229,6 +255,18 @@ mod tests {
             assert_eq!(TimeOfDay::parse(bad, false), None, "{bad}");
         }
         assert_eq!(TimeOfDay::parse("24:30", true), None);
+    }
+
+    #[test]
+    fn every_time_and_break_writes_back_as_it_was_read() {
+        for minute in 0..=END_OF_DAY {
+            let text = format!("{:02}:{:02}", minute / 60, minute % 60);
+            let time = TimeOfDay::parse(&text, true).unwrap();
+            assert_eq!(time.to_string(), text);
+            assert_eq!(serde_json::to_string(&time).unwrap(), format!("\"{text}\""));
+        }
+        let lunch = Break::parse("09:05-23:59").unwrap();
+        assert_eq!(serde_json::to_string(&lunch).unwrap(), "\"09:05-23:59\"");
     }
 
     #[test]
