@@ -403,7 +403,7 @@ def main():
     p.add_argument("--conns", default="1,4,16,64")
     p.add_argument("--duration", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--reps", type=int, default=2)
+    p.add_argument("--reps", type=int, default=3)
     p.add_argument("--big", type=int, default=1_000_000, help="leaves of the generated taxonomy")
     p.add_argument("--servers", default="ours,ceiling,peer")
     p.add_argument("--workloads", default="create,list-google,list-1m")
