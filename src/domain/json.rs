@@ -90,6 +90,16 @@ pub fn member<'v>(value: &'v Value<'v>, key: &str) -> Option<&'v Value<'v>> {
     last(value.as_object()?, key)
 }
 
+/// Moves the value of `key` out of `object` (the last one, when the key repeats).
+pub fn take_member<'a>(object: ObjectAsVec<'a>, key: &str) -> Option<Value<'a>> {
+    object
+        .into_vec()
+        .into_iter()
+        .rev()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v)
+}
+
 fn last<'v>(object: &'v ObjectAsVec<'v>, key: &str) -> Option<&'v Value<'v>> {
     object.iter().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
 }

@@ -9,7 +9,7 @@ use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
 use crate::app::{AppState, Deadline};
-use crate::domain::json::Value;
+use crate::domain::json::{Value, take_member};
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 
 /// Most items in one create request.
@@ -104,8 +104,7 @@ fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
             unknown,
         ));
     }
-    let locations = body.into_vec().into_iter().rev().find(|(key, _)| key == "locations");
-    let Some((_, Value::Array(items))) = locations else {
+    let Some(Value::Array(items)) = take_member(body, "locations") else {
         return Err(invalid("locations is required and must be an array", "locations"));
     };
     if items.len() > MAX_ITEMS {
