@@ -133,7 +133,8 @@ async fn load_taxonomy(store: &dyn Store) -> Result<Taxonomy, StoreError> {
     store.load_taxonomy().await
 }
 
-/// Background upkeep for as long as it runs: taxonomy refresh, idle rate-limit state.
+/// Background upkeep for as long as it runs: taxonomy refresh, the metrics' pending samples, idle
+/// rate-limit state.
 async fn upkeep(state: AppState) {
     let mut tick = tokio::time::interval(TAXONOMY_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -142,6 +143,11 @@ async fn upkeep(state: AppState) {
         tick.tick().await;
         if let Err(e) = state.refresh_taxonomy().await {
             tracing::warn!(error = %crate::http::error::ErrorChain(&e), "taxonomy refresh failed; serving the previous one");
+        }
+        // The recorder keeps every histogram sample until its upkeep folds them into buckets; a
+        // server nobody scrapes would otherwise grow by every request it answers.
+        if let Some(metrics) = crate::telemetry::metrics() {
+            metrics.run_upkeep();
         }
         if last_forget.elapsed() >= FORGET_IDLE_EVERY {
             state.limits.forget_idle();

@@ -1,11 +1,13 @@
 //! `POST /v1/categories/list` (CONTRACT §5.2–5.3): parse the filter and pagination, answer a
 //! page from the in-memory taxonomy snapshot, with the next cursor and the exact total.
 
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
+use super::body::Pieces;
 use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
@@ -69,32 +71,53 @@ pub async fn list(
     let taxonomy = state.taxonomy.load();
     let page = taxonomy.page(&request.filter, after.as_ref(), request.limit);
 
-    let items_len: usize = page.items.iter().map(|i| i.len() + 1).sum();
-    let mut body = Vec::with_capacity(items_len + 256);
-    body.extend_from_slice(br#"{"categories":["#);
-    for (i, item) in page.items.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        body.extend_from_slice(item);
-    }
-    body.extend_from_slice(br#"],"pagination":{"next_cursor":"#);
+    let mut tail = Vec::with_capacity(160);
+    tail.extend_from_slice(br#"],"pagination":{"next_cursor":"#);
     match &page.next {
         // Cursors are base64url: nothing in them needs escaping.
         Some(resume) => {
-            body.push(b'"');
-            body.extend_from_slice(state.cursors.encode(&digest, resume).as_bytes());
-            body.push(b'"');
+            tail.push(b'"');
+            tail.extend_from_slice(state.cursors.encode(&digest, resume).as_bytes());
+            tail.push(b'"');
         }
-        None => body.extend_from_slice(b"null"),
+        None => tail.extend_from_slice(b"null"),
     }
-    body.extend_from_slice(br#","has_next":"#);
-    body.extend_from_slice(if page.next.is_some() { b"true" } else { b"false" });
-    body.extend_from_slice(br#","total":"#);
-    body.extend_from_slice(page.total.to_string().as_bytes());
-    body.extend_from_slice(b"}}");
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    tail.extend_from_slice(br#","has_next":"#);
+    tail.extend_from_slice(if page.next.is_some() { b"true" } else { b"false" });
+    tail.extend_from_slice(br#","total":"#);
+    tail.extend_from_slice(page.total.to_string().as_bytes());
+    tail.extend_from_slice(b"}}");
+
+    let mut body = Pieces::with_capacity(2 * SHARED_RUNS + 1);
+    body.push(Bytes::from_static(HEAD));
+    if page.run_count() <= SHARED_RUNS {
+        // A page of neighbours in the arena: sent from the snapshot itself.
+        for (i, run) in page.shared_runs().enumerate() {
+            if i > 0 {
+                body.push(Bytes::from_static(b","));
+            }
+            body.push(run);
+        }
+    } else {
+        // Scattered (a filtered list): one copy beats many tiny buffers.
+        let inside: usize = page.runs().map(|run| run.len() + 1).sum();
+        let mut items = Vec::with_capacity(inside);
+        for (i, run) in page.runs().enumerate() {
+            if i > 0 {
+                items.push(b',');
+            }
+            items.extend_from_slice(run);
+        }
+        body.push(items);
+    }
+    body.push(tail);
+    Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
+
+const HEAD: &[u8] = br#"{"categories":["#;
+
+/// Up to this many runs of the arena a page is sent as they are; more are copied into one buffer.
+const SHARED_RUNS: usize = 4;
 
 /// A list request after the request-level checks of CONTRACT §3 and §5.2.
 #[derive(Debug)]

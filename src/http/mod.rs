@@ -1,5 +1,6 @@
 //! The HTTP layer: thin handlers over the domain and the store.
 
+pub mod body;
 pub mod categories;
 pub mod error;
 pub mod extract;

@@ -10,10 +10,14 @@
 //!
 //! A page is a binary search for the cursor's key (O(log n)) and a slice of `limit` ranks;
 //! `total` is the list's length. Each category's JSON is serialised once, when the snapshot is
-//! built, into one arena, so a page is written by concatenation.
+//! built, into one shared arena, each object followed by a comma. The store hands categories over
+//! in list order, so neighbours in a list are neighbours in the arena: a page of an unfiltered
+//! list is one run of the arena, already comma-joined, and is sent without being copied.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
+use bytes::Bytes;
 use sha2::{Digest, Sha256};
 
 use super::{Category, CategoryStatus, OrderKey, order};
@@ -116,6 +120,7 @@ fn variant_matches(variant: usize, status: CategoryStatus, leaf: bool) -> bool {
 /// would make a category unreachable by `parent_id` but still listed.
 pub struct Builder {
     taxonomy: Taxonomy,
+    json: Vec<u8>,
     parents: Vec<Option<Box<str>>>,
 }
 
@@ -126,22 +131,25 @@ impl Builder {
                 version,
                 ..Taxonomy::default()
             },
+            json: Vec::new(),
             parents: Vec::new(),
         }
     }
 
     pub fn push(&mut self, category: Category) {
-        let t = &mut self.taxonomy;
-        let json_start = t.json.len();
+        let (t, json) = (&mut self.taxonomy, &mut self.json);
+        let json_start = json.len();
         // Serialising plain data into a Vec cannot fail.
-        if serde_json::to_writer(&mut t.json, &category).is_err() {
-            t.json.truncate(json_start);
-            t.json.extend_from_slice(b"{}");
+        if serde_json::to_writer(&mut *json, &category).is_err() {
+            json.truncate(json_start);
+            json.extend_from_slice(b"{}");
         }
+        let json_len = json.len() - json_start;
+        json.push(b',');
         let id_start = t.ids.len();
         t.ids.push_str(&category.id);
         t.entries.push(Entry {
-            json: span(json_start, t.json.len() - json_start),
+            json: span(json_start, json_len),
             id: span(id_start, category.id.len()),
             sort_order: category.sort_order,
             status: category.status,
@@ -153,9 +161,11 @@ impl Builder {
     pub fn finish(self) -> Taxonomy {
         let Builder {
             taxonomy: mut t,
+            mut json,
             mut parents,
         } = self;
-        t.json.shrink_to_fit();
+        json.shrink_to_fit();
+        t.json = Bytes::from(json);
         t.ids.shrink_to_fit();
         let n = t.entries.len();
         // Into list order: ranks are positions in it.
@@ -237,11 +247,11 @@ impl Groups {
     }
 }
 
-/// One page of a list.
+/// One page of a list: its categories' JSON objects in order, as runs of the snapshot's arena.
 #[derive(Debug)]
 pub struct Page<'a> {
-    /// Each category's JSON object (UTF-8).
-    pub items: Vec<&'a [u8]>,
+    arena: &'a Bytes,
+    runs: Vec<Range<usize>>,
     pub total: usize,
     /// Where this page ended, when more items follow.
     pub next: Option<Resume>,
@@ -261,9 +271,9 @@ pub struct Resume {
 pub struct Taxonomy {
     version: i64,
     entries: Vec<Entry>,
-    /// Every category's JSON object, one after another in list order (bytes: a page copies them
-    /// without looking into them).
-    json: Vec<u8>,
+    /// Every category's JSON object (UTF-8), each followed by a comma, in the order the store
+    /// handed them over (list order); a page shares it without looking into it.
+    json: Bytes,
     ids: String,
     /// Ranks sorted by id bytes, for lookups by id.
     by_id: Vec<u32>,
@@ -274,7 +284,9 @@ pub struct Taxonomy {
 impl Taxonomy {
     /// Builds the snapshot of stored `version` from a whole set (see [`Builder`] to build it
     /// row by row instead).
-    pub fn build(version: i64, categories: Vec<Category>) -> Taxonomy {
+    pub fn build(version: i64, mut categories: Vec<Category>) -> Taxonomy {
+        // In list order, so that neighbours share the arena (see the module's note).
+        categories.sort_unstable_by(|a, b| order(a.sort_order, &a.id, b.sort_order, &b.id));
         let mut builder = Builder::new(version);
         for category in categories {
             builder.push(category);
@@ -300,11 +312,6 @@ impl Taxonomy {
 
     fn id_at(&self, s: Span) -> &str {
         &self.ids[s.start as usize..(s.start + s.len) as usize]
-    }
-
-    fn object(&self, rank: u32) -> &[u8] {
-        let s = self.entries[rank as usize].json;
-        &self.json[s.start as usize..(s.start + s.len) as usize]
     }
 
     fn rank_of(&self, id: &str) -> Option<u32> {
@@ -369,10 +376,44 @@ impl Taxonomy {
             position: u32::try_from(end - 1).ok(),
         });
         Page {
-            items: page.iter().map(|&r| self.object(r)).collect(),
+            arena: &self.json,
+            runs: self.runs(page),
             total: list.len(),
             next,
         }
+    }
+
+    /// The arena ranges holding the objects of `ranks`, in order: neighbours in the arena (one
+    /// comma apart) share a range.
+    fn runs(&self, ranks: &[u32]) -> Vec<Range<usize>> {
+        let mut runs: Vec<Range<usize>> = Vec::new();
+        for &r in ranks {
+            let s = self.entries[r as usize].json;
+            let (start, end) = (s.start as usize, (s.start + s.len) as usize);
+            match runs.last_mut() {
+                Some(run) if run.end + 1 == start => run.end = end,
+                _ => runs.push(start..end),
+            }
+        }
+        runs
+    }
+}
+
+impl Page<'_> {
+    /// How many runs the page is made of: one for a page of neighbours.
+    pub fn run_count(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The runs, each one or more JSON objects joined by commas: joined by commas in turn, they
+    /// are the inside of the page's JSON array.
+    pub fn runs(&self) -> impl Iterator<Item = &[u8]> {
+        self.runs.iter().map(|r| &self.arena[r.clone()])
+    }
+
+    /// The runs as [`Self::runs`], sharing the arena instead of borrowing it.
+    pub fn shared_runs(&self) -> impl Iterator<Item = Bytes> {
+        self.runs.iter().map(|r| self.arena.slice(r.clone()))
     }
 }
 
@@ -405,15 +446,10 @@ mod tests {
     }
 
     fn ids(page: &Page<'_>) -> Vec<String> {
-        page.items
-            .iter()
-            .map(|j| {
-                serde_json::from_slice::<serde_json::Value>(j).unwrap_or_default()["id"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_owned()
-            })
-            .collect()
+        let inside: Vec<&[u8]> = page.runs().collect();
+        let array = [&b"["[..], &inside.join(&b","[..]), b"]"].concat();
+        let items: Vec<serde_json::Value> = serde_json::from_slice(&array).unwrap();
+        items.iter().map(|j| j["id"].as_str().unwrap().to_owned()).collect()
     }
 
     #[test]
@@ -431,6 +467,12 @@ mod tests {
         );
         let all = Filter::new(None, false, None, None);
         assert_eq!(ids(&t.page(&all, None, 10)), ["r1", "r2", "b", "c", "a"]);
+        assert_eq!(t.page(&all, None, 10).run_count(), 1, "neighbours share one run");
+        let of_r1 = t.page(&Filter::new(None, false, Some("r1".into()), None), None, 10);
+        assert_eq!(
+            (ids(&of_r1), of_r1.run_count()),
+            (vec!["b".to_owned(), "a".to_owned()], 2)
+        );
         let first = t.page(&all, None, 2);
         assert_eq!(first.total, 5);
         let second = t.page(&all, first.next.as_ref(), 2);
@@ -479,6 +521,52 @@ mod tests {
             t.page(&Filter::new(None, false, Some("nope".into()), None), None, 10)
                 .total,
             0
+        );
+    }
+
+    #[test]
+    fn categories_handed_over_in_any_order_page_the_same() {
+        use CategoryStatus::*;
+        let categories = || {
+            (0..40).map(|i| {
+                let parent = (i >= 4).then(|| format!("p{}", i % 4));
+                let id = if i < 4 { format!("p{i}") } else { format!("c{i:02}") };
+                cat(
+                    &id,
+                    parent.as_deref(),
+                    (i % 3 != 0).then_some(i % 5),
+                    i >= 4,
+                    if i % 7 == 0 { Disabled } else { Active },
+                )
+            })
+        };
+        let in_order = Taxonomy::build(1, categories().collect());
+        let mut scattered = Builder::new(1);
+        categories().rev().for_each(|c| scattered.push(c));
+        let scattered = scattered.finish();
+        for filter in [
+            Filter::new(None, false, None, None),
+            Filter::new(Some(Active), true, None, None),
+            Filter::new(None, false, Some("p1".into()), None),
+            Filter::new(None, false, None, Some(vec!["c09".into(), "p0".into(), "c33".into()])),
+        ] {
+            let (mut a, mut b) = (in_order.page(&filter, None, 7), scattered.page(&filter, None, 7));
+            loop {
+                assert_eq!((ids(&a), a.total), (ids(&b), b.total), "{filter:?}");
+                assert_eq!(a.next, b.next);
+                let Some(next) = a.next.clone() else { break };
+                (a, b) = (
+                    in_order.page(&filter, Some(&next), 7),
+                    scattered.page(&filter, Some(&next), 7),
+                );
+            }
+        }
+        let all = Filter::new(None, false, None, None);
+        assert_eq!(in_order.page(&all, None, 40).run_count(), 1);
+        assert_eq!(
+            scattered.page(&all, None, 40).run_count(),
+            40,
+            "no two neighbours share the arena"
         );
     }
 
