@@ -1,6 +1,8 @@
 """The benchmark's peer: the two endpoints as a team would otherwise write them, in FastAPI +
-pydantic v2 on uvicorn. Typed models of the same shapes, the same SQLite schema (a database
-created by `storefront`), one transaction per create request. A small, honest reference, not a
+pydantic v2 on uvicorn, installed as FastAPI's documentation installs it (`uvicorn[standard]`:
+uvloop and httptools). Typed models of the same shapes, requests and answers (answers through
+`response_model`, so pydantic serialises them), the same SQLite schema (a database created by
+`storefront`), one transaction per create request. A small, honest reference, not a
 full implementation: it validates with pydantic and the same per-item store steps (retry lookup,
 neighbour scan, insert), but does not reproduce every rule of the contract.
 
@@ -138,7 +140,19 @@ def haversine(lat1, lon1, lat2, lon2):
     return 2 * 6371008.8 * math.asin(min(1.0, math.sqrt(a)))
 
 
-@app.post("/v1/location/create")
+class ItemResult(BaseModel):
+    location_id: str
+    merchant_location_id: Optional[str]
+    name: str
+    status: str
+    errors: list[dict]
+
+
+class CreateResponse(BaseModel):
+    locations: list[ItemResult]
+
+
+@app.post("/v1/location/create", response_model=CreateResponse)
 def create(request: CreateRequest, authorization: Optional[str] = Header(None)):
     merchant = authenticate(authorization)
     c = conn()
@@ -192,7 +206,32 @@ def row_to_category(r):
             "is_digital": None if r[9] is None else bool(r[9]), "status": r[10]}
 
 
-@app.post("/v1/categories/list")
+class CategoryOut(BaseModel):
+    id: str
+    name: str
+    slug: str
+    parent_id: Optional[str]
+    leaf: bool
+    sort_order: Optional[int]
+    icon_url: Optional[str]
+    description: Optional[str]
+    is_service: Optional[bool]
+    is_digital: Optional[bool]
+    status: str
+
+
+class PageInfo(BaseModel):
+    next_cursor: Optional[str]
+    has_next: bool
+    total: int
+
+
+class ListResponse(BaseModel):
+    categories: list[CategoryOut]
+    pagination: PageInfo
+
+
+@app.post("/v1/categories/list", response_model=ListResponse)
 def list_categories(request: Optional[ListRequest] = None, authorization: Optional[str] = Header(None)):
     authenticate(authorization)
     request = request or ListRequest()
