@@ -355,7 +355,8 @@ def report(results, cfg, cold, command):
              "Servers: **ours** (`target/release/storefront serve --rate-limit 0`: SQLite, WAL, `synchronous=FULL`, "
              "all validation on, logs on); **ceiling** (`benches/ceiling.rs`: the same axum/tokio, answers "
              "pre-serialised, create only parses the body into `serde_json::Value`); **peer** (`benches/peer/app.py`: "
-             "FastAPI + pydantic v2 on uvicorn, 2 workers, the same SQLite schema, one transaction per request).",
+             "FastAPI + pydantic v2, typed request and answer models, on `uvicorn[standard]` (uvloop, httptools), "
+             "2 workers, the same SQLite schema, one transaction per request).",
              ""]
     for workload, title in [("create", "Create: 200 distinct, valid locations per request (about 300 KB)"),
                             ("list-google", "List: 100-item pages at random positions, Google taxonomy (5,582 categories)"),
