@@ -90,26 +90,8 @@ pub async fn list(
 
     let mut body = Pieces::with_capacity(2 * SHARED_RUNS + 1);
     body.push(Bytes::from_static(HEAD));
-    if page.run_count() <= SHARED_RUNS {
-        // A page of neighbours in the arena: sent from the snapshot itself.
-        for (i, run) in page.shared_runs().enumerate() {
-            if i > 0 {
-                body.push(Bytes::from_static(b","));
-            }
-            body.push(run);
-        }
-    } else {
-        // Scattered (a filtered list): one copy beats many tiny buffers.
-        let inside: usize = page.runs().map(|run| run.len() + 1).sum();
-        let mut items = Vec::with_capacity(inside);
-        for (i, run) in page.runs().enumerate() {
-            if i > 0 {
-                items.push(b',');
-            }
-            items.extend_from_slice(run);
-        }
-        body.push(items);
-    }
+    // A page of neighbours in the arena is sent from the snapshot itself.
+    page.inside(SHARED_RUNS).into_iter().for_each(|part| body.push(part));
     body.push(tail);
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
