@@ -27,6 +27,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_swagger_ui::SwaggerUi;
 
@@ -180,8 +181,12 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async { ApiError::method_not_allowed() })
         .with_state(state.clone())
-        .layer(CatchPanicLayer::custom(panic_response))
-        .layer(middleware::from_fn_with_state(state, observe))
+        // One layer of the two (a layer of a router wraps, and boxes, every route once more).
+        .layer(
+            ServiceBuilder::new()
+                .layer(middleware::from_fn_with_state(state, observe))
+                .layer(CatchPanicLayer::custom(panic_response)),
+        )
 }
 
 /// The route a request matched (its path template), or `unmatched`: the label of logs and metrics.

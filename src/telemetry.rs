@@ -1,5 +1,6 @@
 //! Logging: `tracing` to stderr, pretty on a terminal, one JSON object per line otherwise.
 
+use std::cell::RefCell;
 use std::fmt::{self, Write as _};
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -11,7 +12,6 @@ use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::format::{self, FormatEvent, FormatFields};
-use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, MakeWriter};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -58,8 +58,10 @@ where
 {
     fn format_event(&self, _: &FmtContext<'_, S, N>, mut w: format::Writer<'_>, event: &Event<'_>) -> fmt::Result {
         w.write_str("{\"timestamp\":\"")?;
-        SystemTime.format_time(&mut w)?;
-        write!(w, "\",\"level\":\"{}\"", event.metadata().level())?;
+        write_timestamp(&mut w, std::time::SystemTime::now())?;
+        w.write_str("\",\"level\":\"")?;
+        w.write_str(event.metadata().level().as_str())?;
+        w.write_char('"')?;
         let mut fields = JsonFields {
             w: &mut w,
             result: Ok(()),
@@ -128,6 +130,43 @@ impl Visit for JsonFields<'_, '_> {
     }
 }
 
+/// `at` in RFC 3339, UTC, to the microsecond: `2026-11-21T14:07:07.784157Z`. The date and the
+/// time of day change once a second, so each thread formats them once a second; a line then
+/// costs six digits.
+fn write_timestamp(w: &mut impl fmt::Write, at: std::time::SystemTime) -> fmt::Result {
+    thread_local! {
+        static SECOND: RefCell<(Option<u64>, String)> = const { RefCell::new((None, String::new())) };
+    }
+    let since_epoch = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let second = since_epoch.as_secs();
+    SECOND.with_borrow_mut(|(formatted, prefix)| {
+        if *formatted != Some(second) {
+            let t = time::OffsetDateTime::from(at);
+            prefix.clear();
+            write!(
+                prefix,
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.",
+                t.year(),
+                u8::from(t.month()),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second()
+            )?;
+            *formatted = Some(second);
+        }
+        w.write_str(prefix)
+    })?;
+    let mut micros = since_epoch.subsec_micros();
+    let mut digits = [b'0'; 6];
+    for digit in digits.iter_mut().rev() {
+        *digit = b'0' + (micros % 10) as u8;
+        micros /= 10;
+    }
+    digits.iter().try_for_each(|&d| w.write_char(char::from(d)))?;
+    w.write_char('Z')
+}
+
 fn json_str(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
     w.write_char('"')?;
     JsonEscaped(&mut *w).write_str(s)?;
@@ -139,24 +178,26 @@ struct JsonEscaped<W>(W);
 
 impl<W: fmt::Write> fmt::Write for JsonEscaped<W> {
     fn write_str(&mut self, s: &str) -> fmt::Result {
+        // Byte by byte: everything to escape is ASCII, so every byte escaped is a whole character
+        // and the runs between them are whole UTF-8.
         let mut plain = 0;
-        for (i, c) in s.char_indices() {
-            let escape = match c {
-                '"' => "\\\"",
-                '\\' => "\\\\",
-                '\n' => "\\n",
-                '\r' => "\\r",
-                '\t' => "\\t",
-                c if c < ' ' => "",
+        for (i, &b) in s.as_bytes().iter().enumerate() {
+            let escape = match b {
+                b'"' => "\\\"",
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                b'\r' => "\\r",
+                b'\t' => "\\t",
+                0..0x20 => "",
                 _ => continue,
             };
             self.0.write_str(&s[plain..i])?;
             if escape.is_empty() {
-                write!(self.0, "\\u{:04x}", u32::from(c))?;
+                write!(self.0, "\\u{b:04x}")?;
             } else {
                 self.0.write_str(escape)?;
             }
-            plain = i + c.len_utf8();
+            plain = i + 1;
         }
         self.0.write_str(&s[plain..])
     }
@@ -362,6 +403,22 @@ mod tests {
         fn text(&self) -> String {
             String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
         }
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_in_utc_to_the_microsecond_from_one_second_to_the_next() {
+        let at =
+            |secs: u64, micros: u64| std::time::UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros);
+        let text = |t| {
+            let mut s = String::new();
+            write_timestamp(&mut s, t).unwrap();
+            s
+        };
+        assert_eq!(text(at(1_795_789_627, 42)), "2026-11-27T14:27:07.000042Z");
+        assert_eq!(text(at(1_795_789_627, 999_999)), "2026-11-27T14:27:07.999999Z");
+        assert_eq!(text(at(1_795_789_628, 0)), "2026-11-27T14:27:08.000000Z");
+        assert_eq!(text(at(951_782_400, 123_456)), "2000-02-29T00:00:00.123456Z");
+        assert_eq!(text(at(1_795_789_627, 7)), "2026-11-27T14:27:07.000007Z");
     }
 
     #[test]
