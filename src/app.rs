@@ -225,17 +225,18 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let latency = started.elapsed();
     let status = response.status().as_u16();
     record_metrics(route.clone(), status, latency);
-    let merchant = response.extensions().get::<ServedMerchant>().map(|m| m.0.as_str());
-    tracing::info!(
-        target: "storefront::access",
-        method = method.as_str(),
-        route,
+    crate::telemetry::Access {
+        method: method.as_str(),
+        route: &route,
         status,
-        latency_ms = latency.as_secs_f64() * 1000.0,
-        request_id = id,
-        merchant_id = merchant.unwrap_or_default(),
-        "served"
-    );
+        latency,
+        request_id: &id,
+        merchant_id: response
+            .extensions()
+            .get::<ServedMerchant>()
+            .map_or("", |m| m.0.as_str()),
+    }
+    .log();
     response
 }
 

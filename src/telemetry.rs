@@ -41,9 +41,79 @@ pub fn init(format: Option<LogFormat>) -> LogSink {
             .log_internal_errors(false)
             .event_format(JsonLines)
             .with_env_filter(filter())
-            .try_init(),
+            .try_init()
+            .map(|()| {
+                let _ = JSON_LINES.set(sink.writer());
+            }),
     };
     sink
+}
+
+/// Where JSON lines go once `init` has installed the JSON format: [`Access::log`] writes there
+/// itself.
+static JSON_LINES: OnceLock<SinkWriter> = OnceLock::new();
+
+/// The access log's line for one answered request: `storefront::access` at INFO, message `served`.
+pub struct Access<'a> {
+    pub method: &'a str,
+    /// The path template matched, or `unmatched`.
+    pub route: &'a str,
+    pub status: u16,
+    pub latency: Duration,
+    pub request_id: &'a str,
+    /// Empty when no merchant was authenticated.
+    pub merchant_id: &'a str,
+}
+
+impl Access<'_> {
+    /// Logs the line, when `RUST_LOG` lets `storefront::access` through at INFO. In JSON it is
+    /// written straight into the sink, in the shape [`JsonLines`] gives every event, without
+    /// tracing's field visitor: it is the one line written for every request, and through the
+    /// visitor it cost a fifth of a list request's CPU.
+    pub fn log(&self) {
+        if !tracing::enabled!(target: "storefront::access", tracing::Level::INFO) {
+            return;
+        }
+        match JSON_LINES.get() {
+            Some(sink) => sink.append(self.json_line(std::time::SystemTime::now()).as_bytes()),
+            None => tracing::info!(
+                target: "storefront::access",
+                method = self.method,
+                route = self.route,
+                status = self.status,
+                latency_ms = self.latency.as_secs_f64() * 1000.0,
+                request_id = self.request_id,
+                merchant_id = self.merchant_id,
+                "served"
+            ),
+        }
+    }
+
+    fn json_line(&self, at: std::time::SystemTime) -> String {
+        let mut line = String::with_capacity(384);
+        // Writing into a `String` does not fail.
+        let _ = self.write_json(&mut line, at);
+        line
+    }
+
+    fn write_json(&self, w: &mut String, at: std::time::SystemTime) -> fmt::Result {
+        w.push_str("{\"timestamp\":\"");
+        write_timestamp(w, at)?;
+        w.push_str("\",\"level\":\"INFO\",\"message\":\"served\",\"method\":");
+        json_str(w, self.method)?;
+        w.push_str(",\"route\":");
+        json_str(w, self.route)?;
+        write!(w, ",\"status\":{},\"latency_ms\":", self.status)?;
+        // Milliseconds to the nanosecond, without floating point.
+        let nanos = self.latency.as_nanos();
+        write!(w, "{}.{:06}", nanos / 1_000_000, nanos % 1_000_000)?;
+        w.push_str(",\"request_id\":");
+        json_str(w, self.request_id)?;
+        w.push_str(",\"merchant_id\":");
+        json_str(w, self.merchant_id)?;
+        w.push_str(",\"target\":\"storefront::access\"}\n");
+        Ok(())
+    }
 }
 
 /// One JSON object per event and line: `timestamp` (RFC 3339, UTC, µs), `level`, the event's
@@ -177,31 +247,39 @@ fn json_str(w: &mut impl fmt::Write, s: &str) -> fmt::Result {
 struct JsonEscaped<W>(W);
 
 impl<W: fmt::Write> fmt::Write for JsonEscaped<W> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        // Byte by byte: everything to escape is ASCII, so every byte escaped is a whole character
-        // and the runs between them are whole UTF-8.
-        let mut plain = 0;
-        for (i, &b) in s.as_bytes().iter().enumerate() {
-            let escape = match b {
-                b'"' => "\\\"",
-                b'\\' => "\\\\",
-                b'\n' => "\\n",
-                b'\r' => "\\r",
-                b'\t' => "\\t",
-                0..0x20 => "",
-                _ => continue,
-            };
-            self.0.write_str(&s[plain..i])?;
-            if escape.is_empty() {
-                write!(self.0, "\\u{b:04x}")?;
-            } else {
-                self.0.write_str(escape)?;
+    fn write_str(&mut self, mut s: &str) -> fmt::Result {
+        // Everything to escape is ASCII, so each byte escaped is a whole character and the runs
+        // between them are whole UTF-8; the runs are found by table, a byte at a time.
+        while let Some(at) = s.bytes().position(|b| ESCAPED[usize::from(b)]) {
+            let (run, rest) = s.split_at(at);
+            self.0.write_str(run)?;
+            let b = rest.as_bytes()[0];
+            match b {
+                b'"' => self.0.write_str("\\\"")?,
+                b'\\' => self.0.write_str("\\\\")?,
+                b'\n' => self.0.write_str("\\n")?,
+                b'\r' => self.0.write_str("\\r")?,
+                b'\t' => self.0.write_str("\\t")?,
+                _ => write!(self.0, "\\u{b:04x}")?,
             }
-            plain = i + 1;
+            s = &rest[1..];
         }
-        self.0.write_str(&s[plain..])
+        self.0.write_str(s)
     }
 }
+
+/// The bytes a JSON string cannot hold as they are: `"`, `\\` and the controls below U+0020.
+const ESCAPED: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        table[b] = true;
+        b += 1;
+    }
+    table[b'"' as usize] = true;
+    table[b'\\' as usize] = true;
+    table
+};
 
 /// A batch is written once it holds this many bytes...
 const FLUSH_AT: usize = 64 * 1024;
@@ -321,8 +399,15 @@ fn write_batches(shared: &Shared) {
 #[derive(Clone)]
 pub struct SinkWriter(Arc<Shared>);
 
-impl Write for SinkWriter {
-    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+impl SinkWriter {
+    /// Appends one whole line.
+    fn append(&self, line: &[u8]) {
+        // Only the sink's own `out` can fail, and only once the sink is closing; the line is then lost,
+        // never the server.
+        let _ = self.write_line(line);
+    }
+
+    fn write_line(&self, line: &[u8]) -> std::io::Result<usize> {
         let shared = &self.0;
         let mut pending = shared.lock();
         while pending.lines.len() >= MAX_PENDING && !pending.closing {
@@ -342,6 +427,12 @@ impl Write for SinkWriter {
             shared.wake.notify_one();
         }
         Ok(line.len())
+    }
+}
+
+impl Write for SinkWriter {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        self.write_line(line)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -419,6 +510,52 @@ mod tests {
         assert_eq!(text(at(1_795_789_628, 0)), "2026-11-27T14:27:08.000000Z");
         assert_eq!(text(at(951_782_400, 123_456)), "2000-02-29T00:00:00.123456Z");
         assert_eq!(text(at(1_795_789_627, 7)), "2026-11-27T14:27:07.000007Z");
+    }
+
+    #[test]
+    fn the_access_line_written_straight_is_the_line_tracing_would_write() {
+        let access = Access {
+            method: "POST",
+            route: "/v1/categories/list",
+            status: 200,
+            latency: Duration::from_nanos(2_417_568),
+            request_id: "a client's \"id\"\twith\u{1}controls, é and \\",
+            merchant_id: "01a1fe4e-1308-7249-bb05-0ba17e94836f",
+        };
+        let out = Shared::default();
+        let subscriber = tracing_subscriber::fmt()
+            .event_format(JsonLines)
+            .with_writer({
+                let out = out.clone();
+                move || out.clone()
+            })
+            .finish();
+        // Unit tests install no JSON sink, so this line goes through tracing and `JsonLines`.
+        tracing::subscriber::with_default(subscriber, || access.log());
+        let traced = out.text();
+        let at = std::time::UNIX_EPOCH + Duration::from_secs(1_795_789_627);
+        let straight = access.json_line(at);
+        assert!(traced.ends_with('\n') && straight.ends_with('\n'), "{traced}{straight}");
+        assert_eq!((traced.lines().count(), straight.lines().count()), (1, 1));
+        let keys = |line: &str| -> Vec<String> {
+            let object: serde_json_borrow::Value = serde_json::from_str(line).unwrap();
+            object.as_object().unwrap().iter().map(|(k, _)| k.to_owned()).collect()
+        };
+        assert_eq!(keys(&straight), keys(&traced));
+        let (mut straight, mut traced): (serde_json::Value, serde_json::Value) = (
+            serde_json::from_str(&straight).unwrap(),
+            serde_json::from_str(&traced).unwrap(),
+        );
+        assert_eq!(straight["timestamp"], "2026-11-27T14:27:07.000000Z");
+        assert_eq!(straight["latency_ms"].as_f64(), Some(2.417568));
+        assert!((traced["latency_ms"].as_f64().unwrap() - 2.417568).abs() < 1e-9);
+        assert_eq!(straight["request_id"], access.request_id);
+        for line in [&mut straight, &mut traced] {
+            let object = line.as_object_mut().unwrap();
+            object.remove("timestamp");
+            object.remove("latency_ms");
+        }
+        assert_eq!(straight, traced);
     }
 
     #[test]
