@@ -496,6 +496,20 @@ mod tests {
         }
     }
 
+    /// What `log` writes through a subscriber formatting with [`JsonLines`].
+    fn json_lines_of(log: impl FnOnce()) -> String {
+        let out = Shared::default();
+        let subscriber = tracing_subscriber::fmt()
+            .event_format(JsonLines)
+            .with_writer({
+                let out = out.clone();
+                move || out.clone()
+            })
+            .finish();
+        tracing::subscriber::with_default(subscriber, log);
+        out.text()
+    }
+
     #[test]
     fn timestamps_are_rfc3339_in_utc_to_the_microsecond_from_one_second_to_the_next() {
         let at =
@@ -522,17 +536,8 @@ mod tests {
             request_id: "a client's \"id\"\twith\u{1}controls, é and \\",
             merchant_id: "01a1fe4e-1308-7249-bb05-0ba17e94836f",
         };
-        let out = Shared::default();
-        let subscriber = tracing_subscriber::fmt()
-            .event_format(JsonLines)
-            .with_writer({
-                let out = out.clone();
-                move || out.clone()
-            })
-            .finish();
         // Unit tests install no JSON sink, so this line goes through tracing and `JsonLines`.
-        tracing::subscriber::with_default(subscriber, || access.log());
-        let traced = out.text();
+        let traced = json_lines_of(|| access.log());
         let at = std::time::UNIX_EPOCH + Duration::from_secs(1_795_789_627);
         let straight = access.json_line(at);
         assert!(traced.ends_with('\n') && straight.ends_with('\n'), "{traced}{straight}");
@@ -560,21 +565,12 @@ mod tests {
 
     #[test]
     fn json_lines_carry_every_field_escaped_in_the_flattened_shape() {
-        let out = Shared::default();
-        let subscriber = tracing_subscriber::fmt()
-            .event_format(JsonLines)
-            .with_writer({
-                let out = out.clone();
-                move || out.clone()
-            })
-            .finish();
-        tracing::subscriber::with_default(subscriber, || {
+        let text = json_lines_of(|| {
             let tricky = "a \"quote\", a \\ backslash,\na newline, a \u{1} control, é and 🦀";
             tracing::info!(target: "storefront::access", method = %"POST", status = 200u16, latency_ms = 0.25,
                            ratio = f64::NAN, ok = true, delta = -3i64, note = tricky, "served");
             tracing::warn!(error = ?Some("x\"y"), "went \"wrong\"");
         });
-        let text = out.text();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
         let first: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
