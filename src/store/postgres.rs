@@ -127,8 +127,7 @@ async fn neighbours(
     let stmt = client
         .prepare_cached(
             "SELECT location_id, latitude, longitude, types, seq FROM locations \
-             WHERE merchant_pk = $1 AND band = $2 AND longitude BETWEEN $3 AND $4 \
-             AND status IN ('ACTIVE', 'QUARANTINE')",
+             WHERE merchant_pk = $1 AND band = $2 AND longitude BETWEEN $3 AND $4 AND status = ANY($5)",
         )
         .await?;
     let mut scans = Vec::new();
@@ -137,9 +136,11 @@ async fn neighbours(
             scans.push((band, *west, *east));
         }
     }
-    let params: Vec<[&(dyn ToSql + Sync); 4]> = scans
+    let live = Status::LIVE.map(Status::as_str);
+    let live = &live[..];
+    let params: Vec<[&(dyn ToSql + Sync); 5]> = scans
         .iter()
-        .map(|(band, west, east)| [&merchant_pk as &(dyn ToSql + Sync), band, west, east])
+        .map(|(band, west, east)| [&merchant_pk as &(dyn ToSql + Sync), band, west, east, &live])
         .collect();
     let results = try_join_all(params.iter().map(|p| client.query(&stmt, p))).await?;
     Ok(results

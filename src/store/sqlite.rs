@@ -390,73 +390,89 @@ impl std::fmt::Display for SharedError {
 
 impl std::error::Error for SharedError {}
 
+/// One create request inside the group's transaction: fetch what the domain's decision needs (the
+/// stored rows with the items' `merchant_location_id`s, the live neighbours of each new item),
+/// let `batch::decide` decide, write what it decided.
 fn create_in_tx(
     tx: &Connection,
     merchant_pk: i64,
     items: &[NewLocation],
     failpoint: &AtomicU64,
 ) -> Result<Vec<Outcome>, StoreError> {
-    let mut outcomes = Vec::with_capacity(items.len());
+    let mut stored = HashMap::new();
+    let mut by_id = tx.prepare_cached(
+        "SELECT location_id, status, body FROM locations WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
+    )?;
+    for mlid in items.iter().filter_map(|i| i.location.merchant_location_id.as_deref()) {
+        let row = by_id
+            .query_row(params![merchant_pk, mlid], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+            })
+            .optional()?;
+        if let Some((location_id, status, canonical)) = row {
+            let status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+            stored.insert(
+                mlid.to_owned(),
+                Stored {
+                    location_id,
+                    status,
+                    canonical,
+                },
+            );
+        }
+    }
+    let mut nearby = Vec::with_capacity(items.len());
     for item in items {
-        let location = &item.location;
-        if let Some(mlid) = &location.merchant_location_id {
-            let stored = tx
-                .prepare_cached(
-                    "SELECT location_id, status, body FROM locations \
-                     WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
-                )?
-                .query_row(params![merchant_pk, mlid], |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
-                })
-                .optional()?;
-            if let Some((location_id, status, canonical)) = stored {
-                let status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
-                outcomes.push(
-                    Stored {
-                        location_id,
-                        status,
-                        canonical,
-                    }
-                    .outcome_for(&item.canonical),
-                );
-                continue;
-            }
-        }
+        let is_retry = item
+            .location
+            .merchant_location_id
+            .as_ref()
+            .is_some_and(|id| stored.contains_key(id));
+        nearby.push(if is_retry {
+            Vec::new()
+        } else {
+            neighbours(tx, merchant_pk, item.location.latitude, item.location.longitude)?
+        });
+    }
 
-        let neighbours = neighbours(tx, merchant_pk, location.latitude, location.longitude)?;
-        let (status, quarantined_by) = batch::placement(location, neighbours);
-        let location_id = uuid::Uuid::now_v7().to_string();
-        let armed = failpoint.load(Ordering::SeqCst);
-        if armed == 1 {
-            failpoint.store(0, Ordering::SeqCst);
-            return Err(StoreError::Backend(
-                "injected failure (failpoint): database or disk is full".into(),
-            ));
-        } else if armed > 1 {
-            failpoint.store(armed - 1, Ordering::SeqCst);
-        }
-        tx.prepare_cached(
-            "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
-             latitude, longitude, band, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-        )?
-        .execute(params![
-            location_id,
+    let (outcomes, inserts) = batch::decide(items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
+    let now = now_ms();
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
+         latitude, longitude, band, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    for new in &inserts {
+        fire(failpoint)?;
+        let item = &items[new.item];
+        let location = &item.location;
+        insert.execute(params![
+            new.location_id,
             merchant_pk,
             location.merchant_location_id,
-            status.as_str(),
+            new.status.as_str(),
             location.location_types.bits(),
             location.latitude,
             location.longitude,
             geo::band(location.latitude),
             item.canonical,
-            now_ms(),
+            now,
         ])?;
-        outcomes.push(Outcome::Created {
-            location_id,
-            quarantined_by,
-        });
     }
     Ok(outcomes)
+}
+
+/// The test failpoint of `fail_after_inserts`: fails the insert that brings it to 1.
+fn fire(failpoint: &AtomicU64) -> Result<(), StoreError> {
+    let armed = failpoint.load(Ordering::SeqCst);
+    if armed == 1 {
+        failpoint.store(0, Ordering::SeqCst);
+        return Err(StoreError::Backend(
+            "injected failure (failpoint): database or disk is full".into(),
+        ));
+    } else if armed > 1 {
+        failpoint.store(armed - 1, Ordering::SeqCst);
+    }
+    Ok(())
 }
 
 /// The merchant's live locations in the search box around a point (index `locations_nearby`:
@@ -470,13 +486,13 @@ fn neighbours(
     let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
     let mut stmt = conn.prepare_cached(
         "SELECT location_id, latitude, longitude, types, seq FROM locations \
-         WHERE merchant_pk = ?1 AND band = ?2 AND longitude BETWEEN ?3 AND ?4 \
-         AND status IN ('ACTIVE', 'QUARANTINE')",
+         WHERE merchant_pk = ?1 AND band = ?2 AND longitude BETWEEN ?3 AND ?4 AND status IN (?5, ?6)",
     )?;
     let mut found = Vec::new();
     for band in search.bands.0..=search.bands.1 {
         for (west, east) in &search.longitudes {
-            let rows = stmt.query_map(params![merchant_pk, band, west, east], |r| {
+            let [live_1, live_2] = Status::LIVE.map(Status::as_str);
+            let rows = stmt.query_map(params![merchant_pk, band, west, east, live_1, live_2], |r| {
                 Ok(Neighbour {
                     location_id: r.get(0)?,
                     latitude: r.get(1)?,

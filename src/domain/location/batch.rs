@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::{Location, Status, validate};
 
 use crate::domain::field_error::{FieldCode, FieldError, Path};
-use crate::domain::geo::{self, Neighbour};
+use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::json::{Value, member};
 
 /// A valid item on its way to the store.
@@ -77,6 +77,20 @@ pub fn placement(location: &Location, candidates: impl IntoIterator<Item = Neigh
         Status::Active
     };
     (status, by)
+}
+
+/// The `STOREFRONT_RULE_VIOLATION` that explains a `QUARANTINE` status (CONTRACT §4.5, §9.1), at
+/// `field`: `latitude` in a stored record, `locations[i].latitude` in an answer.
+pub fn quarantine_issue(field: String, neighbour: &str) -> FieldError {
+    FieldError {
+        field,
+        code: FieldCode::StorefrontRuleViolation,
+        message: format!(
+            "within {QUARANTINE_RADIUS_M} m of location {neighbour} of the same merchant that shares a location \
+             type; in QUARANTINE for review"
+        )
+        .into(),
+    }
 }
 
 /// A location `decide` created, for the store to insert (in this order).
@@ -246,15 +260,7 @@ fn stored_result(item: Pending, outcome: Outcome) -> ItemResult {
         } => (
             location_id,
             Status::Quarantine,
-            vec![FieldError {
-                field: format!("locations[{index}].latitude"),
-                code: FieldCode::StorefrontRuleViolation,
-                message: format!(
-                    "within 50 m of location {neighbour} of the same merchant that shares a location type; \
-                     created in QUARANTINE for review"
-                )
-                .into(),
-            }],
+            vec![quarantine_issue(format!("locations[{index}].latitude"), &neighbour)],
         ),
         Outcome::Existing { location_id, status } => (location_id, status, vec![]),
         Outcome::Conflict { location_id } => (

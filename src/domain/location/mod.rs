@@ -79,6 +79,16 @@ wire_enum! {
     }
 }
 
+impl Status {
+    /// The statuses of a stored location that count as a neighbour in the quarantine decision
+    /// (CONTRACT §4.5): not archived.
+    pub const LIVE: [Status; 2] = [Status::Active, Status::Quarantine];
+
+    pub fn is_live(self) -> bool {
+        Status::LIVE.contains(&self)
+    }
+}
+
 /// A set of location types, as a bit mask (one bit per `LocationType`, in declaration order).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TypeSet(u8);
