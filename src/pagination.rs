@@ -1,7 +1,10 @@
-//! The list cursor (CONTRACT §5.3): opaque, URL-safe, versioned, signed, bound to its filter.
+//! The list cursors (CONTRACT §5.3, §9.2): opaque, URL-safe, versioned, signed, bound to their
+//! filter. One implementation for every list; each list says only what its position is
+//! ([`Position`]).
 //!
-//! Layout before base64url (no padding), version 2:
-//! `version (1) | filter digest (16) | position (4) | has sort_order (1) | sort_order (8, if any) | id | tag (16)`,
+//! Layout before base64url (no padding): `version (1) | filter digest (16) | position | tag (16)`.
+//! The version byte names the kind of list too. The category list's position, version 2, is
+//! `position (4) | has sort_order (1) | sort_order (8, if any) | id`,
 //! where `tag` is HMAC-SHA256 over everything before it, truncated to 128 bits, under a secret
 //! generated once per database and kept in it, so cursors survive restarts and work on every
 //! instance sharing the database, and a cursor from another database fails. Version 1 (the
@@ -56,22 +59,12 @@ impl Cursors {
         self.mac.clone()
     }
 
-    /// The cursor that continues after `resume` in the list of the filter with `digest`.
-    pub fn encode(&self, digest: &[u8; 16], resume: &Resume) -> String {
-        let key = &resume.key;
-        let mut bytes = Vec::with_capacity(1 + 16 + 4 + 9 + key.id.len() + TAG_BYTES);
-        bytes.push(VERSION);
+    /// The cursor that continues after `position` in the list of the filter with `digest`.
+    pub fn encode<P: Position>(&self, digest: &[u8; 16], position: &P) -> String {
+        let mut bytes = Vec::with_capacity(1 + 16 + 32 + TAG_BYTES);
+        bytes.push(P::VERSIONS[0]);
         bytes.extend_from_slice(digest);
-        // No position is written as u32::MAX, which no list reaches.
-        bytes.extend_from_slice(&resume.position.unwrap_or(u32::MAX).to_be_bytes());
-        match key.sort_order {
-            Some(n) => {
-                bytes.push(1);
-                bytes.extend_from_slice(&n.to_be_bytes());
-            }
-            None => bytes.push(0),
-        }
-        bytes.extend_from_slice(key.id.as_bytes());
+        position.write(&mut bytes);
         let mut mac = self.mac();
         mac.update(&bytes);
         let tag = mac.finalize().into_bytes();
@@ -79,9 +72,9 @@ impl Cursors {
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    /// Where a cursor continues, if the cursor is one of ours, unaltered, and was issued for the
-    /// filter with `digest`.
-    pub fn decode(&self, cursor: &str, digest: &[u8; 16]) -> Option<Resume> {
+    /// Where a cursor continues, if the cursor is one of ours, unaltered, of this kind of list,
+    /// and was issued for the filter with `digest`.
+    pub fn decode<P: Position>(&self, cursor: &str, digest: &[u8; 16]) -> Option<P> {
         if cursor.len() > MAX_CURSOR_CHARS {
             return None;
         }
@@ -92,13 +85,47 @@ impl Cursors {
         mac.update(body);
         mac.verify_truncated_left(tag).ok()?;
         let (&version, rest) = body.split_first()?;
-        if version != VERSION && version != VERSION_1 {
+        if !P::VERSIONS.contains(&version) {
             return None;
         }
         let (bound, rest) = rest.split_at_checked(16)?;
         if bound != digest {
             return None;
         }
+        P::read(version, rest)
+    }
+}
+
+/// Where a page of one kind of list ends, as a cursor carries it. Each kind has version bytes of
+/// its own, so a cursor of one list is never read by another.
+pub trait Position: Sized {
+    /// The version bytes this kind reads; the first is the one written.
+    const VERSIONS: &'static [u8];
+    /// Appends the position's bytes.
+    fn write(&self, out: &mut Vec<u8>);
+    /// The position from its bytes, written by `version`.
+    fn read(version: u8, bytes: &[u8]) -> Option<Self>;
+}
+
+/// The category list's position: the last item's order key, and where it sat in its list.
+impl Position for Resume {
+    const VERSIONS: &'static [u8] = &[VERSION, VERSION_1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        let key = &self.key;
+        // No position is written as u32::MAX, which no list reaches.
+        bytes.extend_from_slice(&self.position.unwrap_or(u32::MAX).to_be_bytes());
+        match key.sort_order {
+            Some(n) => {
+                bytes.push(1);
+                bytes.extend_from_slice(&n.to_be_bytes());
+            }
+            None => bytes.push(0),
+        }
+        bytes.extend_from_slice(key.id.as_bytes());
+    }
+
+    fn read(version: u8, rest: &[u8]) -> Option<Self> {
         let (position, rest) = if version == VERSION {
             let (position, rest) = rest.split_at_checked(4)?;
             let position = u32::from_be_bytes(position.try_into().ok()?);
@@ -147,7 +174,10 @@ mod tests {
             position: None,
             ..key(Some(3), "abc")
         };
-        assert_eq!(cursors.decode(&cursors.encode(&[1; 16], &k), &[1; 16]), Some(k));
+        assert_eq!(
+            cursors.decode::<Resume>(&cursors.encode(&[1; 16], &k), &[1; 16]),
+            Some(k)
+        );
     }
 
     #[test]
@@ -167,8 +197,12 @@ mod tests {
             position: None,
             ..key(Some(3), "abc")
         };
-        assert_eq!(cursors.decode(&v1, &[1; 16]), Some(expected));
-        assert_eq!(cursors.decode(&v1, &[2; 16]), None, "still bound to its filter");
+        assert_eq!(cursors.decode::<Resume>(&v1, &[1; 16]), Some(expected));
+        assert_eq!(
+            cursors.decode::<Resume>(&v1, &[2; 16]),
+            None,
+            "still bound to its filter"
+        );
     }
 
     #[test]
@@ -183,9 +217,13 @@ mod tests {
             let c = cursors.encode(&digest, &k);
             assert!(c.len() <= MAX_CURSOR_CHARS);
             assert!(c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-            assert_eq!(cursors.decode(&c, &digest), Some(k));
-            assert_eq!(cursors.decode(&c, &[2; 16]), None, "bound to its filter");
-            assert_eq!(Cursors::new([8; 32]).decode(&c, &digest), None, "another database");
+            assert_eq!(cursors.decode::<Resume>(&c, &digest), Some(k));
+            assert_eq!(cursors.decode::<Resume>(&c, &[2; 16]), None, "bound to its filter");
+            assert_eq!(
+                Cursors::new([8; 32]).decode::<Resume>(&c, &digest),
+                None,
+                "another database"
+            );
         }
     }
 
@@ -197,11 +235,11 @@ mod tests {
             let mut bytes = c.clone().into_bytes();
             bytes[i] = if bytes[i] == b'A' { b'B' } else { b'A' };
             let altered = String::from_utf8(bytes).unwrap_or_default();
-            assert_eq!(cursors.decode(&altered, &[1; 16]), None, "byte {i}");
+            assert_eq!(cursors.decode::<Resume>(&altered, &[1; 16]), None, "byte {i}");
         }
-        assert_eq!(cursors.decode(&c[..c.len() - 1], &[1; 16]), None);
-        assert_eq!(cursors.decode("", &[1; 16]), None);
-        assert_eq!(cursors.decode(&"A".repeat(600), &[1; 16]), None);
-        assert_eq!(cursors.decode("!!!", &[1; 16]), None);
+        assert_eq!(cursors.decode::<Resume>(&c[..c.len() - 1], &[1; 16]), None);
+        assert_eq!(cursors.decode::<Resume>("", &[1; 16]), None);
+        assert_eq!(cursors.decode::<Resume>(&"A".repeat(600), &[1; 16]), None);
+        assert_eq!(cursors.decode::<Resume>("!!!", &[1; 16]), None);
     }
 }

@@ -8,4 +8,5 @@ pub mod gate;
 pub mod locations;
 pub mod openapi;
 pub mod ops;
+pub mod paging;
 pub mod request_id;

@@ -1,0 +1,191 @@
+//! What every list request shares (CONTRACT §3, §5.2, §9.2): the body's shape
+//! (`{"filter", "pagination"}`), `pagination` with its limit and cursor, a filter's list of ids,
+//! and the `pagination` object of the answer. Each list adds only its own filter keys.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use super::error::{ApiError, ErrorCode};
+use crate::pagination::{Cursors, Position};
+
+/// `pagination.limit` when `pagination` is not sent.
+pub const DEFAULT_LIMIT: usize = 100;
+/// A larger `pagination.limit` is served as this.
+pub const MAX_LIMIT: usize = 1000;
+/// Most ids in one filter list.
+pub const MAX_IDS: usize = 1000;
+
+/// A list request after the request-level checks: its filter (as the list reads it), its page
+/// size and its cursor (not yet decoded).
+#[derive(Debug)]
+pub struct ListRequest<F> {
+    pub filter: F,
+    pub limit: usize,
+    pub cursor: Option<String>,
+}
+
+impl<F> ListRequest<F> {
+    /// Checks the body's shape, then the filter object with `parse_filter` (given `{}` when the
+    /// filter is absent or null), then `pagination`.
+    pub fn parse(
+        body: Value,
+        parse_filter: impl FnOnce(&Map<String, Value>) -> Result<F, ApiError>,
+    ) -> Result<Self, ApiError> {
+        let Value::Object(mut body) = body else {
+            return Err(ApiError::new(ErrorCode::InvalidRequest, "the request body must be a JSON object").field(""));
+        };
+        if let Some(unknown) = body.keys().find(|k| *k != "filter" && *k != "pagination") {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "unknown top-level field; the request has only filter and pagination",
+            )
+            .field(unknown));
+        }
+        let filter = section(&mut body, "filter")?;
+        let pagination = section(&mut body, "pagination")?;
+        let filter = parse_filter(&filter.unwrap_or_default())?;
+        let (limit, cursor) = match pagination {
+            None => (DEFAULT_LIMIT, None),
+            Some(pagination) => parse_pagination(pagination)?,
+        };
+        Ok(ListRequest { filter, limit, cursor })
+    }
+
+    /// The position the cursor continues after (`None` for the first page), or `INVALID_CURSOR`
+    /// when the cursor is not one of this list's for the filter with `digest`.
+    pub fn after<P: Position>(&self, cursors: &Cursors, digest: &[u8; 16]) -> Result<Option<P>, ApiError> {
+        match &self.cursor {
+            None => Ok(None),
+            Some(cursor) => cursors.decode(cursor, digest).map(Some).ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::InvalidCursor,
+                    "the cursor is not valid for this request; start again without one",
+                )
+                .field("pagination.cursor")
+            }),
+        }
+    }
+}
+
+pub fn invalid_filter(field: &str, message: impl Into<Cow<'static, str>>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidFilter, message).field(field)
+}
+
+fn invalid_pagination(field: &str, message: impl Into<Cow<'static, str>>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidPagination, message).field(field)
+}
+
+/// `INVALID_FILTER` at the first key of `filter` (in its order) that is not in `known`.
+pub fn reject_unknown_filter_keys(filter: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
+    match filter.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(unknown) => Err(invalid_filter(&format!("filter.{unknown}"), "unknown filter field")),
+        None => Ok(()),
+    }
+}
+
+/// The value of a filter key; `None` when absent or null.
+pub fn filter_value<'a>(filter: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    filter.get(key).filter(|v| !v.is_null())
+}
+
+/// A filter's list of ids at `filter.<key>`: an array of at most `MAX_IDS` strings
+/// (`TOO_MANY_ITEMS`), else `INVALID_FILTER`. `None` when absent or null.
+pub fn id_list(filter: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, ApiError> {
+    let Some(v) = filter_value(filter, key) else {
+        return Ok(None);
+    };
+    let field = format!("filter.{key}");
+    let items = v
+        .as_array()
+        .ok_or_else(|| invalid_filter(&field, format!("{field} must be an array of strings or null")))?;
+    if items.len() > MAX_IDS {
+        return Err(ApiError::new(
+            ErrorCode::TooManyItems,
+            format!("at most {MAX_IDS} ids, got {}", items.len()),
+        )
+        .field(field)
+        .detail("max", MAX_IDS)
+        .detail("actual", items.len()));
+    }
+    items
+        .iter()
+        .map(|id| id.as_str().map(str::to_owned))
+        .collect::<Option<Vec<String>>>()
+        .map(Some)
+        .ok_or_else(|| invalid_filter(&field, format!("every element of {field} must be a string")))
+}
+
+/// The object at a top-level key: `None` when absent or null.
+fn section(body: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>, ApiError> {
+    match body.remove(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(object)) => Ok(Some(object)),
+        Some(_) => Err(ApiError::new(ErrorCode::InvalidRequest, format!("{key} must be an object or null")).field(key)),
+    }
+}
+
+fn parse_pagination(pagination: Map<String, Value>) -> Result<(usize, Option<String>), ApiError> {
+    if let Some(unknown) = pagination.keys().find(|k| *k != "limit" && *k != "cursor") {
+        return Err(invalid_pagination(
+            &format!("pagination.{unknown}"),
+            "unknown pagination field",
+        ));
+    }
+    let limit = match pagination.get("limit").filter(|v| !v.is_null()) {
+        None => {
+            return Err(invalid_pagination(
+                "pagination.limit",
+                "pagination.limit is required when pagination is sent",
+            ));
+        }
+        Some(v) => match v.as_f64() {
+            Some(n) if n.fract() == 0.0 && n >= 1.0 => n.min(MAX_LIMIT as f64) as usize,
+            Some(n) if n.fract() == 0.0 => {
+                return Err(invalid_pagination(
+                    "pagination.limit",
+                    "pagination.limit must be at least 1",
+                ));
+            }
+            _ => {
+                return Err(invalid_pagination(
+                    "pagination.limit",
+                    "pagination.limit must be an integer",
+                ));
+            }
+        },
+    };
+    let cursor = match pagination.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => {
+            return Err(
+                ApiError::new(ErrorCode::InvalidCursor, "pagination.cursor must be a string or null")
+                    .field("pagination.cursor"),
+            );
+        }
+    };
+    Ok((limit, cursor))
+}
+
+/// The end of a list answer: `],"pagination":{"next_cursor":…,"has_next":…,"total":…}}`.
+/// `next_cursor` is base64url: nothing in it needs escaping.
+pub fn answer_tail(next_cursor: Option<&str>, total: u64) -> Vec<u8> {
+    let mut tail = Vec::with_capacity(160);
+    tail.extend_from_slice(br#"],"pagination":{"next_cursor":"#);
+    match next_cursor {
+        Some(cursor) => {
+            tail.push(b'"');
+            tail.extend_from_slice(cursor.as_bytes());
+            tail.push(b'"');
+        }
+        None => tail.extend_from_slice(b"null"),
+    }
+    tail.extend_from_slice(br#","has_next":"#);
+    tail.extend_from_slice(if next_cursor.is_some() { b"true" } else { b"false" });
+    tail.extend_from_slice(br#","total":"#);
+    tail.extend_from_slice(total.to_string().as_bytes());
+    tail.extend_from_slice(b"}}");
+    tail
+}
