@@ -160,6 +160,7 @@ async fn upkeep(state: AppState) {
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/v1/location/create", post(locations::create))
+        .route("/v1/location/list", post(locations::list))
         .route("/v1/categories/list", post(categories::list))
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::gate));
     Router::new()

@@ -107,6 +107,26 @@ pub trait Position: Sized {
     fn read(version: u8, bytes: &[u8]) -> Option<Self>;
 }
 
+/// Where a page of the location list ends: the `seq` (creation order) of its last record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AfterSeq(pub i64);
+
+/// Version bytes of location-list cursors (category-list cursors use 1 and 2).
+const LOCATIONS_V1: u8 = 0x41;
+
+impl Position for AfterSeq {
+    const VERSIONS: &'static [u8] = &[LOCATIONS_V1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.0.to_be_bytes());
+    }
+
+    fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
+        let seq = i64::from_be_bytes(bytes.try_into().ok()?);
+        (seq > 0).then_some(AfterSeq(seq))
+    }
+}
+
 /// The category list's position: the last item's order key, and where it sat in its list.
 impl Position for Resume {
     const VERSIONS: &'static [u8] = &[VERSION, VERSION_1];
@@ -225,6 +245,17 @@ mod tests {
                 "another database"
             );
         }
+    }
+
+    #[test]
+    fn a_cursor_of_one_list_is_refused_by_the_other() {
+        let cursors = Cursors::new([7; 32]);
+        let category = cursors.encode(&[1; 16], &key(Some(3), "abc"));
+        let location = cursors.encode(&[1; 16], &AfterSeq(42));
+        assert_eq!(cursors.decode::<AfterSeq>(&location, &[1; 16]), Some(AfterSeq(42)));
+        assert_eq!(cursors.decode::<AfterSeq>(&location, &[2; 16]), None);
+        assert_eq!(cursors.decode::<AfterSeq>(&category, &[1; 16]), None);
+        assert_eq!(cursors.decode::<Resume>(&location, &[1; 16]), None);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `(merchant, band, longitude)` answers the search with a few short range scans whose cost
 //! depends on how many points are near, not on how many the merchant has.
 
-use super::location::TypeSet;
+use super::location::{Status, TypeSet};
 
 pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
 pub const QUARANTINE_RADIUS_M: f64 = 50.0;
@@ -67,11 +67,14 @@ pub struct Neighbour {
     pub types: TypeSet,
     /// Creation order: the smaller was created first.
     pub seq: i64,
+    pub status: Status,
 }
 
-/// The neighbour that quarantines a new location of `types` at (`latitude`, `longitude`): the
-/// nearest within the radius that shares a type; on a tie, the one created first.
+/// The neighbour that quarantines the location created `seq`-th, of `types` at (`latitude`,
+/// `longitude`) (CONTRACT §4.5, §10.4): the nearest other location within the radius that shares a
+/// type and is `ACTIVE`, or `QUARANTINE` and created before it; on a tie, the one created first.
 pub fn quarantining_neighbour(
+    seq: i64,
     latitude: f64,
     longitude: f64,
     types: TypeSet,
@@ -79,7 +82,8 @@ pub fn quarantining_neighbour(
 ) -> Option<Neighbour> {
     candidates
         .into_iter()
-        .filter(|n| n.types.intersects(types))
+        .filter(|n| n.seq != seq && n.types.intersects(types))
+        .filter(|n| n.status == Status::Active || (n.status == Status::Quarantine && n.seq < seq))
         .map(|n| (haversine_m(latitude, longitude, n.latitude, n.longitude), n))
         .filter(|(d, _)| *d <= QUARANTINE_RADIUS_M)
         .min_by(|(da, a), (db, b)| da.total_cmp(db).then(a.seq.cmp(&b.seq)))

@@ -7,7 +7,7 @@
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::field_error::{FieldCode, FieldErrors, Path};
 use super::json::{Fields, Value, expect_str};
@@ -71,6 +71,13 @@ impl Serialize for TimeOfDay {
     }
 }
 
+impl<'de> Deserialize<'de> for TimeOfDay {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        TimeOfDay::parse(&s, true).ok_or_else(|| serde::de::Error::custom(format!("not a time: {s:?}")))
+    }
+}
+
 /// A break inside a working day, `HH:MM-HH:MM`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Break {
@@ -97,14 +104,21 @@ impl Serialize for Break {
     }
 }
 
-/// A valid day schedule.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+impl<'de> Deserialize<'de> for Break {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        Break::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("not a break: {s:?}")))
+    }
+}
+
+/// A valid day schedule. Serialised with all four keys, `null` where there is none.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DaySchedule {
     pub time_start: TimeOfDay,
     pub time_end: TimeOfDay,
-    #[serde(rename = "break", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "break", default)]
     pub break_time: Option<Break>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub shipping_cutoff: Option<TimeOfDay>,
 }
 

@@ -1,16 +1,26 @@
 //! `POST /v1/location/create` (CONTRACT §4): check the request's shape, plan the batch, store
 //! the valid items in one transaction, answer one result per item in request order.
+//! `POST /v1/location/list` (CONTRACT §9): parse the filter, read one page, answer the records.
+
+use std::collections::BTreeSet;
 
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::Serialize;
+use serde_json::Map;
 
 use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
+use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys};
 use crate::app::{AppState, Deadline};
 use crate::domain::json::{Value, take_member};
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
+use crate::domain::location::listing::{self, LocationFilter};
+use crate::domain::location::{LocationType, Status, TypeSet};
+use crate::pagination::AfterSeq;
 
 /// Most items in one create request.
 pub const MAX_ITEMS: usize = 200;
@@ -122,3 +132,116 @@ fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 struct Inconsistent(&'static str);
+
+/// Reads the authenticated merchant's locations back: their stored records, filtered, in creation
+/// order, paged by cursor.
+///
+/// Every record has the same keys in the same order: `location_id`, `merchant_location_id`,
+/// `status`, `issue` (why a location is in `QUARANTINE`), `version`, `created_at`, `updated_at`,
+/// then every field of the location, `null` where it has none. Pass `next_cursor` as
+/// `pagination.cursor` with the same filter for the next page; `total` is exact on every page.
+#[utoipa::path(
+    post,
+    path = "/v1/location/list",
+    tag = "locations",
+    operation_id = "listLocations",
+    request_body(
+        content = crate::http::openapi::LocationListRequest,
+        description = "Optional: an empty body means `{}`, the first page of every location",
+        content_type = "application/json",
+        example = json!(crate::http::openapi::location_list_example_request())
+    ),
+    responses(
+        (status = 200, description = "A page of the merchant's locations", body = crate::http::openapi::LocationListResponse,
+         headers(
+             ("X-Request-Id" = String, description = "The request's id, also in the logs"),
+             ("RateLimit-Policy" = String, description = "\"merchant\";q=<burst>;w=<seconds to refill it>, while limiting is on"),
+             ("RateLimit" = String, description = "\"merchant\";r=<units left>;t=<seconds until one more>, while limiting is on")
+         ),
+         example = json!(crate::http::openapi::location_list_example_answer())),
+        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
+         body = crate::http::openapi::ErrorBody),
+        (status = 401, description = "UNAUTHENTICATED or INVALID_API_KEY", body = crate::http::openapi::ErrorBody),
+        (status = 429, description = "RATE_LIMITED", body = crate::http::openapi::ErrorBody,
+         headers(("Retry-After" = u64, description = "Seconds to wait, rounded up"))),
+        (status = 500, description = "INTERNAL", body = crate::http::openapi::ErrorBody)
+    )
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    Merchant(merchant): Merchant,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let request = ListRequest::parse(body.parse()?, parse_filter)?;
+    drop(body);
+    let filter = &request.filter;
+    let digest = filter.digest(&merchant.id);
+    let after = request.after::<AfterSeq>(&state.cursors, &digest)?;
+    let page = state
+        .store
+        .list_locations(merchant.pk, filter, after.map(|a| a.0), request.limit)
+        .await?;
+    let next_cursor = page
+        .records
+        .last()
+        .filter(|_| page.has_next)
+        .map(|last| state.cursors.encode(&digest, &AfterSeq(last.seq)));
+    let size: usize = page.records.iter().map(|r| r.body.len() + 400).sum();
+    let mut out = Vec::with_capacity(size + 200);
+    out.extend_from_slice(br#"{"locations":["#);
+    for (i, record) in page.records.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        record.write_json(&mut out);
+    }
+    out.extend_from_slice(&answer_tail(next_cursor.as_deref(), page.total));
+    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
+}
+
+/// The location list's filter (CONTRACT §9.2).
+fn parse_filter(filter: &Map<String, serde_json::Value>) -> Result<LocationFilter, ApiError> {
+    reject_unknown_filter_keys(
+        filter,
+        &["location_ids", "merchant_location_ids", "status", "location_types"],
+    )?;
+    let location_ids = id_list(filter, "location_ids")?.map(BTreeSet::from_iter);
+    let merchant_location_ids = id_list(filter, "merchant_location_ids")?.map(BTreeSet::from_iter);
+    let status = match filter_value(filter, "status") {
+        None => None,
+        Some(v) => Some(
+            v.as_str()
+                .and_then(Status::from_wire)
+                .filter(|s| listing::STORED.contains(s))
+                .ok_or_else(|| {
+                    invalid_filter(
+                        "filter.status",
+                        "filter.status must be ACTIVE, QUARANTINE or ARCHIVED, or null",
+                    )
+                })?,
+        ),
+    };
+    let types = match filter_value(filter, "location_types") {
+        None => None,
+        Some(v) => {
+            let invalid = || {
+                invalid_filter(
+                    "filter.location_types",
+                    "filter.location_types must be a non-empty array of WAREHOUSE, PICKUP_POINT, CLICK_AND_COLLECT, or null",
+                )
+            };
+            let items = v.as_array().filter(|a| !a.is_empty()).ok_or_else(invalid)?;
+            let mut types = TypeSet::EMPTY;
+            for item in items {
+                types.insert(item.as_str().and_then(LocationType::from_wire).ok_or_else(invalid)?);
+            }
+            Some(types)
+        }
+    };
+    Ok(LocationFilter {
+        location_ids,
+        merchant_location_ids,
+        status,
+        types,
+    })
+}

@@ -219,6 +219,78 @@ pub struct ListResponse {
     pagination: PaginationResponse,
 }
 
+/// The location list's filter (CONTRACT §9.2). Every key may be null (absent); all given
+/// conditions hold together.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct LocationListFilter {
+    /// Only these locations; unknown ids are skipped.
+    #[schema(max_items = 1000)]
+    location_ids: Option<Vec<String>>,
+    /// Only the locations with these merchant ids; unknown ids are skipped.
+    #[schema(max_items = 1000)]
+    merchant_location_ids: Option<Vec<String>>,
+    /// ACTIVE, QUARANTINE or ARCHIVED; absent: all three.
+    status: Option<Status>,
+    /// Locations that have at least one of these types.
+    #[schema(min_items = 1)]
+    location_types: Option<Vec<LocationType>>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct LocationListRequest {
+    filter: Option<LocationListFilter>,
+    pagination: Option<PaginationRequest>,
+}
+
+/// A stored location (CONTRACT §9.1): every key present, in this order; `null` where there is none.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct LocationRecord {
+    location_id: String,
+    merchant_location_id: Option<String>,
+    /// ACTIVE, QUARANTINE or ARCHIVED.
+    status: Status,
+    /// Why the location has its status: for QUARANTINE the STOREFRONT_RULE_VIOLATION at `latitude`
+    /// naming the neighbour; null otherwise.
+    issue: Option<FieldError>,
+    /// 1 when created, one more at every change.
+    #[schema(minimum = 1)]
+    version: i64,
+    /// UTC, RFC 3339 with milliseconds.
+    #[schema(format = DateTime)]
+    created_at: String,
+    #[schema(format = DateTime)]
+    updated_at: String,
+    location_types: Vec<LocationType>,
+    name: String,
+    address_tail: Option<String>,
+    comment: Option<String>,
+    latitude: f64,
+    longitude: f64,
+    provider_id: Option<Provider>,
+    provider_location_id: Option<String>,
+    pickup_point_type: Option<PickupPointType>,
+    payment_methods: Option<Vec<PaymentMethod>>,
+    storage_period_days: Option<i64>,
+    limits: LimitsInput,
+    instruction: Option<String>,
+    pickup_services: Option<Vec<PickupService>>,
+    working_schedule: Vec<WorkingDayInput>,
+    individual_schedule: Option<Vec<DatedDayInput>>,
+    is_accepts_returns: bool,
+}
+
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct LocationListResponse {
+    locations: Vec<LocationRecord>,
+    pagination: PaginationResponse,
+}
+
 #[derive(OpenApi)]
 #[openapi(
     info(
@@ -227,11 +299,11 @@ pub struct ListResponse {
                        category taxonomy, flat, filtered and paged by cursor.",
         version = "1.0.0"
     ),
-    paths(create::create, list::list),
+    paths(create::create, create::list, list::list),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
         WorkingDayInput, DatedDayInput, DayScheduleInput, Category, CategoryStatus, ListFilter,
-        PaginationRequest, PaginationResponse
+        PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord
     )),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
@@ -264,16 +336,18 @@ impl Modify for BearerAuth {
 /// The document, as served at `/openapi.json` and committed as `openapi.json`.
 pub fn document() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
-    // The list body may be left out (CONTRACT §3: an empty body is `{}`), but it is not nullable:
+    // A list body may be left out (CONTRACT §3: an empty body is `{}`), but it is not nullable:
     // utoipa would express "optional" only as `Option`, which also means `null`.
-    if let Some(RefOr::T(body)) = doc
-        .paths
-        .paths
-        .get_mut("/v1/categories/list")
-        .and_then(|item| item.post.as_mut())
-        .and_then(|op| op.request_body.as_mut())
-    {
-        body.required = Some(utoipa::openapi::Required::False);
+    for path in ["/v1/categories/list", "/v1/location/list"] {
+        if let Some(RefOr::T(body)) = doc
+            .paths
+            .paths
+            .get_mut(path)
+            .and_then(|item| item.post.as_mut())
+            .and_then(|op| op.request_body.as_mut())
+        {
+            body.required = Some(utoipa::openapi::Required::False);
+        }
     }
     doc
 }
@@ -342,4 +416,35 @@ pub fn list_example_answer() -> serde_json::Value {
 pub fn error_example() -> serde_json::Value {
     json!({"error_type": "ERROR_TYPE_BAD_REQUEST", "code": "TOO_MANY_ITEMS",
            "message": "at most 200 locations per request, got 201", "details": {"field": "locations", "max": 200, "actual": 201}})
+}
+
+pub fn location_list_example_request() -> serde_json::Value {
+    json!({"filter": {"status": "ACTIVE", "location_types": ["WAREHOUSE"]}, "pagination": {"limit": 1}})
+}
+
+pub fn location_list_example_answer() -> serde_json::Value {
+    json!({
+        "locations": [{
+            "location_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b",
+            "merchant_location_id": "msk-wh-1",
+            "status": "ACTIVE",
+            "issue": null,
+            "version": 1,
+            "created_at": "2026-11-22T09:30:00.123Z",
+            "updated_at": "2026-11-22T09:30:00.123Z",
+            "location_types": ["WAREHOUSE"],
+            "name": "Moscow warehouse",
+            "address_tail": "101000, Russia, Moscow, Tverskaya street, 1",
+            "comment": null,
+            "latitude": 55.7575, "longitude": 37.6134,
+            "provider_id": null, "provider_location_id": null, "pickup_point_type": null,
+            "payment_methods": null, "storage_period_days": null,
+            "limits": {"length": 200.0, "width": 120.0, "height": 150.0, "weight": 500.0},
+            "instruction": null, "pickup_services": null,
+            "working_schedule": [{"day": "MONDAY", "schedule": {"time_start": "09:00", "time_end": "18:00", "break": "13:00-14:00", "shipping_cutoff": "16:00"}}],
+            "individual_schedule": null,
+            "is_accepts_returns": true
+        }],
+        "pagination": {"next_cursor": null, "has_next": false, "total": 1}
+    })
 }

@@ -4,6 +4,7 @@
 //! stored is sent only after that transaction is durably committed. Errors here know nothing of
 //! HTTP: the HTTP layer maps any `StoreError` it does not expect to a 500.
 
+pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
 
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
 use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::listing::{LocationFilter, LocationPage};
 
 /// A merchant as the rest of the service refers to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -100,6 +102,17 @@ pub trait Store: Send + Sync + 'static {
         items: Vec<NewLocation>,
         deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError>;
+
+    /// One page of the merchant's locations (CONTRACT §9.2): those matching `filter` created after
+    /// `after` (a `seq`), at most `limit`, in creation order, with the exact total; read in one
+    /// transaction.
+    async fn list_locations(
+        &self,
+        merchant_pk: i64,
+        filter: &LocationFilter,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<LocationPage, StoreError>;
 
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;

@@ -24,17 +24,20 @@ use futures_util::future::try_join_all;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
-use super::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use super::{Imported, MerchantRef, Store, StoreError, StoredKey, migrate, now_ms};
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, PageKeys};
+use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_categories.sql"),
+    include_str!("../../migrations/postgres/0003_location_records.sql"),
 ];
 const POOL_SIZE: usize = 16;
 const TIMEOUT: Duration = Duration::from_secs(5);
@@ -100,6 +103,9 @@ impl PgStore {
             .get(0);
         for (version, sql) in (1_i32..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
             tx.batch_execute(sql).await?;
+            if version == migrate::RECORD_MIGRATION as i32 {
+                upgrade_records(&tx).await?;
+            }
             tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[&version])
                 .await?;
         }
@@ -126,7 +132,7 @@ async fn neighbours(
     let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
     let stmt = client
         .prepare_cached(
-            "SELECT location_id, latitude, longitude, types, seq FROM locations \
+            "SELECT location_id, latitude, longitude, types, seq, status FROM locations \
              WHERE merchant_pk = $1 AND band = $2 AND longitude BETWEEN $3 AND $4 AND status = ANY($5)",
         )
         .await?;
@@ -143,17 +149,208 @@ async fn neighbours(
         .map(|(band, west, east)| [&merchant_pk as &(dyn ToSql + Sync), band, west, east, &live])
         .collect();
     let results = try_join_all(params.iter().map(|p| client.query(&stmt, p))).await?;
-    Ok(results
+    results
         .into_iter()
         .flatten()
-        .map(|row| Neighbour {
-            location_id: row.get(0),
-            latitude: row.get(1),
-            longitude: row.get(2),
-            types: TypeSet::from_bits(i64::from(row.get::<_, i32>(3))),
-            seq: row.get(4),
+        .map(|row| {
+            Ok(Neighbour {
+                location_id: row.get(0),
+                latitude: row.get(1),
+                longitude: row.get(2),
+                types: TypeSet::from_bits(i64::from(row.get::<_, i32>(3))),
+                seq: row.get(4),
+                status: status(row.get(5))?,
+            })
         })
-        .collect())
+        .collect()
+}
+
+/// Migration 3's step (see the SQLite store's `upgrade_records`).
+async fn upgrade_records(tx: &impl GenericClient) -> Result<(), StoreError> {
+    let mut after = 0i64;
+    loop {
+        let rows = tx
+            .query(
+                "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &migrate::UPGRADE_CHUNK],
+            )
+            .await?;
+        let Some(last) = rows.last() else {
+            break;
+        };
+        after = last.get(0);
+        for row in &rows {
+            if let Some(body) = migrate::upgraded_body(row.get(1)) {
+                tx.execute(
+                    "UPDATE locations SET body = $2 WHERE seq = $1",
+                    &[&row.get::<_, i64>(0), &body],
+                )
+                .await?;
+            }
+        }
+    }
+    let quarantined = tx
+        .query(
+            "SELECT seq, merchant_pk, latitude, longitude, types FROM locations \
+             WHERE status = $1 AND quarantined_by IS NULL",
+            &[&Status::Quarantine.as_str()],
+        )
+        .await?;
+    for row in quarantined {
+        let (seq, merchant_pk, latitude, longitude): (i64, i64, f64, f64) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let types = TypeSet::from_bits(i64::from(row.get::<_, i32>(4)));
+        let candidates = neighbours(tx, merchant_pk, latitude, longitude).await?;
+        if let Some(by) = geo::quarantining_neighbour(seq, latitude, longitude, types, candidates) {
+            tx.execute(
+                "UPDATE locations SET quarantined_by = $2 WHERE seq = $1",
+                &[&seq, &by.location_id],
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds `changes` to the merchant's group counts.
+async fn count(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    changes: &[(Status, TypeSet, i64)],
+) -> Result<(), StoreError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let statuses: Vec<&str> = changes.iter().map(|(s, _, _)| s.as_str()).collect();
+    let types: Vec<i32> = changes
+        .iter()
+        .map(|(_, t, _)| i32::try_from(t.bits()).unwrap_or(0))
+        .collect();
+    let deltas: Vec<i64> = changes.iter().map(|(_, _, n)| *n).collect();
+    tx.execute(
+        "INSERT INTO location_counts (merchant_pk, status, types, n) \
+         SELECT $1, s, t, n FROM UNNEST($2::text[], $3::int4[], $4::int8[]) AS u(s, t, n) \
+         ON CONFLICT (merchant_pk, status, types) DO UPDATE SET n = location_counts.n + excluded.n",
+        &[&merchant_pk, &statuses, &types, &deltas],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The merchant's locations named by the filter's shorter id list.
+async fn candidates(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+) -> Result<Vec<Candidate>, StoreError> {
+    let Some((by_location_id, ids)) = filter.lookup() else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let rows = tx
+        .query(
+            if by_location_id {
+                "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+                 WHERE location_id = ANY($2) AND merchant_pk = $1"
+            } else {
+                "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+                 WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)"
+            },
+            &[&merchant_pk, &ids],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Candidate {
+                seq: r.get(0),
+                location_id: r.get(1),
+                merchant_location_id: r.get(2),
+                status: status(r.get(3))?,
+                types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
+            })
+        })
+        .collect()
+}
+
+/// The page's keys from the merchant's group counts and one index range per matching group.
+async fn page_by_groups(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<PageKeys, StoreError> {
+    let counts = tx
+        .query(
+            "SELECT status, types, n FROM location_counts WHERE merchant_pk = $1",
+            &[&merchant_pk],
+        )
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(Group {
+                status: status(r.get(0))?,
+                types: TypeSet::from_bits(i64::from(r.get::<_, i32>(1))),
+                count: r.get::<_, i64>(2).unsigned_abs(),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let (groups, total) = filter.groups(counts);
+    if groups.is_empty() {
+        return Ok(listing::merge_groups(Vec::new(), limit, total));
+    }
+    let statuses: Vec<&str> = groups.iter().map(|g| g.status.as_str()).collect();
+    let types: Vec<i32> = groups
+        .iter()
+        .map(|g| i32::try_from(g.types.bits()).unwrap_or(0))
+        .collect();
+    // One index range per group (a LATERAL subquery each), merged.
+    let seqs: Vec<i64> = tx
+        .query(
+            "SELECT l.seq FROM UNNEST($2::text[], $3::int4[]) AS g(s, t) CROSS JOIN LATERAL \
+             (SELECT seq FROM locations WHERE merchant_pk = $1 AND status = g.s AND types = g.t AND seq > $4 \
+              ORDER BY seq LIMIT $5) l ORDER BY l.seq LIMIT $5",
+            &[
+                &merchant_pk,
+                &statuses,
+                &types,
+                &after.unwrap_or(0),
+                &(limit as i64 + 1),
+            ],
+        )
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    Ok(listing::merge_groups(vec![seqs], limit, total))
+}
+
+/// The records with these `seq`s, in this order.
+async fn records(tx: &impl GenericClient, seqs: &[i64]) -> Result<Vec<StoredRecord>, StoreError> {
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    tx.query(
+        "SELECT seq, location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body \
+         FROM locations WHERE seq = ANY($1) ORDER BY seq",
+        &[&seqs],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(StoredRecord {
+            seq: r.get(0),
+            location_id: r.get(1),
+            merchant_location_id: r.get(2),
+            status: status(r.get(3))?,
+            quarantined_by: r.get(4),
+            version: r.get(5),
+            created_at: r.get(6),
+            updated_at: r.get(7),
+            body: r.get(8),
+        })
+    })
+    .collect()
 }
 
 const CATEGORY_COLUMNS: &str =
@@ -397,11 +594,13 @@ impl Store for PgStore {
             let lons: Vec<f64> = inserts.iter().map(|i| new(i).location.longitude).collect();
             let bands: Vec<i64> = lats.iter().map(|&lat| geo::band(lat)).collect();
             let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
+            let by: Vec<Option<&str>> = inserts.iter().map(|i| i.quarantined_by.as_deref()).collect();
             tx.execute(
                 "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
-                 longitude, band, body, created_at) \
-                 SELECT l, $2, m, s, t, la, lo, b, bo, $10 FROM UNNEST($1::text[], $3::text[], $4::text[], \
-                 $5::int4[], $6::float8[], $7::float8[], $8::int8[], $9::text[]) AS u(l, m, s, t, la, lo, b, bo)",
+                 longitude, band, body, created_at, updated_at, quarantined_by) \
+                 SELECT l, $2, m, s, t, la, lo, b, bo, $10, $10, q FROM UNNEST($1::text[], $3::text[], $4::text[], \
+                 $5::int4[], $6::float8[], $7::float8[], $8::int8[], $9::text[], $11::text[]) \
+                 AS u(l, m, s, t, la, lo, b, bo, q)",
                 &[
                     &location_ids,
                     &merchant.pk,
@@ -413,9 +612,12 @@ impl Store for PgStore {
                     &bands,
                     &bodies,
                     &now,
+                    &by,
                 ],
             )
             .await?;
+            let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
+            count(&tx, merchant.pk, &counted).await?;
         }
         if std::time::Instant::now() > deadline {
             // Dropping the transaction rolls it back.
@@ -423,6 +625,36 @@ impl Store for PgStore {
         }
         tx.commit().await?;
         Ok(outcomes)
+    }
+
+    async fn list_locations(
+        &self,
+        merchant_pk: i64,
+        filter: &LocationFilter,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<LocationPage, StoreError> {
+        let mut client = self.pool.get().await?;
+        // One snapshot: the total, the page and its records see one state.
+        let tx = client
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await?;
+        let keys = if filter.by_ids() {
+            let candidates = candidates(&tx, merchant_pk, filter).await?;
+            filter.page_of_candidates(candidates, after, limit)
+        } else {
+            page_by_groups(&tx, merchant_pk, filter, after, limit).await?
+        };
+        let records = records(&tx, &keys.seqs).await?;
+        tx.commit().await?;
+        Ok(LocationPage {
+            records,
+            has_next: keys.has_next,
+            total: keys.total,
+        })
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

@@ -27,17 +27,20 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use super::{Imported, MerchantRef, Store, StoreError, StoredKey, migrate, now_ms};
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, PageKeys};
+use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0001_init.sql"),
     include_str!("../../migrations/sqlite/0002_categories.sql"),
+    include_str!("../../migrations/sqlite/0003_location_records.sql"),
 ];
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Most create requests committed together.
@@ -274,6 +277,9 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     for (version, sql) in (1_i64..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
         tx.execute_batch(sql)?;
+        if version == migrate::RECORD_MIGRATION as i64 {
+            upgrade_records(&tx)?;
+        }
         tx.pragma_update(None, "user_version", version)?;
     }
     tx.commit()?;
@@ -390,6 +396,47 @@ impl std::fmt::Display for SharedError {
 
 impl std::error::Error for SharedError {}
 
+/// Migration 3's step: every body rewritten to the record's content, and the neighbour named of
+/// every `QUARANTINE` location stored before locations named it.
+fn upgrade_records(tx: &Connection) -> Result<(), StoreError> {
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, String)> = tx
+            .prepare("SELECT seq, body FROM locations WHERE seq > ?1 ORDER BY seq LIMIT ?2")?
+            .query_map(params![after, migrate::UPGRADE_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let Some(&(last, _)) = rows.last() else {
+            break;
+        };
+        after = last;
+        for (seq, body) in rows {
+            if let Some(body) = migrate::upgraded_body(&body) {
+                tx.execute("UPDATE locations SET body = ?2 WHERE seq = ?1", params![seq, body])?;
+            }
+        }
+    }
+    let quarantined: Vec<(i64, i64, f64, f64, i64)> = tx
+        .prepare(
+            "SELECT seq, merchant_pk, latitude, longitude, types FROM locations \
+             WHERE status = ?1 AND quarantined_by IS NULL",
+        )?
+        .query_map([Status::Quarantine.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (seq, merchant_pk, latitude, longitude, types) in quarantined {
+        let candidates = neighbours(tx, merchant_pk, latitude, longitude)?;
+        let by = geo::quarantining_neighbour(seq, latitude, longitude, TypeSet::from_bits(types), candidates);
+        if let Some(by) = by {
+            tx.execute(
+                "UPDATE locations SET quarantined_by = ?2 WHERE seq = ?1",
+                params![seq, by.location_id],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// One create request inside the group's transaction: fetch what the domain's decision needs (the
 /// stored rows with the items' `merchant_location_id`s, the live neighbours of each new item),
 /// let `batch::decide` decide, write what it decided.
@@ -439,7 +486,8 @@ fn create_in_tx(
     let now = now_ms();
     let mut insert = tx.prepare_cached(
         "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
-         latitude, longitude, band, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         latitude, longitude, band, body, created_at, updated_at, quarantined_by) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
     )?;
     for new in &inserts {
         fire(failpoint)?;
@@ -456,9 +504,28 @@ fn create_in_tx(
             geo::band(location.latitude),
             item.canonical,
             now,
+            new.quarantined_by,
         ])?;
     }
+    let counted = listing::tally(
+        inserts
+            .iter()
+            .map(|new| (new.status, items[new.item].location.location_types, 1)),
+    );
+    count(tx, merchant_pk, &counted)?;
     Ok(outcomes)
+}
+
+/// Adds `changes` to the merchant's group counts.
+fn count(tx: &Connection, merchant_pk: i64, changes: &[(Status, TypeSet, i64)]) -> Result<(), StoreError> {
+    let mut upsert = tx.prepare_cached(
+        "INSERT INTO location_counts (merchant_pk, status, types, n) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (merchant_pk, status, types) DO UPDATE SET n = n + excluded.n",
+    )?;
+    for (status, types, n) in changes {
+        upsert.execute(params![merchant_pk, status.as_str(), types.bits(), n])?;
+    }
+    Ok(())
 }
 
 /// The test failpoint of `fail_after_inserts`: fails the insert that brings it to 1.
@@ -485,7 +552,7 @@ fn neighbours(
 ) -> Result<Vec<Neighbour>, StoreError> {
     let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
     let mut stmt = conn.prepare_cached(
-        "SELECT location_id, latitude, longitude, types, seq FROM locations \
+        "SELECT location_id, latitude, longitude, types, seq, status FROM locations \
          WHERE merchant_pk = ?1 AND band = ?2 AND longitude BETWEEN ?3 AND ?4 AND status IN (?5, ?6)",
     )?;
     let mut found = Vec::new();
@@ -499,14 +566,132 @@ fn neighbours(
                     longitude: r.get(2)?,
                     types: TypeSet::from_bits(r.get(3)?),
                     seq: r.get(4)?,
+                    status: Status::Active,
                 })
+                .map(|n| (n, r.get::<_, String>(5)))
             })?;
             for row in rows {
-                found.push(row?);
+                let (mut neighbour, status) = row?;
+                let status = status?;
+                neighbour.status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+                found.push(neighbour);
             }
         }
     }
     Ok(found)
+}
+
+/// The merchant's locations named by the filter's shorter id list.
+fn candidates(tx: &Connection, merchant_pk: i64, filter: &LocationFilter) -> Result<Vec<Candidate>, StoreError> {
+    let Some((by_location_id, ids)) = filter.lookup() else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = tx.prepare_cached(if by_location_id {
+        "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+         WHERE location_id = ?2 AND merchant_pk = ?1"
+    } else {
+        "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+         WHERE merchant_pk = ?1 AND merchant_location_id = ?2"
+    })?;
+    let mut found = Vec::new();
+    for id in ids {
+        let row = stmt
+            .query_row(params![merchant_pk, id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?, r.get(4)?))
+            })
+            .optional()?;
+        if let Some((seq, location_id, merchant_location_id, status, types)) = row {
+            found.push(Candidate {
+                seq,
+                location_id,
+                merchant_location_id,
+                status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+                types: TypeSet::from_bits(types),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The page's keys from the merchant's group counts and one index range per matching group.
+fn page_by_groups(
+    tx: &Connection,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<PageKeys, StoreError> {
+    let mut counts = Vec::new();
+    let mut stmt = tx.prepare_cached("SELECT status, types, n FROM location_counts WHERE merchant_pk = ?1")?;
+    let rows = stmt.query_map([merchant_pk], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    })?;
+    for row in rows {
+        let (status, types, n) = row?;
+        counts.push(Group {
+            status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+            types: TypeSet::from_bits(types),
+            count: n.unsigned_abs(),
+        });
+    }
+    let (groups, total) = filter.groups(counts);
+    let mut range = tx.prepare_cached(
+        "SELECT seq FROM locations WHERE merchant_pk = ?1 AND status = ?2 AND types = ?3 AND seq > ?4 \
+         ORDER BY seq LIMIT ?5",
+    )?;
+    let mut lists = Vec::with_capacity(groups.len());
+    for group in groups {
+        let seqs = range
+            .query_map(
+                params![
+                    merchant_pk,
+                    group.status.as_str(),
+                    group.types.bits(),
+                    after.unwrap_or(0),
+                    limit as i64 + 1
+                ],
+                |r| r.get::<_, i64>(0),
+            )?
+            .collect::<Result<Vec<_>, _>>()?;
+        lists.push(seqs);
+    }
+    Ok(listing::merge_groups(lists, limit, total))
+}
+
+/// The records with these `seq`s, in this order.
+fn records(tx: &Connection, seqs: &[i64]) -> Result<Vec<StoredRecord>, StoreError> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body \
+         FROM locations WHERE seq = ?1",
+    )?;
+    let mut records = Vec::with_capacity(seqs.len());
+    for &seq in seqs {
+        let (location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body) =
+            stmt.query_row([seq], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ))
+            })?;
+        records.push(StoredRecord {
+            seq,
+            location_id,
+            merchant_location_id,
+            status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+            quarantined_by,
+            version,
+            created_at,
+            updated_at,
+            body,
+        });
+    }
+    Ok(records)
 }
 
 const CATEGORY_COLUMNS: &str =
@@ -733,6 +918,35 @@ impl Store for SqliteStore {
             self.keys.put(key_id, version, key.clone());
         }
         Ok(found)
+    }
+
+    async fn list_locations(
+        &self,
+        merchant_pk: i64,
+        filter: &LocationFilter,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<LocationPage, StoreError> {
+        let filter = filter.clone();
+        self.readers
+            .read(move |c| {
+                // One read transaction: the total, the page and its records see one state.
+                let tx = c.unchecked_transaction()?;
+                let keys = if filter.by_ids() {
+                    let candidates = candidates(&tx, merchant_pk, &filter)?;
+                    filter.page_of_candidates(candidates, after, limit)
+                } else {
+                    page_by_groups(&tx, merchant_pk, &filter, after, limit)?
+                };
+                let records = records(&tx, &keys.seqs)?;
+                tx.finish()?;
+                Ok(LocationPage {
+                    records,
+                    has_next: keys.has_next,
+                    total: keys.total,
+                })
+            })
+            .await
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

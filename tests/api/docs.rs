@@ -29,7 +29,11 @@ async fn the_document_covers_both_operations_answers_and_every_code() {
     let app = TestApp::spawn().await;
     let doc = read(app.request(Method::GET, "/openapi.json")).await.body;
     assert_eq!(doc["openapi"], "3.1.0");
-    for (path, examples) in [("/v1/location/create", 2), ("/v1/categories/list", 1)] {
+    for (path, examples) in [
+        ("/v1/location/create", 2),
+        ("/v1/categories/list", 1),
+        ("/v1/location/list", 1),
+    ] {
         let op = &doc["paths"][path]["post"];
         for status in ["200", "400", "401", "429", "500"] {
             assert!(op["responses"][status].is_object(), "{path} {status}");

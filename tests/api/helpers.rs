@@ -136,6 +136,48 @@ impl TestApp {
         self.post("/v1/categories/list", body).await
     }
 
+    /// `POST /v1/location/list` with this app's key.
+    pub async fn list_locations(&self, body: &Value) -> Answer {
+        self.post("/v1/location/list", body).await
+    }
+
+    /// Every record of a walk over `/v1/location/list` with `filter`, `limit` records a page, as
+    /// `key`'s merchant.
+    pub async fn walk_locations(&self, key: &str, filter: &Value, limit: usize) -> Vec<Value> {
+        let mut records = Vec::new();
+        let mut cursor = Value::Null;
+        for _ in 0..10_000 {
+            let body = json!({"filter": filter, "pagination": {"limit": limit, "cursor": cursor}});
+            let answer = self.post_as("/v1/location/list", key, &body).await;
+            assert_eq!(answer.status, StatusCode::OK, "{:#}", answer.body);
+            let page = answer.body["locations"].as_array().unwrap();
+            assert!(page.len() <= limit);
+            records.extend(page.iter().cloned());
+            let pagination = &answer.body["pagination"];
+            if pagination["has_next"] == json!(false) {
+                assert_eq!(pagination["next_cursor"], Value::Null);
+                return records;
+            }
+            assert!(!page.is_empty(), "a page before the end is never empty");
+            cursor = pagination["next_cursor"].clone();
+        }
+        panic!("the walk did not end");
+    }
+
+    /// POSTs and returns the status and the body as text (to check the order of keys).
+    pub async fn post_text(&self, path: &str, body: &Value) -> (StatusCode, String) {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.key)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        (response.status(), response.text().await.unwrap())
+    }
+
     /// Another merchant's API key.
     pub async fn merchant_key(&self, name: &str) -> String {
         auth::create_merchant(self.store.as_ref(), name).await.unwrap().api_key
@@ -207,6 +249,31 @@ pub fn secret_of(key: &str) -> &str {
         .and_then(|rest| rest.split_once('_'))
         .map(|(_, secret)| secret)
         .unwrap()
+}
+
+/// The keys of the JSON object `text`, in the order they are written.
+pub fn keys_in_order(text: &str) -> Vec<String> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct Visit;
+            impl<'de> serde::de::Visitor<'de> for Visit {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some((k, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                        keys.push(k);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            d.deserialize_map(Visit)
+        }
+    }
+    serde_json::from_str::<Keys>(text).unwrap().0
 }
 
 /// `(field, code)` of every error of a result item.

@@ -9,6 +9,7 @@ mod docs;
 mod helpers;
 mod import;
 mod limits;
+mod location_list;
 mod postgres;
 mod process;
 mod properties;

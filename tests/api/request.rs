@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use storefront::domain::category::Category;
 use storefront::domain::category::import::{Mode, Parsed, Problem};
 use storefront::domain::location::batch::{NewLocation, Outcome};
+use storefront::domain::location::listing::{LocationFilter, LocationPage};
 use storefront::store::{Imported, MerchantRef, Store, StoreError, StoredKey};
 
 use crate::helpers::*;
@@ -335,6 +336,19 @@ impl Store for FaultyStore {
                 tokio::time::sleep(wait).await;
                 self.inner.create_locations(merchant, items, deadline).await
             }
+        }
+    }
+    async fn list_locations(
+        &self,
+        merchant_pk: i64,
+        filter: &LocationFilter,
+        after: Option<i64>,
+        limit: usize,
+    ) -> Result<LocationPage, StoreError> {
+        match self.fault {
+            Fault::Panic => panic!("injected panic while listing"),
+            Fault::Fail => Err(StoreError::Backend("SQLITE_IOERR: /var/lib/secret.db".into())),
+            Fault::Slow(_) => self.inner.list_locations(merchant_pk, filter, after, limit).await,
         }
     }
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

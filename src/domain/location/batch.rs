@@ -61,10 +61,16 @@ impl Stored {
     }
 }
 
-/// CONTRACT §4.5 quarantine for a new location among `candidates` (the merchant's live locations
-/// near it): its status, and the neighbour that quarantines it.
-pub fn placement(location: &Location, candidates: impl IntoIterator<Item = Neighbour>) -> (Status, Option<String>) {
+/// CONTRACT §10.4 (§4.5 at create): the status of the location created `seq`-th with `location`'s
+/// coordinates and types, among `candidates` (the merchant's live locations near it), and the
+/// neighbour that quarantines it. A new location's `seq` is after every other.
+pub fn placement(
+    seq: i64,
+    location: &Location,
+    candidates: impl IntoIterator<Item = Neighbour>,
+) -> (Status, Option<String>) {
     let by = geo::quarantining_neighbour(
+        seq,
         location.latitude,
         location.longitude,
         location.location_types,
@@ -100,6 +106,7 @@ pub struct ToInsert {
     pub item: usize,
     pub location_id: String,
     pub status: Status,
+    pub quarantined_by: Option<String>,
 }
 
 /// CONTRACT §4.1 steps 4–6 for a store that looks everything up first: `stored` holds the
@@ -122,20 +129,23 @@ pub fn decide(
             continue;
         }
         candidates.extend(created.iter().cloned());
-        let (status, quarantined_by) = placement(location, candidates);
+        // After every stored location, in batch order.
+        let seq = i64::MAX / 2 + i as i64;
+        let (status, quarantined_by) = placement(seq, location, candidates);
         let location_id = new_id();
         created.push(Neighbour {
             location_id: location_id.clone(),
             latitude: location.latitude,
             longitude: location.longitude,
             types: location.location_types,
-            // After every stored location, in batch order.
-            seq: i64::MAX / 2 + i as i64,
+            seq,
+            status,
         });
         inserts.push(ToInsert {
             item: i,
             location_id: location_id.clone(),
             status,
+            quarantined_by: quarantined_by.clone(),
         });
         outcomes.push(Outcome::Created {
             location_id,

@@ -1,18 +1,27 @@
 //! The delivery location: its wire enumerations, the valid model, and its canonical form.
 //!
 //! A `Location` exists only after `validate::parse` accepted an item, so code past that point never
-//! re-checks a field. Its serialisation is *canonical* (fixed key order, sets sorted, empty optional
-//! values left out, numbers as `f64`): two requests that mean the same location serialise to the
-//! same bytes, which is how a safe retry is recognised (CONTRACT §4.1 step 4).
+//! re-checks a field. Its serialisation is *canonical*: two requests that mean the same location
+//! serialise to the same bytes, which is how a safe retry is recognised (CONTRACT §4.1 step 4).
+//! It is also the stored record's content, as `POST /v1/location/list` answers it (CONTRACT §9.1):
+//! every field of SPEC §2.1 after `merchant_location_id` (which is stored and answered beside it),
+//! in the table's order, absent optional values `null`, sets in enumeration order, schedules in day
+//! and date order, every day schedule with its four keys, numbers as `f64`. So a page of records is
+//! sent from the stored text without decoding it.
+//!
+//! Reading it back (`Deserialize`) also accepts the form stored before the record existed, which
+//! left absent values out; the migration to the record rewrites those.
 
 pub mod address;
 pub mod batch;
+pub mod listing;
+pub mod record;
 pub mod schema;
 pub mod validate;
 
 use std::fmt;
 
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::schedule::DaySchedule;
 use crate::wire_enum;
@@ -156,8 +165,32 @@ impl Serialize for TypeSet {
     }
 }
 
+impl<'de> Deserialize<'de> for TypeSet {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut set = TypeSet::EMPTY;
+        Vec::<LocationType>::deserialize(d)?
+            .into_iter()
+            .for_each(|t| set.insert(t));
+        Ok(set)
+    }
+}
+
+/// An optional list: `null` when empty.
+fn null_if_empty<T: Serialize, S: Serializer>(list: &[T], s: S) -> Result<S::Ok, S::Error> {
+    if list.is_empty() {
+        s.serialize_none()
+    } else {
+        s.collect_seq(list)
+    }
+}
+
+/// An optional list: empty when `null`.
+fn empty_if_null<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<Vec<T>, D::Error> {
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
 /// Maximum order dimensions (cm) and weight (kg).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
     pub length: f64,
     pub width: f64,
@@ -165,13 +198,13 @@ pub struct Limits {
     pub weight: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WeeklyDay {
     pub day: Weekday,
     pub schedule: DaySchedule,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DatedDay {
     /// `YYYY-MM-DD`, a real calendar date (so string order is date order).
     pub date: String,
@@ -180,44 +213,51 @@ pub struct DatedDay {
 }
 
 /// A valid location, in canonical form: sets and schedules sorted, absent optional values `None`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Location {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Stored and answered beside the content, not inside it.
+    #[serde(skip_serializing, default)]
     pub merchant_location_id: Option<String>,
     pub location_types: TypeSet,
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub address_tail: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub comment: Option<String>,
     pub latitude: f64,
     pub longitude: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub provider_id: Option<Provider>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub provider_location_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub pickup_point_type: Option<PickupPointType>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(serialize_with = "null_if_empty", deserialize_with = "empty_if_null", default)]
     pub payment_methods: Vec<PaymentMethod>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub storage_period_days: Option<u32>,
     pub limits: Limits,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub instruction: Option<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(serialize_with = "null_if_empty", deserialize_with = "empty_if_null", default)]
     pub pickup_services: Vec<PickupService>,
     pub working_schedule: Vec<WeeklyDay>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(serialize_with = "null_if_empty", deserialize_with = "empty_if_null", default)]
     pub individual_schedule: Vec<DatedDay>,
     pub is_accepts_returns: bool,
 }
 
 impl Location {
-    /// The canonical JSON text: equal for two requests that mean the same location.
+    /// The canonical JSON text: equal for two requests that mean the same location; the stored
+    /// record's content.
     pub fn canonical_json(&self) -> String {
         // Serialising plain data into a String cannot fail; fall back to an empty object rather
         // than panic on a request path.
         serde_json::to_string(self).unwrap_or_else(|_| String::from("{}"))
+    }
+
+    /// A stored canonical text read back (either form); `None` when it is not one.
+    pub fn from_canonical(text: &str) -> Option<Location> {
+        serde_json::from_str(text).ok()
     }
 }

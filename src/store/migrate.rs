@@ -1,0 +1,36 @@
+//! What both stores' migrations share beyond their SQL files: the steps written in Rust.
+//!
+//! Migration 3 (the stored record, CONTRACT §9.1) rewrites every location's stored text from the
+//! earlier canonical form (absent values left out, `merchant_location_id` inside) to the record's
+//! content, so that a page is sent from the stored text as it is.
+
+use crate::domain::location::Location;
+
+/// The migration after which `upgraded_body` runs over every location.
+pub const RECORD_MIGRATION: usize = 3;
+/// Rows rewritten per statement batch.
+pub const UPGRADE_CHUNK: i64 = 1000;
+
+/// The record content of a body stored in an earlier form; `None` when it already is one (or is
+/// not a location at all, which is left for a human to see rather than lost).
+pub fn upgraded_body(body: &str) -> Option<String> {
+    let canonical = Location::from_canonical(body)?.canonical_json();
+    (canonical != body).then_some(canonical)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_old_body_becomes_the_record_content_and_a_new_one_stays() {
+        let old = r#"{"merchant_location_id":"wh-1","location_types":["WAREHOUSE"],"name":"W","latitude":10.0,"longitude":37.6,"limits":{"length":200.0,"width":120.0,"height":150.0,"weight":500.0},"working_schedule":[{"day":"MONDAY","schedule":{"time_start":"09:00","time_end":"21:00","break":"13:00-14:00"}}],"is_accepts_returns":true}"#;
+        let new = upgraded_body(old).unwrap();
+        assert_eq!(
+            new,
+            r#"{"location_types":["WAREHOUSE"],"name":"W","address_tail":null,"comment":null,"latitude":10.0,"longitude":37.6,"provider_id":null,"provider_location_id":null,"pickup_point_type":null,"payment_methods":null,"storage_period_days":null,"limits":{"length":200.0,"width":120.0,"height":150.0,"weight":500.0},"instruction":null,"pickup_services":null,"working_schedule":[{"day":"MONDAY","schedule":{"time_start":"09:00","time_end":"21:00","break":"13:00-14:00","shipping_cutoff":null}}],"individual_schedule":null,"is_accepts_returns":true}"#
+        );
+        assert_eq!(upgraded_body(&new), None);
+        assert_eq!(upgraded_body("not json"), None);
+    }
+}
