@@ -10,6 +10,7 @@ mod helpers;
 mod import;
 mod limits;
 mod location_list;
+mod migration;
 mod postgres;
 mod process;
 mod properties;

@@ -102,3 +102,190 @@ fn any_items_get_one_consistent_result_each() {
         })
         .unwrap();
 }
+
+/// A location as the create answers reported it: the independent model of what a list returns.
+#[derive(Clone, Debug)]
+struct Known {
+    merchant: usize,
+    location_id: String,
+    merchant_location_id: String,
+    status: String,
+    types: Vec<String>,
+}
+
+/// One of the four fixtures, at one of a few points, under one of a few merchant ids: twins
+/// (quarantine), retries and conflicts all happen.
+fn located_item() -> impl Strategy<Value = Value> {
+    (0u32..4, 0u32..3, 0u32..3).prop_map(|(kind, n, suffix)| {
+        let mut item = match kind {
+            0 => warehouse(n),
+            1 => pickup_point(n),
+            2 => postamat(n),
+            _ => click_and_collect(n),
+        };
+        let id = format!("{}-{suffix}", item["merchant_location_id"].as_str().unwrap());
+        item["merchant_location_id"] = json!(id);
+        item
+    })
+}
+
+#[derive(Clone, Debug)]
+struct Walk {
+    merchant: usize,
+    status: Option<&'static str>,
+    types: Option<Vec<&'static str>>,
+    /// Picks of known locations (indexes modulo their count) for `location_ids`.
+    by_id: Option<Vec<usize>>,
+    by_merchant_id: Option<Vec<usize>>,
+    limit: usize,
+}
+
+fn walk() -> impl Strategy<Value = Walk> {
+    let picks = prop::option::weighted(0.25, prop::collection::vec(0usize..64, 0..5));
+    (
+        0usize..2,
+        prop::option::of(prop::sample::select(vec!["ACTIVE", "QUARANTINE", "ARCHIVED"])),
+        prop::option::weighted(
+            0.4,
+            prop::sample::subsequence(vec!["WAREHOUSE", "PICKUP_POINT", "CLICK_AND_COLLECT"], 1..=2),
+        ),
+        picks.clone(),
+        picks,
+        1usize..6,
+    )
+        .prop_map(|(merchant, status, types, by_id, by_merchant_id, limit)| Walk {
+            merchant,
+            status,
+            types,
+            by_id,
+            by_merchant_id,
+            limit,
+        })
+}
+
+#[test]
+fn walks_return_exactly_the_matching_locations_in_creation_order() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let app = runtime.block_on(TestApp::spawn());
+    let mut runner = TestRunner::new(Config {
+        cases: 24,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let batches = prop::collection::vec((0usize..2, prop::collection::vec(located_item(), 1..6)), 1..6);
+    runner
+        .run(&(batches, prop::collection::vec(walk(), 1..4)), |(batches, walks)| {
+            // Two fresh merchants per case.
+            let keys = [
+                runtime.block_on(app.merchant_key("a")),
+                runtime.block_on(app.merchant_key("b")),
+            ];
+            let mut known: Vec<Known> = Vec::new();
+            let record = |merchant: usize, items: &[Value], results: &[Value], known: &mut Vec<Known>| {
+                for (item, result) in items.iter().zip(results) {
+                    let id = result["location_id"].as_str().unwrap();
+                    if id.is_empty() || known.iter().any(|k| k.location_id == id) {
+                        continue;
+                    }
+                    known.push(Known {
+                        merchant,
+                        location_id: id.to_owned(),
+                        merchant_location_id: item["merchant_location_id"].as_str().unwrap().to_owned(),
+                        status: result["status"].as_str().unwrap().to_owned(),
+                        types: item["location_types"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|t| t.as_str().unwrap().to_owned())
+                            .collect(),
+                    });
+                }
+            };
+            for (merchant, items) in &batches {
+                let results = runtime.block_on(app.create_as(&keys[*merchant], items.clone()));
+                record(*merchant, items, &results, &mut known);
+            }
+            for (n, w) in walks.iter().enumerate() {
+                let pick = |picks: &Option<Vec<usize>>, field: fn(&Known) -> String| {
+                    picks.as_ref().map(|p| {
+                        let mut ids: Vec<String> = p
+                            .iter()
+                            .filter(|_| !known.is_empty())
+                            .map(|i| field(&known[i % known.len()]))
+                            .collect();
+                        ids.push("unknown".to_owned());
+                        ids
+                    })
+                };
+                let location_ids = pick(&w.by_id, |k| k.location_id.clone());
+                let merchant_location_ids = pick(&w.by_merchant_id, |k| k.merchant_location_id.clone());
+                let filter = json!({
+                    "status": w.status,
+                    "location_types": w.types,
+                    "location_ids": location_ids,
+                    "merchant_location_ids": merchant_location_ids,
+                });
+                let key = &keys[w.merchant];
+                // The first page, then a location created during the walk, then the rest.
+                let first = runtime.block_on(app.post_as(
+                    "/v1/location/list",
+                    key,
+                    &json!({"filter": filter, "pagination": {"limit": w.limit}}),
+                ));
+                prop_assert_eq!(first.status.as_u16(), 200, "{:#}", first.body);
+                let mut walked: Vec<String> = first.body["locations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["location_id"].as_str().unwrap().to_owned())
+                    .collect();
+                let late = vec![with(
+                    warehouse(90 + n as u32),
+                    "/merchant_location_id",
+                    Some(json!(format!("late-{n}"))),
+                )];
+                let mut cursor = first.body["pagination"]["next_cursor"].clone();
+                if !cursor.is_null() {
+                    // A walk that has not ended yet.
+                    let results = runtime.block_on(app.create_as(key, late.clone()));
+                    record(w.merchant, &late, &results, &mut known);
+                }
+                while !cursor.is_null() {
+                    let page = runtime.block_on(app.post_as(
+                        "/v1/location/list",
+                        key,
+                        &json!({"filter": filter, "pagination": {"limit": w.limit, "cursor": cursor}}),
+                    ));
+                    prop_assert_eq!(page.status.as_u16(), 200, "{:#}", page.body);
+                    walked.extend(
+                        page.body["locations"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|r| r["location_id"].as_str().unwrap().to_owned()),
+                    );
+                    cursor = page.body["pagination"]["next_cursor"].clone();
+                }
+                let expected: Vec<String> = known
+                    .iter()
+                    .filter(|k| k.merchant == w.merchant)
+                    .filter(|k| w.status.is_none_or(|s| k.status == s))
+                    .filter(|k| {
+                        w.types
+                            .as_ref()
+                            .is_none_or(|t| k.types.iter().any(|x| t.contains(&x.as_str())))
+                    })
+                    .filter(|k| location_ids.as_ref().is_none_or(|ids| ids.contains(&k.location_id)))
+                    .filter(|k| {
+                        merchant_location_ids
+                            .as_ref()
+                            .is_none_or(|ids| ids.contains(&k.merchant_location_id))
+                    })
+                    .map(|k| k.location_id.clone())
+                    .collect();
+                prop_assert_eq!(&walked, &expected, "filter {} limit {}", filter, w.limit);
+            }
+            Ok(())
+        })
+        .unwrap();
+}
