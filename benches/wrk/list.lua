@@ -1,10 +1,13 @@
--- wrk script: POST /v1/categories/list with 100-item pages at random positions. Args: API_KEY
--- BODIES_FILE (one request body per line: the first page and pages reached by real cursors).
+-- wrk script: POST to a list endpoint with 100-item pages at random positions. Args: API_KEY
+-- BODIES_FILE (one request body per line: the first page and pages reached by real cursors)
+-- [PATH] (default /v1/categories/list).
 local key
+local path = "/v1/categories/list"
 local bodies = {}
 
 function init(args)
   key = args[1]
+  if args[3] then path = args[3] end
   for line in io.lines(args[2]) do
     if #line > 0 then table.insert(bodies, line) end
   end
@@ -13,7 +16,7 @@ end
 
 function request()
   local body = bodies[math.random(#bodies)]
-  return wrk.format("POST", "/v1/categories/list",
+  return wrk.format("POST", path,
     {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. key}, body)
 end
 

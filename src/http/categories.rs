@@ -34,18 +34,9 @@ use crate::domain::category::taxonomy::Filter;
     ),
     responses(
         (status = 200, description = "A page of categories", body = crate::http::openapi::ListResponse,
-         headers(
-             ("X-Request-Id" = String, description = "The request's id, also in the logs"),
-             ("RateLimit-Policy" = String, description = "\"merchant\";q=<burst>;w=<seconds to refill it>, while limiting is on"),
-             ("RateLimit" = String, description = "\"merchant\";r=<units left>;t=<seconds until one more>, while limiting is on")
-         ),
          example = json!(crate::http::openapi::list_example_answer())),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
-         body = crate::http::openapi::ErrorBody),
-        (status = 401, description = "UNAUTHENTICATED or INVALID_API_KEY", body = crate::http::openapi::ErrorBody),
-        (status = 429, description = "RATE_LIMITED", body = crate::http::openapi::ErrorBody,
-         headers(("Retry-After" = u64, description = "Seconds to wait, rounded up"))),
-        (status = 500, description = "INTERNAL", body = crate::http::openapi::ErrorBody)
+         body = crate::http::openapi::ErrorBody)
     )
 )]
 pub async fn list(

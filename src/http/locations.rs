@@ -18,7 +18,7 @@ use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_fil
 use crate::app::{AppState, Deadline};
 use crate::domain::json::{Value, take_member};
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
-use crate::domain::location::listing::{self, LocationFilter};
+use crate::domain::location::listing::{self, LocationFilter, LocationQuery};
 use crate::domain::location::{LocationType, Status, TypeSet};
 use crate::pagination::AfterSeq;
 
@@ -53,18 +53,9 @@ pub struct CreateResponse {
     ),
     responses(
         (status = 200, description = "One result per request item, in request order", body = CreateResponse,
-         headers(
-             ("X-Request-Id" = String, description = "The request's id, also in the logs"),
-             ("RateLimit-Policy" = String, description = "\"merchant\";q=<burst>;w=<seconds to refill it>, while limiting is on"),
-             ("RateLimit" = String, description = "\"merchant\";r=<units left>;t=<seconds until one more>, while limiting is on")
-         ),
          example = json!(crate::http::openapi::create_example_answer())),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
-         body = crate::http::openapi::ErrorBody, example = json!(crate::http::openapi::error_example())),
-        (status = 401, description = "UNAUTHENTICATED or INVALID_API_KEY", body = crate::http::openapi::ErrorBody),
-        (status = 429, description = "RATE_LIMITED", body = crate::http::openapi::ErrorBody,
-         headers(("Retry-After" = u64, description = "Seconds to wait, rounded up"))),
-        (status = 500, description = "INTERNAL; nothing of the request is stored", body = crate::http::openapi::ErrorBody)
+         body = crate::http::openapi::ErrorBody, example = json!(crate::http::openapi::error_example()))
     )
 )]
 pub async fn create(
@@ -153,18 +144,9 @@ struct Inconsistent(&'static str);
     ),
     responses(
         (status = 200, description = "A page of the merchant's locations", body = crate::http::openapi::LocationListResponse,
-         headers(
-             ("X-Request-Id" = String, description = "The request's id, also in the logs"),
-             ("RateLimit-Policy" = String, description = "\"merchant\";q=<burst>;w=<seconds to refill it>, while limiting is on"),
-             ("RateLimit" = String, description = "\"merchant\";r=<units left>;t=<seconds until one more>, while limiting is on")
-         ),
          example = json!(crate::http::openapi::location_list_example_answer())),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
-         body = crate::http::openapi::ErrorBody),
-        (status = 401, description = "UNAUTHENTICATED or INVALID_API_KEY", body = crate::http::openapi::ErrorBody),
-        (status = 429, description = "RATE_LIMITED", body = crate::http::openapi::ErrorBody,
-         headers(("Retry-After" = u64, description = "Seconds to wait, rounded up"))),
-        (status = 500, description = "INTERNAL", body = crate::http::openapi::ErrorBody)
+         body = crate::http::openapi::ErrorBody)
     )
 )]
 pub async fn list(
@@ -174,12 +156,16 @@ pub async fn list(
 ) -> Result<Response, ApiError> {
     let request = ListRequest::parse(body.parse()?, parse_filter)?;
     drop(body);
-    let filter = &request.filter;
-    let digest = filter.digest(&merchant.id);
+    let digest = request.filter.digest(&merchant.id);
     let after = request.after::<AfterSeq>(&state.cursors, &digest)?;
     let page = state
         .store
-        .list_locations(merchant.pk, filter, after.map(|a| a.0), request.limit)
+        .list_locations(LocationQuery {
+            merchant_pk: merchant.pk,
+            after: after.map(|a| a.0),
+            limit: request.limit,
+            filter: request.filter,
+        })
         .await?;
     let next_cursor = page
         .records

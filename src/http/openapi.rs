@@ -305,7 +305,7 @@ pub struct LocationListResponse {
         WorkingDayInput, DatedDayInput, DayScheduleInput, Category, CategoryStatus, ListFilter,
         PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord
     )),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),
     tags(
         (name = "locations", description = "Delivery locations of the authenticated merchant"),
@@ -313,6 +313,73 @@ pub struct LocationListResponse {
     )
 )]
 pub struct ApiDoc;
+
+/// What every `/v1` operation answers besides its own 200 and 400 (CONTRACT §3, §6): the headers
+/// of a 200, and 401, 429 and 500 in the error body. Written here once for every operation.
+struct CommonAnswers;
+
+impl Modify for CommonAnswers {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::header::HeaderBuilder;
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+        let header = |description: &str| {
+            HeaderBuilder::new()
+                .schema(Some(
+                    ObjectBuilder::new().schema_type(utoipa::openapi::schema::Type::String),
+                ))
+                .description(Some(description))
+                .build()
+        };
+        let error = |description: &str| {
+            ResponseBuilder::new().description(description).content(
+                "application/json",
+                ContentBuilder::new()
+                    .schema(Some(Ref::from_schema_name("ErrorBody")))
+                    .build(),
+            )
+        };
+        let retry_after = HeaderBuilder::new()
+            .schema(Some(
+                ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::Integer)
+                    .minimum(Some(1)),
+            ))
+            .description(Some("Seconds to wait, rounded up"))
+            .build();
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let Some(op) = item.post.as_mut().filter(|_| path.starts_with("/v1/")) else {
+                continue;
+            };
+            let answers = &mut op.responses.responses;
+            if let Some(RefOr::T(ok)) = answers.get_mut("200") {
+                ok.headers.insert(
+                    "X-Request-Id".into(),
+                    header("The request's id, also in the logs").into(),
+                );
+                ok.headers.insert(
+                    "RateLimit-Policy".into(),
+                    header("\"merchant\";q=<burst>;w=<seconds to refill it>, while limiting is on").into(),
+                );
+                ok.headers.insert(
+                    "RateLimit".into(),
+                    header("\"merchant\";r=<units left>;t=<seconds until one more>, while limiting is on").into(),
+                );
+            }
+            answers.insert("401".into(), error("UNAUTHENTICATED or INVALID_API_KEY").build().into());
+            answers.insert(
+                "429".into(),
+                error("RATE_LIMITED")
+                    .header("Retry-After", retry_after.clone())
+                    .build()
+                    .into(),
+            );
+            answers.insert(
+                "500".into(),
+                error("INTERNAL; nothing of the request is stored").build().into(),
+            );
+        }
+    }
+}
 
 struct BearerAuth;
 

@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
 use crate::domain::location::batch::{NewLocation, Outcome};
-use crate::domain::location::listing::{LocationFilter, LocationPage};
+use crate::domain::location::listing::{LocationPage, LocationQuery};
 
 /// A merchant as the rest of the service refers to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,16 +103,9 @@ pub trait Store: Send + Sync + 'static {
         deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError>;
 
-    /// One page of the merchant's locations (CONTRACT §9.2): those matching `filter` created after
-    /// `after` (a `seq`), at most `limit`, in creation order, with the exact total; read in one
-    /// transaction.
-    async fn list_locations(
-        &self,
-        merchant_pk: i64,
-        filter: &LocationFilter,
-        after: Option<i64>,
-        limit: usize,
-    ) -> Result<LocationPage, StoreError>;
+    /// One page of a merchant's locations (CONTRACT §9.2), in creation order, with the exact
+    /// total; read in one transaction.
+    async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError>;
 
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;

@@ -30,7 +30,7 @@ use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
-use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, PageKeys};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery, PageKeys};
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
 
@@ -423,16 +423,21 @@ async fn write_categories(client: &impl GenericClient, categories: &[&Category])
     Ok(())
 }
 
-/// A read-only, repeatable-read transaction over the categories, and their version in it.
-async fn taxonomy_snapshot(
-    client: &mut deadpool_postgres::Object,
-) -> Result<(deadpool_postgres::Transaction<'_>, i64), StoreError> {
-    let tx = client
+/// A read-only, repeatable-read transaction: every read in it sees one state.
+async fn snapshot(client: &mut deadpool_postgres::Object) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
+    Ok(client
         .build_transaction()
         .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
         .read_only(true)
         .start()
-        .await?;
+        .await?)
+}
+
+/// A snapshot over the categories, and their version in it.
+async fn taxonomy_snapshot(
+    client: &mut deadpool_postgres::Object,
+) -> Result<(deadpool_postgres::Transaction<'_>, i64), StoreError> {
+    let tx = snapshot(client).await?;
     let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
     Ok((tx, version))
 }
@@ -627,21 +632,17 @@ impl Store for PgStore {
         Ok(outcomes)
     }
 
-    async fn list_locations(
-        &self,
-        merchant_pk: i64,
-        filter: &LocationFilter,
-        after: Option<i64>,
-        limit: usize,
-    ) -> Result<LocationPage, StoreError> {
+    async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
+        let LocationQuery {
+            merchant_pk,
+            filter,
+            after,
+            limit,
+        } = &query;
+        let (merchant_pk, after, limit) = (*merchant_pk, *after, *limit);
         let mut client = self.pool.get().await?;
         // One snapshot: the total, the page and its records see one state.
-        let tx = client
-            .build_transaction()
-            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()
-            .await?;
+        let tx = snapshot(&mut client).await?;
         let keys = if filter.by_ids() {
             let candidates = candidates(&tx, merchant_pk, filter).await?;
             filter.page_of_candidates(candidates, after, limit)

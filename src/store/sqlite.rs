@@ -33,7 +33,7 @@ use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
-use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, PageKeys};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery, PageKeys};
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
 
@@ -920,16 +920,15 @@ impl Store for SqliteStore {
         Ok(found)
     }
 
-    async fn list_locations(
-        &self,
-        merchant_pk: i64,
-        filter: &LocationFilter,
-        after: Option<i64>,
-        limit: usize,
-    ) -> Result<LocationPage, StoreError> {
-        let filter = filter.clone();
+    async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
         self.readers
             .read(move |c| {
+                let LocationQuery {
+                    merchant_pk,
+                    filter,
+                    after,
+                    limit,
+                } = query;
                 // One read transaction: the total, the page and its records see one state.
                 let tx = c.unchecked_transaction()?;
                 let keys = if filter.by_ids() {

@@ -166,15 +166,7 @@ impl TestApp {
 
     /// POSTs and returns the status and the body as text (to check the order of keys).
     pub async fn post_text(&self, path: &str, body: &Value) -> (StatusCode, String) {
-        let response = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .bearer_auth(&self.key)
-            .header("content-type", "application/json")
-            .body(body.to_string())
-            .send()
-            .await
-            .unwrap();
+        let response = self.json_request(path, &self.key, body).send().await.unwrap();
         (response.status(), response.text().await.unwrap())
     }
 
@@ -189,13 +181,15 @@ impl TestApp {
     }
 
     pub async fn post_as(&self, path: &str, key: &str, body: &Value) -> Answer {
-        let request = self
-            .client
+        read(self.json_request(path, key, body)).await
+    }
+
+    fn json_request(&self, path: &str, key: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.client
             .post(format!("{}{path}", self.base))
             .bearer_auth(key)
             .header("content-type", "application/json")
-            .body(body.to_string());
-        read(request).await
+            .body(body.to_string())
     }
 
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use storefront::domain::category::Category;
 use storefront::domain::category::import::{Mode, Parsed, Problem};
 use storefront::domain::location::batch::{NewLocation, Outcome};
-use storefront::domain::location::listing::{LocationFilter, LocationPage};
+use storefront::domain::location::listing::{LocationPage, LocationQuery};
 use storefront::store::{Imported, MerchantRef, Store, StoreError, StoredKey};
 
 use crate::helpers::*;
@@ -338,17 +338,11 @@ impl Store for FaultyStore {
             }
         }
     }
-    async fn list_locations(
-        &self,
-        merchant_pk: i64,
-        filter: &LocationFilter,
-        after: Option<i64>,
-        limit: usize,
-    ) -> Result<LocationPage, StoreError> {
+    async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while listing"),
             Fault::Fail => Err(StoreError::Backend("SQLITE_IOERR: /var/lib/secret.db".into())),
-            Fault::Slow(_) => self.inner.list_locations(merchant_pk, filter, after, limit).await,
+            Fault::Slow(_) => self.inner.list_locations(query).await,
         }
     }
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

@@ -158,6 +158,16 @@ pub fn tally(changes: impl IntoIterator<Item = (Status, TypeSet, i64)>) -> Vec<(
         .collect()
 }
 
+/// What one page reads: the merchant's locations matching `filter` created after `after` (a
+/// `seq`), at most `limit` of them.
+#[derive(Clone, Debug)]
+pub struct LocationQuery {
+    pub merchant_pk: i64,
+    pub filter: LocationFilter,
+    pub after: Option<i64>,
+    pub limit: usize,
+}
+
 /// One page of a merchant's records, as a store read it in one transaction.
 #[derive(Clone, Debug)]
 pub struct LocationPage {
