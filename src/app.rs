@@ -11,10 +11,8 @@
 
 use std::any::Any;
 use std::future::Future;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use arc_swap::ArcSwap;
 use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::Response;
@@ -26,17 +24,15 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::domain::category::taxonomy::Taxonomy;
+pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{categories, gate, locations, openapi, ops, request_id};
-use crate::pagination::Cursors;
-use crate::rate_limit::{Rate, RateLimits};
-use crate::store::{Store, StoreError};
+use crate::state::STORE_MARGIN;
+pub use crate::state::{AppState, Deadline, ServedMerchant};
 
 /// How often a server checks whether the stored taxonomy changed.
 pub const TAXONOMY_POLL: Duration = Duration::from_secs(1);
@@ -44,95 +40,6 @@ pub const TAXONOMY_POLL: Duration = Duration::from_secs(1);
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often idle merchants are dropped from the rate limiter.
 const FORGET_IDLE_EVERY: Duration = Duration::from_secs(60);
-
-/// What the service is configured with (beyond the store).
-#[derive(Clone, Debug)]
-pub struct Settings {
-    pub rate: Rate,
-    pub burst: u32,
-    /// Most `/v1` requests in flight at once; more are answered 429.
-    pub max_in_flight: usize,
-    /// A request's time in the server; after it the answer is 500 and nothing is stored.
-    pub request_timeout: Duration,
-}
-
-impl Default for Settings {
-    /// CONTRACT §1 and §6 defaults.
-    fn default() -> Self {
-        Settings {
-            rate: Rate::PerSecond(std::num::NonZeroU32::new(50).unwrap_or(std::num::NonZeroU32::MIN)),
-            burst: 100,
-            max_in_flight: 512,
-            request_timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// When a request's store work must be done by: a margin before its time cap, so that a write
-/// begun in time is committed before the request is answered 500.
-#[derive(Clone, Copy, Debug)]
-pub struct Deadline(pub Instant);
-
-const STORE_MARGIN: Duration = Duration::from_secs(5);
-
-/// What every handler can reach: one `Arc`, cheap to hand to every extractor.
-#[derive(Clone)]
-pub struct AppState(Arc<Services>);
-
-pub struct Services {
-    pub store: Arc<dyn Store>,
-    /// The current taxonomy snapshot, swapped whole when the stored one changes.
-    pub taxonomy: ArcSwap<Taxonomy>,
-    pub cursors: Cursors,
-    pub limits: RateLimits,
-    pub in_flight: Arc<Semaphore>,
-    pub settings: Settings,
-}
-
-impl std::ops::Deref for AppState {
-    type Target = Services;
-
-    fn deref(&self) -> &Services {
-        &self.0
-    }
-}
-
-impl AppState {
-    /// Loads what serving needs from the store: the cursor secret and the taxonomy.
-    pub async fn load(store: Arc<dyn Store>, settings: Settings) -> Result<Self, StoreError> {
-        let cursors = Cursors::new(store.cursor_secret().await?);
-        let taxonomy = load_taxonomy(store.as_ref()).await?;
-        Ok(AppState(Arc::new(Services {
-            store,
-            taxonomy: ArcSwap::from_pointee(taxonomy),
-            cursors,
-            limits: RateLimits::new(settings.rate, settings.burst),
-            in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
-            settings,
-        })))
-    }
-
-    /// Swaps in the stored taxonomy when its version differs from the one served; returns
-    /// whether it did.
-    pub async fn refresh_taxonomy(&self) -> Result<bool, StoreError> {
-        let stored = self.store.taxonomy_version().await?;
-        if stored == self.taxonomy.load().version() {
-            return Ok(false);
-        }
-        let taxonomy = load_taxonomy(self.store.as_ref()).await?;
-        tracing::info!(
-            version = taxonomy.version(),
-            categories = taxonomy.len(),
-            "taxonomy refreshed"
-        );
-        self.taxonomy.store(Arc::new(taxonomy));
-        Ok(true)
-    }
-}
-
-async fn load_taxonomy(store: &dyn Store) -> Result<Taxonomy, StoreError> {
-    store.load_taxonomy().await
-}
 
 /// Background upkeep for as long as it runs: taxonomy refresh, the metrics' pending samples, idle
 /// rate-limit state.
@@ -197,10 +104,6 @@ fn route_of(request: &Request) -> String {
         .get::<MatchedPath>()
         .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned())
 }
-
-/// The merchant a `/v1` answer was for, handed back by the gate for the access log.
-#[derive(Clone)]
-pub struct ServedMerchant(pub String);
 
 /// Every request's bookkeeping, in one layer (one layer is one boxed service per route, cloned for
 /// every request): its id (echoed, and in scope for any 500 body), its time cap (after

@@ -34,11 +34,9 @@ impl std::fmt::Debug for IssuedKey {
     }
 }
 
-/// `N` bytes from the operating system's random source.
-pub fn random<const N: usize>() -> Result<[u8; N], StoreError> {
-    let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).map_err(|e| StoreError::Backend(e.to_string().into()))?;
-    Ok(bytes)
+/// `N` random bytes, a failure of the source being one of the store's (it stops the command).
+fn random<const N: usize>() -> Result<[u8; N], StoreError> {
+    crate::secret::random().map_err(StoreError::backend)
 }
 
 fn hash(secret: &str) -> [u8; 32] {

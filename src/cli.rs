@@ -74,10 +74,26 @@ pub enum CategoriesCommand {
         replace: bool,
         /// The file's format (default: detected from its content).
         #[arg(long, value_enum)]
-        format: Option<Format>,
+        format: Option<FormatArg>,
     },
     /// Print the stored categories in the JSON import format.
     Export,
+}
+
+/// `--format` of `categories import`: the domain's formats, named on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    Json,
+    Google,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Json => Format::Json,
+            FormatArg::Google => Format::Google,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -139,7 +155,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let mode = if replace { Mode::Replace } else { Mode::Upsert };
             with_store(&url, |store| async move {
-                import_categories(store.as_ref(), &text, format, mode).await
+                import_categories(store.as_ref(), &text, format.map(Format::from), mode).await
             })
             .await
         }

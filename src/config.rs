@@ -2,10 +2,10 @@
 //! appear in `Debug` output or logs.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::app::Settings;
 use crate::rate_limit::Rate;
 use crate::store::DatabaseUrl;
 
@@ -49,6 +49,29 @@ impl ServeArgs {
             burst: self.rate_burst,
             max_in_flight: usize::try_from(self.max_in_flight).unwrap_or(usize::MAX),
             ..Settings::default()
+        }
+    }
+}
+
+/// What the service is configured with (beyond the store).
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub rate: Rate,
+    pub burst: u32,
+    /// Most `/v1` requests in flight at once; more are answered 429.
+    pub max_in_flight: usize,
+    /// A request's time in the server; after it the answer is 500 and nothing is stored.
+    pub request_timeout: Duration,
+}
+
+impl Default for Settings {
+    /// CONTRACT §1 and §6 defaults.
+    fn default() -> Self {
+        Settings {
+            rate: Rate::PerSecond(std::num::NonZeroU32::new(50).unwrap_or(std::num::NonZeroU32::MIN)),
+            burst: 100,
+            max_in_flight: 512,
+            request_timeout: Duration::from_secs(30),
         }
     }
 }

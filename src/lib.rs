@@ -8,5 +8,7 @@ pub mod domain;
 pub mod http;
 pub mod pagination;
 pub mod rate_limit;
+pub mod secret;
+pub mod state;
 pub mod store;
 pub mod telemetry;

@@ -12,9 +12,9 @@ use super::error::ApiError;
 use super::extract::JsonBody;
 use super::gate::Merchant;
 use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys};
-use crate::app::AppState;
 use crate::domain::category::CategoryStatus;
 use crate::domain::category::taxonomy::Filter;
+use crate::state::AppState;
 
 /// Lists product categories: flat, filtered, in a stable order, paged by cursor.
 ///
@@ -27,16 +27,16 @@ use crate::domain::category::taxonomy::Filter;
     tag = "categories",
     operation_id = "listCategories",
     request_body(
-        content = crate::http::openapi::ListRequest,
+        content = crate::http::schemas::ListRequest,
         description = "Optional: an empty body means `{}`, the first page of every category",
         content_type = "application/json",
-        example = json!(crate::http::openapi::list_example_request())
+        example = json!(crate::http::schemas::list_example_request())
     ),
     responses(
-        (status = 200, description = "A page of categories", body = crate::http::openapi::ListResponse,
-         example = json!(crate::http::openapi::list_example_answer())),
+        (status = 200, description = "A page of categories", body = crate::http::schemas::ListResponse,
+         example = json!(crate::http::schemas::list_example_answer())),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
-         body = crate::http::openapi::ErrorBody)
+         body = crate::http::schemas::ErrorBody)
     )
 )]
 pub async fn list(

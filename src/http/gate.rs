@@ -11,9 +11,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ErrorCode};
-use crate::app::{AppState, ServedMerchant};
 use crate::auth;
 use crate::rate_limit::{self, Refusal};
+use crate::state::{AppState, ServedMerchant};
 use crate::store::MerchantRef;
 
 const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");

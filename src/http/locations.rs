@@ -15,12 +15,12 @@ use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
 use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys};
-use crate::app::{AppState, Deadline};
 use crate::domain::json::{Value, take_member};
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 use crate::domain::location::listing::{self, LocationFilter, LocationQuery};
 use crate::domain::location::{LocationType, Status, TypeSet};
 use crate::pagination::AfterSeq;
+use crate::state::{AppState, Deadline};
 
 /// Most items in one create request.
 pub const MAX_ITEMS: usize = 200;
@@ -44,18 +44,18 @@ pub struct CreateResponse {
     tag = "locations",
     operation_id = "createLocations",
     request_body(
-        content = crate::http::openapi::CreateRequest,
+        content = crate::http::schemas::CreateRequest,
         content_type = "application/json",
         examples(
-            ("valid" = (summary = "A valid warehouse", value = json!(crate::http::openapi::create_example_valid()))),
-            ("invalid" = (summary = "A pickup point with four errors", value = json!(crate::http::openapi::create_example_invalid())))
+            ("valid" = (summary = "A valid warehouse", value = json!(crate::http::schemas::create_example_valid()))),
+            ("invalid" = (summary = "A pickup point with four errors", value = json!(crate::http::schemas::create_example_invalid())))
         )
     ),
     responses(
         (status = 200, description = "One result per request item, in request order", body = CreateResponse,
-         example = json!(crate::http::openapi::create_example_answer())),
+         example = json!(crate::http::schemas::create_example_answer())),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
-         body = crate::http::openapi::ErrorBody, example = json!(crate::http::openapi::error_example()))
+         body = crate::http::schemas::ErrorBody, example = json!(crate::http::schemas::error_example()))
     )
 )]
 pub async fn create(
@@ -137,16 +137,16 @@ struct Inconsistent(&'static str);
     tag = "locations",
     operation_id = "listLocations",
     request_body(
-        content = crate::http::openapi::LocationListRequest,
+        content = crate::http::schemas::LocationListRequest,
         description = "Optional: an empty body means `{}`, the first page of every location",
         content_type = "application/json",
-        example = json!(crate::http::openapi::location_list_example_request())
+        example = json!(crate::http::schemas::location_list_example_request())
     ),
     responses(
-        (status = 200, description = "A page of the merchant's locations", body = crate::http::openapi::LocationListResponse,
-         example = json!(crate::http::openapi::location_list_example_answer())),
+        (status = 200, description = "A page of the merchant's locations", body = crate::http::schemas::LocationListResponse,
+         example = json!(crate::http::schemas::location_list_example_answer())),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
-         body = crate::http::openapi::ErrorBody)
+         body = crate::http::schemas::ErrorBody)
     )
 )]
 pub async fn list(

@@ -10,3 +10,4 @@ pub mod openapi;
 pub mod ops;
 pub mod paging;
 pub mod request_id;
+pub mod schemas;

@@ -24,7 +24,8 @@ use futures_util::future::try_join_all;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
-use super::{Imported, MerchantRef, Store, StoreError, StoredKey, migrate, now_ms};
+use super::api::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use super::migrate;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
@@ -659,7 +660,7 @@ impl Store for PgStore {
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
-        let fresh: [u8; 32] = crate::auth::random()?;
+        let fresh: [u8; 32] = crate::secret::random().map_err(StoreError::backend)?;
         let client = self.pool.get().await?;
         client
             .execute(

@@ -27,7 +27,8 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Imported, MerchantRef, Store, StoreError, StoredKey, migrate, now_ms};
+use super::api::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use super::migrate;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
@@ -949,7 +950,7 @@ impl Store for SqliteStore {
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
-        let fresh: [u8; 32] = crate::auth::random()?;
+        let fresh: [u8; 32] = crate::secret::random().map_err(StoreError::backend)?;
         self.write(move |tx| {
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('cursor_secret', ?1) ON CONFLICT (key) DO NOTHING",

@@ -1,0 +1,132 @@
+//! The storage trait and what crosses it, beside the backends that implement it (`sqlite`,
+//! `postgres`), so that they import it from a sibling and the factory in `store/mod.rs` can name
+//! them without an import loop.
+//!
+//! Every write of one request happens in one transaction; an answer that says something is
+//! stored is sent only after that transaction is durably committed. Errors here know nothing of
+//! HTTP: the HTTP layer maps any `StoreError` it does not expect to a 500.
+
+use async_trait::async_trait;
+
+use crate::domain::category::Category;
+use crate::domain::category::import::{Mode, Parsed, Problem};
+use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::listing::{LocationPage, LocationQuery};
+
+/// A merchant as the rest of the service refers to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MerchantRef {
+    /// The store's internal key.
+    pub pk: i64,
+    /// The public id.
+    pub id: String,
+}
+
+/// A stored, unrevoked API key.
+#[derive(Clone, Debug)]
+pub struct StoredKey {
+    pub merchant: MerchantRef,
+    pub secret_hash: [u8; 32],
+}
+
+/// What an import did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Imported {
+    /// Records in the file.
+    pub records: usize,
+    /// Categories stored afterwards.
+    pub total: usize,
+    /// The new taxonomy version.
+    pub version: i64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("the store is closed or its writer stopped")]
+    Unavailable,
+    #[error("the request's deadline passed before its write could begin")]
+    DeadlinePassed,
+    #[error("database error")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl StoreError {
+    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        StoreError::Backend(Box::new(e))
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::backend(e)
+    }
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Whether the database answers.
+    async fn ping(&self) -> Result<(), StoreError>;
+
+    /// The durability settings in force, as `name=value` pairs for the startup log.
+    async fn durability(&self) -> Result<Vec<(String, String)>, StoreError>;
+
+    /// Creates a merchant; returns it.
+    async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError>;
+
+    /// How many merchants exist.
+    async fn merchant_count(&self) -> Result<u64, StoreError>;
+
+    /// Stores a new key for the merchant with public id `merchant_id` (`NotFound` if none).
+    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError>;
+
+    /// Revokes a key; `false` when no unrevoked key has that id.
+    async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError>;
+
+    /// The unrevoked key with this id, if any.
+    async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError>;
+
+    /// Stores the valid items of one create request, in order, in one transaction (CONTRACT §4.1
+    /// steps 4–6): one outcome per item. On error nothing of the request is stored. A write not
+    /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
+    /// `DeadlinePassed`.
+    async fn create_locations(
+        &self,
+        merchant: &MerchantRef,
+        items: Vec<NewLocation>,
+        deadline: std::time::Instant,
+    ) -> Result<Vec<Outcome>, StoreError>;
+
+    /// One page of a merchant's locations (CONTRACT §9.2), in creation order, with the exact
+    /// total; read in one transaction.
+    async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError>;
+
+    /// The secret that signs list cursors: generated once per database, then always the same.
+    async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;
+
+    /// The stored taxonomy's version; every import changes it.
+    async fn taxonomy_version(&self) -> Result<i64, StoreError>;
+
+    /// Every stored category, with the version they are (read in one transaction).
+    async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError>;
+
+    /// The taxonomy snapshot of the stored categories, built row by row (never holding them all
+    /// as `Category` values: with a million categories that would double the memory).
+    async fn load_taxonomy(&self) -> Result<crate::domain::category::taxonomy::Taxonomy, StoreError>;
+
+    /// Imports `records` atomically (CONTRACT §5.1): checks the set that would result and writes
+    /// it, bumping the version, or writes nothing and returns every problem.
+    async fn import_categories(&self, parsed: Parsed, mode: Mode)
+    -> Result<Result<Imported, Vec<Problem>>, StoreError>;
+
+    /// Finishes queued writes and releases the database.
+    async fn close(&self);
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
