@@ -32,6 +32,8 @@ TOOLS = ROOT / "target/tools"
 PEER_VENV = TOOLS / "peer-venv"
 GOOGLE = ROOT.parent / "shared/data/google-product-taxonomy.en-US.txt"
 TICK = os.sysconf("SC_CLK_TCK")
+# `--base-bin`: an earlier build of this service, measured beside ours on the create workload.
+BASE_BIN = None
 
 
 def log(*args):
@@ -118,8 +120,9 @@ class Server:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, STOREFRONT_LOG_FORMAT="json")
-        if kind == "ours":
-            cmd = [str(BIN), "--database", f"sqlite://{db}", "serve", "--addr", f"127.0.0.1:{self.port}", "--rate-limit", "0"]
+        if kind in ("ours", "base"):
+            binary = BIN if kind == "ours" else BASE_BIN
+            cmd = [str(binary), "--database", f"sqlite://{db}", "serve", "--addr", f"127.0.0.1:{self.port}", "--rate-limit", "0"]
             ready = self.base + "/readyz"
         elif kind == "ceiling":
             cmd = [str(CEILING), f"127.0.0.1:{self.port}", str(page_file)]
@@ -165,8 +168,8 @@ class Server:
 
 # ---- data -----------------------------------------------------------------------------------
 
-def storefront(db, *args, stdin=None):
-    return run([str(BIN), "--log-format", "json", "--database", f"sqlite://{db}", *args],
+def storefront(db, *args, stdin=None, binary=None):
+    return run([str(binary or BIN), "--log-format", "json", "--database", f"sqlite://{db}", *args],
                capture_output=True, text=True, input=stdin).stdout
 
 
@@ -219,6 +222,12 @@ def prepare(workdir, big_leaves, workloads):
         # are then valid on every copy.
         Server("ours", db, workdir).stop()
         dbs[name] = (db, issued["api_key"])
+    if BASE_BIN and "create" in workloads:
+        # The earlier build's own schema: it must not pay for (or miss) what ours migrates in.
+        db = workdir / "create.base.template.db"
+        issued = json.loads(storefront(db, "merchant", "create", "--name", "bench", "--json", binary=BASE_BIN))
+        Server("base", db, workdir).stop()
+        dbs["create.base"] = (db, issued["api_key"])
     # The peer's own index for its ORDER BY (a team would add one).
     for name in [n for n in ("create", "google") if n in dbs]:
         peer_db = workdir / f"{name}.peer.template.db"
@@ -327,7 +336,7 @@ def wrk(base, conns, seconds, script, args):
 
 def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
     template, key = {
-        "create": dbs["create.peer" if kind == "peer" else "create"],
+        "create": dbs[{"peer": "create.peer", "base": "create.base"}.get(kind, "create")],
         "list-google": dbs["google.peer" if kind == "peer" else "google"],
         "list-1m": dbs["big"],
         "locations-1k": dbs.get("locations-1k"),
@@ -417,7 +426,7 @@ def report(results, cfg, cold, command):
                             ("locations-1m", f"List locations: 100-record pages at random cursors, a merchant with {cfg.locations:,} locations")]:
         lines += [f"## {title}", "", "| server | conns | req/s | items/s | p50 ms | p99 ms | server CPU ms/req | peak RSS MiB | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for kind in ("ours", "ceiling", "peer"):
+        for kind in ("ours", "base", "ceiling", "peer"):
             for conns in cfg.conns:
                 runs = results.get(f"{kind}|{workload}|{conns}")
                 if not runs:
@@ -433,6 +442,10 @@ def report(results, cfg, cold, command):
         checks.append((name, "n/a" if value is None else fmt.format(value), target,
                        "n/a" if value is None else ("met" if ok(value) else "**not met**")))
     ratio = lambda a, b: None if a is None or b is None or b == 0 else a / b
+    check(f"create req/s, ours ÷ base (the build before the location list), {t} conns",
+          ratio(get("ours", "create", t), get("base", "create", t)), "≥ 0.9", lambda v: v >= 0.9)
+    check(f"create server CPU per request, ours ÷ base, {t} conns",
+          ratio(get("ours", "create", t, "cpu_ms_per_req"), get("base", "create", t, "cpu_ms_per_req")), "≤ 1.1", lambda v: v <= 1.1)
     check(f"create req/s, ours ÷ peer, {t} conns", ratio(get("ours", "create", t), get("peer", "create", t)), "≥ 4×", lambda v: v >= 4)
     check(f"create server CPU per request, ours ÷ peer, {t} conns",
           ratio(get("ours", "create", t, "cpu_ms_per_req"), get("peer", "create", t, "cpu_ms_per_req")), "≤ 1/6 (0.17)", lambda v: v <= 1 / 6)
@@ -470,10 +483,16 @@ def main():
     p.add_argument("--workloads", default="create,list-google,list-1m,locations-1k,locations-1m")
     p.add_argument("--locations", type=int, default=1_000_000, help="locations of the big merchant")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create (server 'base')")
     cfg = p.parse_args()
     cfg.conns = [int(c) for c in cfg.conns.split(",")]
     cfg.big_total = 10 + 10 * 100 + 10 * 100 * max(1, cfg.big // 1000)
     servers, workloads = cfg.servers.split(","), cfg.workloads.split(",")
+    global BASE_BIN
+    if cfg.base_bin:
+        BASE_BIN = Path(cfg.base_bin).resolve()
+        if "base" not in servers:
+            servers.append("base")
     command = "scripts/bench " + " ".join(sys.argv[1:])
 
     workdir = Path(tempfile.mkdtemp(prefix="storefront-bench-"))
@@ -523,7 +542,9 @@ def main():
                         if kind == "peer" and workload == "list-1m":
                             continue
                         if kind != "ours" and workload.startswith("locations-"):
-                            continue  # only ours has a location list  # no target involves the peer there, and its count(*) per page takes minutes to walk
+                            continue  # only ours has a location list
+                        if kind == "base" and workload != "create":
+                            continue  # no target involves the peer there, and its count(*) per page takes minutes to walk
                         r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies)
                         results.setdefault(f"{kind}|{workload}|{conns}", []).append(r)
                         log(f"   {workload:12} {kind:8} c={conns:<3} rep {rep + 1}: {r['rps']:9,.0f} req/s  p99 {r['p99_ms']:7.2f} ms  "

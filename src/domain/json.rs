@@ -72,7 +72,16 @@ impl<'v> Fields<'v> {
     /// `SCHEMA_MISMATCH` at every key that is not in `known`, after the known fields, once per
     /// key, in byte order of the keys.
     pub fn reject_unknown(&self, known: &[&str], path: &Path<'_>, errors: &mut FieldErrors) {
-        let mut unknown: Vec<&str> = self.object.keys().filter(|k| !known.contains(k)).collect();
+        self.reject_unknown_beside(known, &[], path, errors);
+    }
+
+    /// `reject_unknown` where the keys of `also` are known too.
+    pub fn reject_unknown_beside(&self, known: &[&str], also: &[&str], path: &Path<'_>, errors: &mut FieldErrors) {
+        let mut unknown: Vec<&str> = self
+            .object
+            .keys()
+            .filter(|k| !known.contains(k) && !also.contains(k))
+            .collect();
         unknown.sort_unstable();
         unknown.dedup();
         for key in unknown {

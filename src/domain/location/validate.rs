@@ -50,27 +50,56 @@ const MAX_WORKING_DAYS: usize = 7;
 const MAX_INDIVIDUAL_DAYS: usize = 100;
 const MAX_STORAGE_DAYS: f64 = 90.0;
 
-/// Validates one request item found at `path` (`locations[i]`).
+/// Validates one create item found at `path` (`locations[i]`).
 pub fn parse(value: &Value, path: &Path<'_>) -> Result<Location, Vec<FieldError>> {
-    let mut errors = FieldErrors::default();
+    let checked = check(value, path, &[], FieldErrors::default());
+    match checked.location {
+        Some(location) if checked.errors.is_empty() => Ok(location),
+        _ => Err(checked.errors.into_vec()),
+    }
+}
+
+/// An item after every rule of CONTRACT §4.2–4.5.
+pub struct Checked {
+    /// The location, when the item has no error (besides those it came with).
+    pub location: Option<Location>,
+    /// `location_types`, when they are valid (also when other fields are not).
+    pub types: Option<TypeSet>,
+    pub errors: FieldErrors,
+}
+
+/// Validates the item at `path` as a location whose keys may also include `also` (an update's
+/// `location_id`, `expected_version`), adding to `errors` (which may already hold the errors of
+/// those keys: they come first).
+pub fn check(value: &Value, path: &Path<'_>, also: &[&str], mut errors: FieldErrors) -> Checked {
     let Some(fields) = Fields::new(value, path, &mut errors) else {
-        return Err(errors.into_vec());
+        return Checked {
+            location: None,
+            types: None,
+            errors,
+        };
     };
     let mut item = Item {
         fields,
         path,
+        also,
         types: None,
         errors,
     };
-    match item.location() {
-        Some(location) if item.errors.is_empty() => Ok(location),
-        _ => Err(item.errors.into_vec()),
+    let location = item.location();
+    let types_valid = !item.errors.has(&path.key("location_types"));
+    Checked {
+        location: location.filter(|_| item.errors.is_empty()),
+        types: item.types.filter(|_| types_valid),
+        errors: item.errors,
     }
 }
 
 struct Item<'v, 'p> {
     fields: Fields<'v>,
     path: &'p Path<'p>,
+    /// Keys known besides those of SPEC §2.1.
+    also: &'p [&'p str],
     /// `location_types` once it passed §4.2; `None` turns the §4.5 matrix off.
     types: Option<TypeSet>,
     errors: FieldErrors,
@@ -94,7 +123,8 @@ impl<'v> Item<'v, '_> {
         let working_schedule = self.working_schedule();
         let individual_schedule = self.individual_schedule();
         let is_accepts_returns = self.is_accepts_returns();
-        self.fields.reject_unknown(KEYS, self.path, &mut self.errors);
+        self.fields
+            .reject_unknown_beside(KEYS, self.also, self.path, &mut self.errors);
 
         Some(Location {
             merchant_location_id,

@@ -1,0 +1,263 @@
+//! Location SQL: the create decision's reads and writes, the counts, the neighbour search, and
+//! the list's pages.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::corrupt;
+use super::writer::fire;
+use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
+use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, PageKeys};
+use crate::domain::location::record::StoredRecord;
+use crate::domain::location::{Status, TypeSet};
+use crate::store::api::{StoreError, now_ms};
+
+/// One create request inside the group's transaction: fetch what the domain's decision needs (the
+/// stored rows with the items' `merchant_location_id`s, the live neighbours of each new item),
+/// let `batch::decide` decide, write what it decided.
+pub(super) fn create_in_tx(
+    tx: &Connection,
+    merchant_pk: i64,
+    items: &[NewLocation],
+    failpoint: &AtomicU64,
+) -> Result<Vec<Outcome>, StoreError> {
+    let mut stored = HashMap::new();
+    let mut by_id = tx.prepare_cached(
+        "SELECT location_id, status, body FROM locations WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
+    )?;
+    for mlid in items.iter().filter_map(|i| i.location.merchant_location_id.as_deref()) {
+        let row = by_id
+            .query_row(params![merchant_pk, mlid], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
+            })
+            .optional()?;
+        if let Some((location_id, status, canonical)) = row {
+            let status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+            stored.insert(
+                mlid.to_owned(),
+                Stored {
+                    location_id,
+                    status,
+                    canonical,
+                },
+            );
+        }
+    }
+    let mut nearby = Vec::with_capacity(items.len());
+    for item in items {
+        let is_retry = item
+            .location
+            .merchant_location_id
+            .as_ref()
+            .is_some_and(|id| stored.contains_key(id));
+        nearby.push(if is_retry {
+            Vec::new()
+        } else {
+            neighbours(tx, merchant_pk, item.location.latitude, item.location.longitude)?
+        });
+    }
+
+    let (outcomes, inserts) = batch::decide(items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
+    let now = now_ms();
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
+         latitude, longitude, band, body, created_at, updated_at, quarantined_by) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
+    )?;
+    for new in &inserts {
+        fire(failpoint)?;
+        let item = &items[new.item];
+        let location = &item.location;
+        insert.execute(params![
+            new.location_id,
+            merchant_pk,
+            location.merchant_location_id,
+            new.status.as_str(),
+            location.location_types.bits(),
+            location.latitude,
+            location.longitude,
+            geo::band(location.latitude),
+            item.canonical,
+            now,
+            new.quarantined_by,
+        ])?;
+    }
+    let counted = listing::tally(
+        inserts
+            .iter()
+            .map(|new| (new.status, items[new.item].location.location_types, 1)),
+    );
+    count(tx, merchant_pk, &counted)?;
+    Ok(outcomes)
+}
+
+/// Adds `changes` to the merchant's group counts.
+pub(super) fn count(tx: &Connection, merchant_pk: i64, changes: &[(Status, TypeSet, i64)]) -> Result<(), StoreError> {
+    let mut upsert = tx.prepare_cached(
+        "INSERT INTO location_counts (merchant_pk, status, types, n) VALUES (?1, ?2, ?3, ?4) \
+         ON CONFLICT (merchant_pk, status, types) DO UPDATE SET n = n + excluded.n",
+    )?;
+    for (status, types, n) in changes {
+        upsert.execute(params![merchant_pk, status.as_str(), types.bits(), n])?;
+    }
+    Ok(())
+}
+
+/// The merchant's live locations in the search box around a point (index `locations_nearby`:
+/// one range scan per band and longitude interval).
+pub(super) fn neighbours(
+    conn: &Connection,
+    merchant_pk: i64,
+    latitude: f64,
+    longitude: f64,
+) -> Result<Vec<Neighbour>, StoreError> {
+    let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
+    let mut stmt = conn.prepare_cached(
+        "SELECT location_id, latitude, longitude, types, seq, status FROM locations \
+         WHERE merchant_pk = ?1 AND band = ?2 AND longitude BETWEEN ?3 AND ?4 AND status IN (?5, ?6)",
+    )?;
+    let mut found = Vec::new();
+    for band in search.bands.0..=search.bands.1 {
+        for (west, east) in &search.longitudes {
+            let [live_1, live_2] = Status::LIVE.map(Status::as_str);
+            let rows = stmt.query_map(params![merchant_pk, band, west, east, live_1, live_2], |r| {
+                Ok(Neighbour {
+                    location_id: r.get(0)?,
+                    latitude: r.get(1)?,
+                    longitude: r.get(2)?,
+                    types: TypeSet::from_bits(r.get(3)?),
+                    seq: r.get(4)?,
+                    status: Status::Active,
+                })
+                .map(|n| (n, r.get::<_, String>(5)))
+            })?;
+            for row in rows {
+                let (mut neighbour, status) = row?;
+                let status = status?;
+                neighbour.status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+                found.push(neighbour);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// The merchant's locations named by the filter's shorter id list.
+pub(super) fn candidates(
+    tx: &Connection,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+) -> Result<Vec<Candidate>, StoreError> {
+    let Some((by_location_id, ids)) = filter.lookup() else {
+        return Ok(Vec::new());
+    };
+    let mut stmt = tx.prepare_cached(if by_location_id {
+        "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+         WHERE location_id = ?2 AND merchant_pk = ?1"
+    } else {
+        "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+         WHERE merchant_pk = ?1 AND merchant_location_id = ?2"
+    })?;
+    let mut found = Vec::new();
+    for id in ids {
+        let row = stmt
+            .query_row(params![merchant_pk, id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, String>(3)?, r.get(4)?))
+            })
+            .optional()?;
+        if let Some((seq, location_id, merchant_location_id, status, types)) = row {
+            found.push(Candidate {
+                seq,
+                location_id,
+                merchant_location_id,
+                status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+                types: TypeSet::from_bits(types),
+            });
+        }
+    }
+    Ok(found)
+}
+
+/// The page's keys from the merchant's group counts and one index range per matching group.
+pub(super) fn page_by_groups(
+    tx: &Connection,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<PageKeys, StoreError> {
+    let mut counts = Vec::new();
+    let mut stmt = tx.prepare_cached("SELECT status, types, n FROM location_counts WHERE merchant_pk = ?1")?;
+    let rows = stmt.query_map([merchant_pk], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    })?;
+    for row in rows {
+        let (status, types, n) = row?;
+        counts.push(Group {
+            status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+            types: TypeSet::from_bits(types),
+            count: n.unsigned_abs(),
+        });
+    }
+    let (groups, total) = filter.groups(counts);
+    let mut range = tx.prepare_cached(
+        "SELECT seq FROM locations WHERE merchant_pk = ?1 AND status = ?2 AND types = ?3 AND seq > ?4 \
+         ORDER BY seq LIMIT ?5",
+    )?;
+    let mut lists = Vec::with_capacity(groups.len());
+    for group in groups {
+        let seqs = range
+            .query_map(
+                params![
+                    merchant_pk,
+                    group.status.as_str(),
+                    group.types.bits(),
+                    after.unwrap_or(0),
+                    limit as i64 + 1
+                ],
+                |r| r.get::<_, i64>(0),
+            )?
+            .collect::<Result<Vec<_>, _>>()?;
+        lists.push(seqs);
+    }
+    Ok(listing::merge_groups(lists, limit, total))
+}
+
+/// The records with these `seq`s, in this order.
+pub(super) fn records(tx: &Connection, seqs: &[i64]) -> Result<Vec<StoredRecord>, StoreError> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body \
+         FROM locations WHERE seq = ?1",
+    )?;
+    let mut records = Vec::with_capacity(seqs.len());
+    for &seq in seqs {
+        let (location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body) =
+            stmt.query_row([seq], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                ))
+            })?;
+        records.push(StoredRecord {
+            seq,
+            location_id,
+            merchant_location_id,
+            status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+            quarantined_by,
+            version,
+            created_at,
+            updated_at,
+            body,
+        });
+    }
+    Ok(records)
+}

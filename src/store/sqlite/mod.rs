@@ -1,0 +1,440 @@
+//! The SQLite backend: the embedded default.
+//!
+//! **One writer thread.** SQLite admits one writer at a time, so all writes go through a single
+//! thread that owns the write connection. Create requests that queue up while a commit is in
+//! flight are committed together (*group commit*): one `BEGIN IMMEDIATE … COMMIT`, one fsync,
+//! many requests, each inside its own savepoint so a failure of one request rolls back only that
+//! request. Every request is answered only after the commit that holds it returned, so with
+//! `synchronous=FULL` an answered create is on disk. Being the only writer also serialises the
+//! quarantine check with the inserts it depends on.
+//!
+//! **Readers** (key lookups, health checks, list pages) use a small pool of read-only connections
+//! on blocking threads; WAL lets them run beside the writer.
+//!
+//! Other processes (the CLI) may write to the same file; `busy_timeout` makes them wait their turn.
+//!
+//! A file a job: `writer` (the thread and its group commit), `readers`, `keys` (the key cache),
+//! `schema` (opening and migrating), `locations` and `categories` (their SQL).
+
+mod categories;
+mod keys;
+mod locations;
+mod readers;
+mod schema;
+mod writer;
+
+use categories::{for_each_category, read_categories, taxonomy_version, write_category};
+use keys::KeyCache;
+use locations::{candidates, page_by_groups, records};
+use readers::ReadPool;
+use schema::open_writer;
+use writer::{Job, Queued, WriterHealth, writer_loop};
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use tokio::sync::{mpsc, oneshot};
+
+use super::api::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use crate::domain::category::Category;
+use crate::domain::category::import::{self, Mode, Parsed, Problem};
+use crate::domain::category::taxonomy::{self, Taxonomy};
+use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::listing::{LocationPage, LocationQuery};
+
+/// How long a connection waits for another process's write to finish.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct SqliteStore {
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    writer: Mutex<Option<JoinHandle<()>>>,
+    readers: Arc<ReadPool>,
+    health: Arc<WriterHealth>,
+    keys: KeyCache,
+}
+
+impl SqliteStore {
+    /// Opens the database file, creating and migrating it when needed, and starts the writer.
+    pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
+        let conn = tokio::task::spawn_blocking({
+            let path = path.clone();
+            move || open_writer(&path)
+        })
+        .await
+        .map_err(StoreError::backend)??;
+        let (tx, rx) = mpsc::channel(1024);
+        let health = Arc::new(WriterHealth::default());
+        let writer_health = Arc::clone(&health);
+        let writer = std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer_loop(conn, rx, &writer_health))
+            .map_err(StoreError::backend)?;
+        Ok(SqliteStore {
+            jobs: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+            // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
+            keys: KeyCache::new(&path),
+            readers: Arc::new(ReadPool::new(path)),
+            health,
+        })
+    }
+
+    /// The unrevoked key with this id, read from the database.
+    async fn lookup_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        let key_id = key_id.to_owned();
+        self.readers
+            .read(move |c| {
+                let row = c
+                    .prepare_cached(
+                        "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
+                         WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
+                    )?
+                    .query_row([&key_id], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?)))
+                    .optional()?;
+                Ok(row.and_then(|(pk, id, hash)| {
+                    Some(StoredKey {
+                        merchant: MerchantRef { pk, id },
+                        secret_hash: hash.try_into().ok()?,
+                    })
+                }))
+            })
+            .await
+    }
+
+    /// Test hook (a failpoint): the `k`-th location insert from now on fails, as a full disk
+    /// would make it; `None` disarms it. Used to prove a failure leaves nothing half-stored.
+    #[doc(hidden)]
+    pub fn fail_after_inserts(&self, k: Option<u64>) {
+        self.health.failpoint.store(k.map_or(0, |k| k + 1), Ordering::SeqCst);
+    }
+
+    fn sender(&self) -> Result<mpsc::Sender<Job>, StoreError> {
+        self.jobs
+            .lock()
+            .map_err(|_| StoreError::Unavailable)?
+            .clone()
+            .ok_or(StoreError::Unavailable)
+    }
+
+    /// Runs `work` on the writer thread in the next group commit; its result once committed. Not
+    /// begun after `deadline`.
+    async fn grouped<T: Send + 'static>(
+        &self,
+        deadline: Instant,
+        work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Queued::job(deadline, reply, work);
+        self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
+        answer.await.map_err(|_| StoreError::Unavailable)?
+    }
+
+    /// Runs `f` on the writer thread, in a transaction of its own.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Run(Box::new(move |conn: &mut Connection| {
+            let result = (|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let value = f(&tx)?;
+                tx.commit()?;
+                Ok(value)
+            })();
+            let _ = reply.send(result);
+        }));
+        self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
+        answer.await.map_err(|_| StoreError::Unavailable)?
+    }
+}
+
+fn corrupt(what: &str, value: &str) -> StoreError {
+    StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.write(|tx| {
+            let mode: String = tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+            let level: i64 = tx.query_row("PRAGMA synchronous", [], |r| r.get(0))?;
+            let level = ["OFF", "NORMAL", "FULL", "EXTRA"]
+                .get(usize::try_from(level).unwrap_or(usize::MAX))
+                .map_or_else(|| level.to_string(), |s| (*s).to_owned());
+            Ok(vec![
+                ("journal_mode".to_owned(), mode),
+                ("synchronous".to_owned(), level),
+            ])
+        })
+        .await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.readers
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM meta", [], |r| r.get::<_, i64>(0))?))
+            .await?;
+        if self.health.write_failed.load(Ordering::SeqCst) {
+            // Writes failed last time: ready only once one commits again.
+            self.write(|tx| {
+                tx.execute(
+                    "INSERT INTO meta (key, value) VALUES ('write_probe', ?1) \
+                     ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    [now_ms()],
+                )?;
+                Ok(())
+            })
+            .await?;
+            self.health.write_failed.store(false, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
+        let name = name.to_owned();
+        self.write(move |tx| {
+            let id = uuid::Uuid::now_v7().to_string();
+            tx.execute(
+                "INSERT INTO merchants (id, name, created_at) VALUES (?1, ?2, ?3)",
+                params![id, name, now_ms()],
+            )?;
+            Ok(MerchantRef {
+                pk: tx.last_insert_rowid(),
+                id,
+            })
+        })
+        .await
+    }
+
+    async fn merchant_count(&self) -> Result<u64, StoreError> {
+        self.readers
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM merchants", [], |r| r.get::<_, i64>(0))?))
+            .await
+            .map(|n| n.unsigned_abs())
+    }
+
+    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError> {
+        let (merchant_id, key_id) = (merchant_id.to_owned(), key_id.to_owned());
+        self.write(move |tx| {
+            let pk: Option<i64> = tx
+                .query_row("SELECT pk FROM merchants WHERE id = ?1", [&merchant_id], |r| r.get(0))
+                .optional()?;
+            let pk = pk.ok_or_else(|| StoreError::NotFound(format!("merchant {merchant_id}")))?;
+            tx.execute(
+                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
+                params![key_id, pk, &secret_hash[..], now_ms()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
+        let key_id = key_id.to_owned();
+        self.write(move |tx| {
+            let changed = tx.execute(
+                "UPDATE api_keys SET revoked_at = ?2 WHERE key_id = ?1 AND revoked_at IS NULL",
+                params![key_id, now_ms()],
+            )?;
+            Ok(changed == 1)
+        })
+        .await
+    }
+
+    async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        // The version is read before the lookup: a change committed after it makes the cached
+        // entry stale at the next request; it never hides a revocation.
+        let version = self.keys.version();
+        if let Some(version) = version
+            && let Some(key) = self.keys.get(key_id, version)
+        {
+            return Ok(Some(key));
+        }
+        let found = self.lookup_key(key_id).await?;
+        if let (Some(version), Some(key)) = (version, &found) {
+            self.keys.put(key_id, version, key.clone());
+        }
+        Ok(found)
+    }
+
+    async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
+        self.readers
+            .read(move |c| {
+                let LocationQuery {
+                    merchant_pk,
+                    filter,
+                    after,
+                    limit,
+                } = query;
+                // One read transaction: the total, the page and its records see one state.
+                let tx = c.unchecked_transaction()?;
+                let keys = if filter.by_ids() {
+                    let candidates = candidates(&tx, merchant_pk, &filter)?;
+                    filter.page_of_candidates(candidates, after, limit)
+                } else {
+                    page_by_groups(&tx, merchant_pk, &filter, after, limit)?
+                };
+                let records = records(&tx, &keys.seqs)?;
+                tx.finish()?;
+                Ok(LocationPage {
+                    records,
+                    has_next: keys.has_next,
+                    total: keys.total,
+                })
+            })
+            .await
+    }
+
+    async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
+        let fresh: [u8; 32] = crate::secret::random().map_err(StoreError::backend)?;
+        self.write(move |tx| {
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('cursor_secret', ?1) ON CONFLICT (key) DO NOTHING",
+                [&fresh[..]],
+            )?;
+            let stored: Vec<u8> =
+                tx.query_row("SELECT value FROM meta WHERE key = 'cursor_secret'", [], |r| r.get(0))?;
+            stored
+                .try_into()
+                .map_err(|_| corrupt("cursor secret", "of the wrong length"))
+        })
+        .await
+    }
+
+    async fn taxonomy_version(&self) -> Result<i64, StoreError> {
+        self.readers.read(taxonomy_version).await
+    }
+
+    async fn load_taxonomy(&self) -> Result<Taxonomy, StoreError> {
+        self.readers
+            .read(|c| {
+                let tx = c.unchecked_transaction()?;
+                let mut builder = taxonomy::Builder::new(taxonomy_version(&tx)?);
+                for_each_category(&tx, |category| builder.push(category))?;
+                tx.finish()?;
+                Ok(builder.finish())
+            })
+            .await
+    }
+
+    async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
+        self.readers
+            .read(|c| {
+                let tx = c.unchecked_transaction()?;
+                let version = taxonomy_version(&tx)?;
+                let categories = read_categories(&tx)?;
+                tx.finish()?;
+                Ok((version, categories))
+            })
+            .await
+    }
+
+    async fn import_categories(
+        &self,
+        parsed: Parsed,
+        mode: Mode,
+    ) -> Result<Result<Imported, Vec<Problem>>, StoreError> {
+        self.write(move |tx| {
+            let count = parsed.records.len();
+            let stored = match mode {
+                Mode::Upsert => read_categories(tx)?,
+                Mode::Replace => Vec::new(),
+            };
+            let written: HashSet<String> = parsed.records.iter().map(|r| r.category.id.clone()).collect();
+            let set = match import::merge(stored, parsed, mode) {
+                Ok(set) => set,
+                Err(problems) => return Ok(Err(problems)),
+            };
+            if mode == Mode::Replace {
+                tx.execute("DELETE FROM categories", [])?;
+            }
+            for category in set.iter().filter(|c| written.contains(&c.id)) {
+                write_category(tx, category)?;
+            }
+            tx.execute("UPDATE meta SET value = value + 1 WHERE key = 'taxonomy_version'", [])?;
+            Ok(Ok(Imported {
+                records: count,
+                total: set.len(),
+                version: taxonomy_version(tx)?,
+            }))
+        })
+        .await
+    }
+
+    async fn create_locations(
+        &self,
+        merchant: &MerchantRef,
+        items: Vec<NewLocation>,
+        deadline: Instant,
+    ) -> Result<Vec<Outcome>, StoreError> {
+        if items.is_empty() {
+            return Ok(Vec::new());
+        }
+        let merchant_pk = merchant.pk;
+        self.grouped(deadline, move |tx, health| {
+            locations::create_in_tx(tx, merchant_pk, &items, &health.failpoint)
+        })
+        .await
+    }
+
+    async fn close(&self) {
+        self.readers.close();
+        // Dropping the last sender lets the writer finish what is queued, then stop.
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(writer) = writer {
+            let _ = tokio::task::spawn_blocking(move || writer.join()).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::keys::Version;
+    use super::*;
+
+    /// What the CLI does from another process: its own connection, its own commit.
+    fn revoke_elsewhere(db: &Path, key_id: &str) {
+        let conn = Connection::open(db).unwrap();
+        conn.busy_timeout(BUSY_TIMEOUT).unwrap();
+        let changed = conn
+            .execute(
+                "UPDATE api_keys SET revoked_at = 1 WHERE key_id = ?1 AND revoked_at IS NULL",
+                [key_id],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+
+    #[tokio::test]
+    async fn a_key_revoked_by_another_connection_is_refused_by_the_next_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("keys.db");
+        let store = SqliteStore::open(&db).await.unwrap();
+        // The lock-free source is the one in use.
+        assert!(matches!(store.keys.version(), Some(Version::WalIndex(_))));
+        let merchant = crate::auth::create_merchant(&store, "m").await.unwrap();
+        for round in 0..20 {
+            let issued = crate::auth::issue_key(&store, &merchant.merchant_id).await.unwrap();
+            // Twice: the second answer comes from the cache.
+            for _ in 0..2 {
+                assert!(store.find_key(&issued.key_id).await.unwrap().is_some(), "round {round}");
+            }
+            let version = store.keys.version();
+            assert!(store.keys.get(&issued.key_id, version.unwrap()).is_some(), "cached");
+            revoke_elsewhere(&db, &issued.key_id);
+            assert_ne!(store.keys.version(), version, "a commit elsewhere changes the version");
+            assert!(store.find_key(&issued.key_id).await.unwrap().is_none(), "round {round}");
+        }
+        store.close().await;
+    }
+}

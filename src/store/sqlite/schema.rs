@@ -1,0 +1,88 @@
+//! Opening the write connection, and the migrations (SQL files, then steps written in Rust).
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::BUSY_TIMEOUT;
+use super::locations::neighbours;
+use crate::domain::geo;
+use crate::domain::location::{Status, TypeSet};
+use crate::store::api::StoreError;
+use crate::store::migrate;
+
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../../migrations/sqlite/0002_categories.sql"),
+    include_str!("../../../migrations/sqlite/0003_location_records.sql"),
+];
+pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    // A group of create requests touches a few MiB of pages: with SQLite's default 2 MiB cache it
+    // spills them to the WAL in the middle of the transaction. The savepoint of each request
+    // journals the pages it changes; keep that journal in memory rather than in a temp file.
+    conn.pragma_update(None, "cache_size", -12 * 1024)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    migrate(&mut conn)?;
+    Ok(conn)
+}
+
+/// Applies the embedded migrations not yet applied, tracked in `PRAGMA user_version`.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    for (version, sql) in (1_i64..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
+        tx.execute_batch(sql)?;
+        if version == migrate::RECORD_MIGRATION as i64 {
+            upgrade_records(&tx)?;
+        }
+        tx.pragma_update(None, "user_version", version)?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// Migration 3's step: every body rewritten to the record's content, and the neighbour named of
+/// every `QUARANTINE` location stored before locations named it.
+fn upgrade_records(tx: &Connection) -> Result<(), StoreError> {
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, String)> = tx
+            .prepare("SELECT seq, body FROM locations WHERE seq > ?1 ORDER BY seq LIMIT ?2")?
+            .query_map(params![after, migrate::UPGRADE_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let Some(&(last, _)) = rows.last() else {
+            break;
+        };
+        after = last;
+        for (seq, body) in rows {
+            if let Some(body) = migrate::upgraded_body(&body) {
+                tx.execute("UPDATE locations SET body = ?2 WHERE seq = ?1", params![seq, body])?;
+            }
+        }
+    }
+    let quarantined: Vec<(i64, i64, f64, f64, i64)> = tx
+        .prepare(
+            "SELECT seq, merchant_pk, latitude, longitude, types FROM locations \
+             WHERE status = ?1 AND quarantined_by IS NULL",
+        )?
+        .query_map([Status::Quarantine.as_str()], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?
+        .collect::<Result<_, _>>()?;
+    for (seq, merchant_pk, latitude, longitude, types) in quarantined {
+        let candidates = neighbours(tx, merchant_pk, latitude, longitude)?;
+        let by = geo::quarantining_neighbour(seq, latitude, longitude, TypeSet::from_bits(types), candidates);
+        if let Some(by) = by {
+            tx.execute(
+                "UPDATE locations SET quarantined_by = ?2 WHERE seq = ?1",
+                params![seq, by.location_id],
+            )?;
+        }
+    }
+    Ok(())
+}
