@@ -336,9 +336,9 @@ def wrk(base, conns, seconds, script, args):
 
 def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
     template, key = {
-        "create": dbs[{"peer": "create.peer", "base": "create.base"}.get(kind, "create")],
-        "list-google": dbs["google.peer" if kind == "peer" else "google"],
-        "list-1m": dbs["big"],
+        "create": dbs.get({"peer": "create.peer", "base": "create.base"}.get(kind, "create")),
+        "list-google": dbs.get("google.peer" if kind == "peer" else "google"),
+        "list-1m": dbs.get("big"),
         "locations-1k": dbs.get("locations-1k"),
         "locations-1m": dbs.get("locations-1m"),
     }[workload]

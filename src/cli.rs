@@ -15,7 +15,9 @@ use crate::auth::{self, IssuedKey};
 use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
 use crate::domain::category::import::{self, Format, Mode};
 use crate::domain::category::order;
-use crate::store::{self, DatabaseUrl, Store, StoreError};
+use crate::domain::field_error::FieldError;
+use crate::domain::location::batch::quarantine_issue;
+use crate::store::{self, Approval, DatabaseUrl, Store, StoreError};
 
 /// `println!` that never panics: a server whose stdout was closed (a pipe whose reader went
 /// away) keeps serving; what it would have printed is lost, which is all that can happen to it.
@@ -60,6 +62,22 @@ pub enum Command {
     /// Import and export the category taxonomy.
     #[command(subcommand)]
     Categories(CategoriesCommand),
+    /// Review quarantined locations (operators).
+    #[command(subcommand)]
+    Locations(LocationsCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LocationsCommand {
+    /// Every QUARANTINE location of every merchant, with the neighbour that keeps it there.
+    Quarantined {
+        /// One JSON object per line: location_id, merchant_id, merchant_location_id, name, issue,
+        /// neighbour_location_id.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a QUARANTINE location: it becomes ACTIVE and stays so until its coordinates change.
+    Approve { location_id: String },
 }
 
 #[derive(Subcommand, Debug)]
@@ -172,6 +190,69 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 writeln!(out, "]")?;
                 out.flush()?;
                 Ok(())
+            })
+            .await
+        }
+        Command::Locations(LocationsCommand::Quarantined { json }) => {
+            with_store(&url, |store| async move {
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                let found = store.quarantined_locations().await?;
+                for q in &found {
+                    let issue = q
+                        .neighbour_location_id
+                        .as_deref()
+                        .map(|by| quarantine_issue("latitude".to_owned(), by));
+                    if json {
+                        #[derive(serde::Serialize)]
+                        struct Line<'a> {
+                            location_id: &'a str,
+                            merchant_id: &'a str,
+                            merchant_location_id: Option<&'a str>,
+                            name: &'a str,
+                            issue: Option<FieldError>,
+                            neighbour_location_id: Option<&'a str>,
+                        }
+                        let line = Line {
+                            location_id: &q.location_id,
+                            merchant_id: &q.merchant_id,
+                            merchant_location_id: q.merchant_location_id.as_deref(),
+                            name: &q.name,
+                            issue,
+                            neighbour_location_id: q.neighbour_location_id.as_deref(),
+                        };
+                        writeln!(out, "{}", serde_json::to_string(&line)?)?;
+                    } else {
+                        writeln!(
+                            out,
+                            "{}  merchant {}  {:?} ({})  near {}",
+                            q.location_id,
+                            q.merchant_id,
+                            q.name,
+                            q.merchant_location_id.as_deref().unwrap_or("no merchant_location_id"),
+                            q.neighbour_location_id.as_deref().unwrap_or("?"),
+                        )?;
+                    }
+                }
+                if !json {
+                    writeln!(out, "{} quarantined location(s)", found.len())?;
+                }
+                out.flush()?;
+                Ok(())
+            })
+            .await
+        }
+        Command::Locations(LocationsCommand::Approve { location_id }) => {
+            with_store(&url, |store| async move {
+                match store.approve_location(&location_id).await? {
+                    Approval::Approved { version } => {
+                        say!("approved location {location_id}: ACTIVE, version {version}");
+                        Ok(())
+                    }
+                    Approval::NotQuarantined(status) => {
+                        bail!("location {location_id} is {status}, not QUARANTINE: nothing changed")
+                    }
+                    Approval::NotFound => bail!("no location with id {location_id}"),
+                }
             })
             .await
         }

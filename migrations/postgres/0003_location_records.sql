@@ -3,9 +3,12 @@
 ALTER TABLE locations
     ADD COLUMN version        BIGINT NOT NULL DEFAULT 1,
     ADD COLUMN updated_at     BIGINT,
-    ADD COLUMN quarantined_by TEXT;
+    ADD COLUMN quarantined_by TEXT,
+    ADD COLUMN approved       BOOLEAN NOT NULL DEFAULT FALSE;
 UPDATE locations SET updated_at = created_at;
 ALTER TABLE locations ALTER COLUMN updated_at SET NOT NULL;
+
+CREATE INDEX locations_quarantined_by ON locations (merchant_pk, quarantined_by) WHERE quarantined_by IS NOT NULL;
 
 CREATE INDEX locations_pages ON locations (merchant_pk, status, types, seq);
 

@@ -5,7 +5,12 @@
 ALTER TABLE locations ADD COLUMN version INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE locations ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE locations ADD COLUMN quarantined_by TEXT;
+-- Approved by an operator (CONTRACT §10.5): ACTIVE until its coordinates change.
+ALTER TABLE locations ADD COLUMN approved INTEGER NOT NULL DEFAULT 0;
 UPDATE locations SET updated_at = created_at;
+
+-- The quarantined locations that name a location, decided again when it is archived or moved.
+CREATE INDEX locations_quarantined_by ON locations (merchant_pk, quarantined_by) WHERE quarantined_by IS NOT NULL;
 
 -- One range per (merchant, status, types), in creation order (the rowid `seq` ends every index).
 CREATE INDEX locations_pages ON locations (merchant_pk, status, types);

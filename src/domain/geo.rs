@@ -70,6 +70,28 @@ pub struct Neighbour {
     pub status: Status,
 }
 
+/// Locations kept by latitude band, so that those near a point are found without looking at
+/// every one (a batch's own new locations, as neighbours of its later items).
+#[derive(Debug, Default)]
+pub struct Buckets {
+    bands: std::collections::HashMap<i64, Vec<Neighbour>>,
+}
+
+impl Buckets {
+    pub fn insert(&mut self, n: Neighbour) {
+        self.bands.entry(band(n.latitude)).or_default().push(n);
+    }
+
+    /// The locations in the search box around a point: every one within the radius, and a few more.
+    pub fn around(&self, latitude: f64, longitude: f64) -> impl Iterator<Item = &Neighbour> {
+        let search = search_box(latitude, longitude, QUARANTINE_RADIUS_M);
+        (search.bands.0..=search.bands.1)
+            .filter_map(|b| self.bands.get(&b))
+            .flatten()
+            .filter(move |n| search.longitudes.iter().any(|(w, e)| (*w..=*e).contains(&n.longitude)))
+    }
+}
+
 /// The neighbour that quarantines the location created `seq`-th, of `types` at (`latitude`,
 /// `longitude`) (CONTRACT §4.5, §10.4): the nearest other location within the radius that shares a
 /// type and is `ACTIVE`, or `QUARANTINE` and created before it; on a tie, the one created first.

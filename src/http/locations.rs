@@ -94,7 +94,7 @@ pub async fn create(
 /// The request's `locations`, after the request-level checks of CONTRACT §3.
 /// With several unknown keys the one first in byte order is named; with `locations` repeated,
 /// the last one counts.
-fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
+pub(super) fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
     let invalid = |message: &'static str, field: &str| ApiError::new(ErrorCode::InvalidRequest, message).field(field);
     let Value::Object(body) = body else {
         return Err(invalid("the request body must be a JSON object", ""));

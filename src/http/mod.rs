@@ -2,6 +2,7 @@
 
 pub mod body;
 pub mod categories;
+pub mod changes;
 pub mod error;
 pub mod extract;
 pub mod gate;

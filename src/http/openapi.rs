@@ -10,12 +10,14 @@ use utoipa::openapi::{ObjectBuilder, RefOr};
 use utoipa::{Modify, OpenApi};
 
 use super::categories as list;
+use super::changes::{self, ChangeResponse};
 use super::locations as create;
 use super::schemas::*;
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::location::Status;
 use crate::domain::location::batch::ItemResult;
+use crate::domain::location::change::ChangeResult;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -25,11 +27,12 @@ use crate::domain::location::batch::ItemResult;
                        category taxonomy, flat, filtered and paged by cursor.",
         version = "1.0.0"
     ),
-    paths(create::create, create::list, list::list),
+    paths(create::create, create::list, changes::update, changes::archive, changes::restore, list::list),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
         WorkingDayInput, DatedDayInput, DayScheduleInput, Category, CategoryStatus, ListFilter,
-        PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord
+        PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord, ChangeResult, ChangeResponse,
+        UpdateInput, UpdateItem, NamingInput, NamingItem
     )),
     modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),

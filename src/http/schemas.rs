@@ -122,30 +122,54 @@ pub struct LocationInput {
     is_accepts_returns: bool,
 }
 
-/// One item of a create request: any JSON value. A valid one is a `LocationInput`; an invalid
-/// one is answered in its own result (HTTP 200), never with a 400 for the request.
-pub struct LocationItem;
+/// Declares a request item that may be any JSON value, valid when it is the named schema: items
+/// are validated one by one, and an invalid item is answered in its own result (HTTP 200), never
+/// with a 400 for the request.
+macro_rules! any_item {
+    ($(#[$meta:meta])* $name:ident => $valid:literal, $description:literal) => {
+        $(#[$meta])*
+        pub struct $name;
 
-impl PartialSchema for LocationItem {
-    fn schema() -> RefOr<Schema> {
-        AnyOfBuilder::new()
-            .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name("LocationInput")))
-            .item(ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::AnyValue))
-            .description(Some(
-                "A location. Items are validated one by one: an invalid item is answered in its result with \
-                 every error it has, not with a 400 for the request.",
-            ))
-            .into()
-    }
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                AnyOfBuilder::new()
+                    .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name($valid)))
+                    .item(ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::AnyValue))
+                    .description(Some($description))
+                    .into()
+            }
+        }
+
+        impl ToSchema for $name {}
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                serde::de::IgnoredAny::deserialize(d).map(|_| $name)
+            }
+        }
+    };
 }
 
-impl ToSchema for LocationItem {}
+any_item!(
+    /// One item of a create request.
+    LocationItem => "LocationInput",
+    "A location. Items are validated one by one: an invalid item is answered in its result with \
+     every error it has, not with a 400 for the request."
+);
 
-impl<'de> Deserialize<'de> for LocationItem {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        serde::de::IgnoredAny::deserialize(d).map(|_| LocationItem)
-    }
-}
+any_item!(
+    /// One item of an update request.
+    UpdateItem => "UpdateInput",
+    "The whole new content of a location, naming it by location_id or merchant_location_id. Items are \
+     validated one by one: an invalid item is answered in its result, not with a 400 for the request."
+);
+
+any_item!(
+    /// One item of an archive or restore request.
+    NamingItem => "NamingInput",
+    "Names a location by location_id or merchant_location_id. An invalid item is answered in its \
+     result, not with a 400 for the request."
+);
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -210,6 +234,49 @@ pub struct PaginationResponse {
 pub struct ListResponse {
     categories: Vec<Category>,
     pagination: PaginationResponse,
+}
+
+/// A valid update item: the whole new content of the location (the fields of `LocationInput`),
+/// naming it by `location_id`, or by `merchant_location_id` when that is absent.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct UpdateInput {
+    /// The location to update; when absent, `merchant_location_id` names it.
+    location_id: Option<String>,
+    /// Apply only when the location is at this version.
+    #[schema(minimum = 1)]
+    expected_version: Option<i64>,
+    #[serde(flatten)]
+    content: LocationInput,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct UpdateRequest {
+    #[schema(max_items = 200)]
+    locations: Vec<UpdateItem>,
+}
+
+/// A valid archive or restore item: it only names the location.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct NamingInput {
+    location_id: Option<String>,
+    /// Names the location when `location_id` is absent.
+    merchant_location_id: Option<String>,
+    /// Apply only when the location is at this version.
+    #[schema(minimum = 1)]
+    expected_version: Option<i64>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct NamingRequest {
+    #[schema(max_items = 200)]
+    locations: Vec<NamingItem>,
 }
 
 /// The location list's filter (CONTRACT §9.2). Every key may be null (absent); all given
@@ -379,4 +446,29 @@ pub fn location_list_example_answer() -> serde_json::Value {
         }],
         "pagination": {"next_cursor": null, "has_next": false, "total": 1}
     })
+}
+
+pub fn update_example_request() -> serde_json::Value {
+    let mut request = create_example_valid();
+    request["locations"][0]["expected_version"] = json!(1);
+    request["locations"][0]["working_schedule"] = json!([
+        {"day": "MONDAY", "schedule": {"time_start": "09:00", "time_end": "20:00", "break": "13:00-14:00", "shipping_cutoff": "16:00"}},
+        {"day": "TUESDAY", "schedule": {"time_start": "09:00", "time_end": "20:00"}}
+    ]);
+    request
+}
+
+pub fn archive_example_request() -> serde_json::Value {
+    json!({"locations": [{"merchant_location_id": "msk-wh-1"}, {"location_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b", "expected_version": 3}]})
+}
+
+pub fn change_example_answer() -> serde_json::Value {
+    json!({"locations": [{
+        "location_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b",
+        "merchant_location_id": "msk-wh-1",
+        "name": "Moscow warehouse",
+        "status": "ACTIVE",
+        "version": 2,
+        "errors": []
+    }]})
 }

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
+use crate::domain::location::Status;
 use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 
 /// A merchant as the rest of the service refers to it.
@@ -27,6 +29,29 @@ pub struct MerchantRef {
 pub struct StoredKey {
     pub merchant: MerchantRef,
     pub secret_hash: [u8; 32],
+}
+
+/// A location in `QUARANTINE`, as an operator reviews it (CONTRACT §10.5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QuarantinedLocation {
+    pub location_id: String,
+    pub merchant_id: String,
+    pub merchant_location_id: Option<String>,
+    pub name: String,
+    /// The location its issue names.
+    pub neighbour_location_id: Option<String>,
+}
+
+/// What `approve_location` did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// Now `ACTIVE`, at this version.
+    Approved {
+        version: i64,
+    },
+    /// Not in `QUARANTINE`: nothing changed.
+    NotQuarantined(Status),
+    NotFound,
 }
 
 /// What an import did.
@@ -97,6 +122,24 @@ pub trait Store: Send + Sync + 'static {
         items: Vec<NewLocation>,
         deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError>;
+
+    /// Updates, archives or restores the locations a change request names (CONTRACT §10), in one
+    /// transaction, serialised with every other write of the merchant: fetches what
+    /// `ChangePlan::decide` reads, writes what it decides. On error nothing is changed. A write not
+    /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
+    /// `DeadlinePassed`.
+    async fn change_locations(
+        &self,
+        merchant: &MerchantRef,
+        plan: ChangePlan,
+        deadline: std::time::Instant,
+    ) -> Result<Decision, StoreError>;
+
+    /// Every `QUARANTINE` location of every merchant, in creation order.
+    async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError>;
+
+    /// An operator's approval (CONTRACT §10.5): a `QUARANTINE` location becomes `ACTIVE`.
+    async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError>;
 
     /// One page of a merchant's locations (CONTRACT §9.2), in creation order, with the exact
     /// total; read in one transaction.

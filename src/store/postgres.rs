@@ -24,14 +24,15 @@ use futures_util::future::try_join_all;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
-use super::api::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use super::api::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms};
 use super::migrate;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
-use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery, PageKeys};
+use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
 
@@ -166,6 +167,56 @@ async fn neighbours(
         .collect()
 }
 
+const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
+                       quarantined_by, approved, body";
+
+fn current_of(r: &tokio_postgres::Row) -> Result<Current, StoreError> {
+    Ok(Current {
+        seq: r.get(0),
+        location_id: r.get(1),
+        merchant_location_id: r.get(2),
+        status: status(r.get(3))?,
+        types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
+        latitude: r.get(5),
+        longitude: r.get(6),
+        version: r.get(7),
+        quarantined_by: r.get(8),
+        approved: r.get(9),
+        body: r.get(10),
+    })
+}
+
+/// Writes what a change decided, in one statement.
+async fn write_changes(tx: &impl GenericClient, writes: &[Write], now: i64) -> Result<(), StoreError> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let seqs: Vec<i64> = writes.iter().map(|w| w.seq).collect();
+    let statuses: Vec<&str> = writes.iter().map(|w| w.status.as_str()).collect();
+    let by: Vec<Option<&str>> = writes.iter().map(|w| w.quarantined_by.as_deref()).collect();
+    let versions: Vec<i64> = writes.iter().map(|w| w.version).collect();
+    let approved: Vec<bool> = writes.iter().map(|w| w.approved).collect();
+    let bodies: Vec<Option<&str>> = writes
+        .iter()
+        .map(|w| w.content.as_ref().map(|c| c.body.as_str()))
+        .collect();
+    let lats: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.latitude)).collect();
+    let lons: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.longitude)).collect();
+    let bands: Vec<Option<i64>> = lats.iter().map(|lat| lat.map(geo::band)).collect();
+    tx.execute(
+        "UPDATE locations l SET status = u.s, quarantined_by = u.q, version = u.v, approved = u.a, updated_at = $1, \
+         body = COALESCE(u.b, l.body), latitude = COALESCE(u.la, l.latitude), \
+         longitude = COALESCE(u.lo, l.longitude), band = COALESCE(u.bd, l.band) \
+         FROM UNNEST($2::int8[], $3::text[], $4::text[], $5::int8[], $6::bool[], $7::text[], $8::float8[], \
+         $9::float8[], $10::int8[]) AS u(seq, s, q, v, a, b, la, lo, bd) WHERE l.seq = u.seq",
+        &[
+            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &bands,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 /// Migration 3's step (see the SQLite store's `upgrade_records`).
 async fn upgrade_records(tx: &impl GenericClient) -> Result<(), StoreError> {
     let mut after = 0i64;
@@ -273,14 +324,34 @@ async fn candidates(
         .collect()
 }
 
-/// The page's keys from the merchant's group counts and one index range per matching group.
+/// The columns of a stored record, as `record_of` reads them.
+const RECORD: &str =
+    "seq, location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body";
+
+fn record_of(r: &tokio_postgres::Row) -> Result<StoredRecord, StoreError> {
+    Ok(StoredRecord {
+        seq: r.get(0),
+        location_id: r.get(1),
+        merchant_location_id: r.get(2),
+        status: status(r.get(3))?,
+        quarantined_by: r.get(4),
+        version: r.get(5),
+        created_at: r.get(6),
+        updated_at: r.get(7),
+        body: r.get(8),
+    })
+}
+
+/// A page without id lists: the exact total from the merchant's group counts, and the records
+/// merged from one range of the index `(merchant, status, types, seq)` per matching group (a
+/// LATERAL subquery each).
 async fn page_by_groups(
     tx: &impl GenericClient,
     merchant_pk: i64,
     filter: &LocationFilter,
     after: Option<i64>,
     limit: usize,
-) -> Result<PageKeys, StoreError> {
+) -> Result<LocationPage, StoreError> {
     let counts = tx
         .query(
             "SELECT status, types, n FROM location_counts WHERE merchant_pk = $1",
@@ -298,19 +369,24 @@ async fn page_by_groups(
         .collect::<Result<Vec<_>, StoreError>>()?;
     let (groups, total) = filter.groups(counts);
     if groups.is_empty() {
-        return Ok(listing::merge_groups(Vec::new(), limit, total));
+        return Ok(LocationPage {
+            records: Vec::new(),
+            has_next: false,
+            total,
+        });
     }
     let statuses: Vec<&str> = groups.iter().map(|g| g.status.as_str()).collect();
     let types: Vec<i32> = groups
         .iter()
         .map(|g| i32::try_from(g.types.bits()).unwrap_or(0))
         .collect();
-    // One index range per group (a LATERAL subquery each), merged.
-    let seqs: Vec<i64> = tx
+    let mut records = tx
         .query(
-            "SELECT l.seq FROM UNNEST($2::text[], $3::int4[]) AS g(s, t) CROSS JOIN LATERAL \
-             (SELECT seq FROM locations WHERE merchant_pk = $1 AND status = g.s AND types = g.t AND seq > $4 \
-              ORDER BY seq LIMIT $5) l ORDER BY l.seq LIMIT $5",
+            &format!(
+                "SELECT l.* FROM UNNEST($2::text[], $3::int4[]) AS g(s, t) CROSS JOIN LATERAL \
+                 (SELECT {RECORD} FROM locations WHERE merchant_pk = $1 AND status = g.s AND types = g.t \
+                  AND seq > $4 ORDER BY seq LIMIT $5) l ORDER BY l.seq LIMIT $5"
+            ),
             &[
                 &merchant_pk,
                 &statuses,
@@ -321,9 +397,15 @@ async fn page_by_groups(
         )
         .await?
         .iter()
-        .map(|r| r.get(0))
-        .collect();
-    Ok(listing::merge_groups(vec![seqs], limit, total))
+        .map(record_of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let has_next = records.len() > limit;
+    records.truncate(limit);
+    Ok(LocationPage {
+        records,
+        has_next,
+        total,
+    })
 }
 
 /// The records with these `seq`s, in this order.
@@ -332,25 +414,12 @@ async fn records(tx: &impl GenericClient, seqs: &[i64]) -> Result<Vec<StoredReco
         return Ok(Vec::new());
     }
     tx.query(
-        "SELECT seq, location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body \
-         FROM locations WHERE seq = ANY($1) ORDER BY seq",
+        &format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1) ORDER BY seq"),
         &[&seqs],
     )
     .await?
     .iter()
-    .map(|r| {
-        Ok(StoredRecord {
-            seq: r.get(0),
-            location_id: r.get(1),
-            merchant_location_id: r.get(2),
-            status: status(r.get(3))?,
-            quarantined_by: r.get(4),
-            version: r.get(5),
-            created_at: r.get(6),
-            updated_at: r.get(7),
-            body: r.get(8),
-        })
-    })
+    .map(record_of)
     .collect()
 }
 
@@ -633,6 +702,118 @@ impl Store for PgStore {
         Ok(outcomes)
     }
 
+    async fn change_locations(
+        &self,
+        merchant: &MerchantRef,
+        plan: ChangePlan,
+        deadline: std::time::Instant,
+    ) -> Result<Decision, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // The merchant's writes take turns (see the module's notes), across every instance.
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant.pk]).await?;
+        let (by_id, by_merchant_id) = plan.lookups();
+        let targets = tx
+            .query(
+                &format!(
+                    "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 \
+                     AND (location_id = ANY($2) OR merchant_location_id = ANY($3))"
+                ),
+                &[&merchant.pk, &by_id, &by_merchant_id],
+            )
+            .await?
+            .iter()
+            .map(current_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let target_ids: Vec<&str> = targets.iter().map(|t| t.location_id.as_str()).collect();
+        let dependents = tx
+            .query(
+                &format!(
+                    "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 AND quarantined_by = ANY($2) \
+                     AND status = $3 AND NOT (location_id = ANY($2))"
+                ),
+                &[&merchant.pk, &target_ids, &Status::Quarantine.as_str()],
+            )
+            .await?
+            .iter()
+            .map(current_of)
+            .collect::<Result<Vec<_>, _>>()?;
+        let probes = plan.probes(&targets, &dependents);
+        let nearby = try_join_all(
+            probes
+                .iter()
+                .map(|(latitude, longitude)| neighbours(&tx, merchant.pk, *latitude, *longitude)),
+        )
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
+        let decision = plan.decide(targets, dependents, nearby);
+        write_changes(&tx, &decision.writes, now_ms()).await?;
+        count(&tx, merchant.pk, &decision.counts).await?;
+        if std::time::Instant::now() > deadline {
+            return Err(StoreError::DeadlinePassed);
+        }
+        tx.commit().await?;
+        Ok(decision)
+    }
+
+    async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT l.location_id, m.id, l.merchant_location_id, l.body, l.quarantined_by \
+                 FROM locations l JOIN merchants m ON m.pk = l.merchant_pk WHERE l.status = $1 ORDER BY l.seq",
+                &[&Status::Quarantine.as_str()],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| QuarantinedLocation {
+                location_id: r.get(0),
+                merchant_id: r.get(1),
+                merchant_location_id: r.get(2),
+                name: change::stored_name(r.get(3)),
+                neighbour_location_id: r.get(4),
+            })
+            .collect())
+    }
+
+    async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let Some(row) = tx
+            .query_opt(
+                "SELECT merchant_pk FROM locations WHERE location_id = $1",
+                &[&location_id],
+            )
+            .await?
+        else {
+            return Ok(Approval::NotFound);
+        };
+        let merchant_pk: i64 = row.get(0);
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant_pk]).await?;
+        let row = tx
+            .query_one(
+                &format!("SELECT {CURRENT} FROM locations WHERE location_id = $1"),
+                &[&location_id],
+            )
+            .await?;
+        let location = current_of(&row)?;
+        let Some(write) = change::approval(&location) else {
+            return Ok(Approval::NotQuarantined(location.status));
+        };
+        write_changes(&tx, std::slice::from_ref(&write), now_ms()).await?;
+        count(
+            &tx,
+            merchant_pk,
+            &[(location.status, location.types, -1), (write.status, location.types, 1)],
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Approval::Approved { version: write.version })
+    }
+
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
         let LocationQuery {
             merchant_pk,
@@ -644,19 +825,19 @@ impl Store for PgStore {
         let mut client = self.pool.get().await?;
         // One snapshot: the total, the page and its records see one state.
         let tx = snapshot(&mut client).await?;
-        let keys = if filter.by_ids() {
+        let page = if filter.by_ids() {
             let candidates = candidates(&tx, merchant_pk, filter).await?;
-            filter.page_of_candidates(candidates, after, limit)
+            let keys = filter.page_of_candidates(candidates, after, limit);
+            LocationPage {
+                records: records(&tx, &keys.seqs).await?,
+                has_next: keys.has_next,
+                total: keys.total,
+            }
         } else {
             page_by_groups(&tx, merchant_pk, filter, after, limit).await?
         };
-        let records = records(&tx, &keys.seqs).await?;
         tx.commit().await?;
-        Ok(LocationPage {
-            records,
-            has_next: keys.has_next,
-            total: keys.total,
-        })
+        Ok(page)
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 use storefront::domain::category::Category;
 use storefront::domain::category::import::{Mode, Parsed, Problem};
 use storefront::domain::location::batch::{NewLocation, Outcome};
+use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
-use storefront::store::{Imported, MerchantRef, Store, StoreError, StoredKey};
+use storefront::store::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey};
 
 use crate::helpers::*;
 
@@ -337,6 +338,29 @@ impl Store for FaultyStore {
                 self.inner.create_locations(merchant, items, deadline).await
             }
         }
+    }
+    async fn change_locations(
+        &self,
+        merchant: &MerchantRef,
+        plan: ChangePlan,
+        deadline: std::time::Instant,
+    ) -> Result<Decision, StoreError> {
+        match self.fault {
+            Fault::Panic => panic!("injected panic while changing locations"),
+            Fault::Fail => Err(StoreError::Backend(
+                "SQLITE_FULL: database or disk is full: /var/lib/secret.db".into(),
+            )),
+            Fault::Slow(wait) => {
+                tokio::time::sleep(wait).await;
+                self.inner.change_locations(merchant, plan, deadline).await
+            }
+        }
+    }
+    async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {
+        self.inner.quarantined_locations().await
+    }
+    async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError> {
+        self.inner.approve_location(location_id).await
     }
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
         match self.fault {

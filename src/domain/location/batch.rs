@@ -121,19 +121,19 @@ pub fn decide(
 ) -> (Vec<Outcome>, Vec<ToInsert>) {
     let mut outcomes = Vec::with_capacity(items.len());
     let mut inserts: Vec<ToInsert> = Vec::new();
-    let mut created: Vec<Neighbour> = Vec::new();
+    let mut created = geo::Buckets::default();
     for (i, (item, mut candidates)) in items.iter().zip(nearby).enumerate() {
         let location = &item.location;
         if let Some(found) = location.merchant_location_id.as_ref().and_then(|id| stored.get(id)) {
             outcomes.push(found.clone().outcome_for(&item.canonical));
             continue;
         }
-        candidates.extend(created.iter().cloned());
+        candidates.extend(created.around(location.latitude, location.longitude).cloned());
         // After every stored location, in batch order.
         let seq = i64::MAX / 2 + i as i64;
         let (status, quarantined_by) = placement(seq, location, candidates);
         let location_id = new_id();
-        created.push(Neighbour {
+        created.insert(Neighbour {
             location_id: location_id.clone(),
             latitude: location.latitude,
             longitude: location.longitude,

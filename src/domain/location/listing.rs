@@ -176,6 +176,34 @@ pub struct LocationPage {
     pub total: u64,
 }
 
+/// The first `limit` records of the merge of several sources, each giving its records in
+/// ascending `seq` order, and whether more follow: every source is read one record ahead at most.
+pub fn merge_records<E>(
+    mut sources: Vec<impl FnMut() -> Result<Option<super::record::StoredRecord>, E>>,
+    limit: usize,
+) -> Result<(Vec<super::record::StoredRecord>, bool), E> {
+    let mut heads = Vec::with_capacity(sources.len());
+    for source in &mut sources {
+        heads.push(source()?);
+    }
+    let mut records = Vec::with_capacity(limit.min(1000));
+    loop {
+        let next = heads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, head)| head.as_ref().map(|r| (r.seq, i)))
+            .min();
+        let Some((_, i)) = next else {
+            return Ok((records, false));
+        };
+        if records.len() == limit {
+            return Ok((records, true));
+        }
+        let record = std::mem::replace(&mut heads[i], sources[i]()?);
+        records.extend(record);
+    }
+}
+
 /// Merges the groups' ascending `seq`s (each at least `limit + 1` long unless its group ended)
 /// into the page.
 pub fn merge_groups(lists: Vec<Vec<i64>>, limit: usize, total: u64) -> PageKeys {

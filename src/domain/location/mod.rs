@@ -14,6 +14,7 @@
 
 pub mod address;
 pub mod batch;
+pub mod change;
 pub mod listing;
 pub mod record;
 pub mod schema;

@@ -10,7 +10,7 @@ use super::corrupt;
 use super::writer::fire;
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
-use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, PageKeys};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage};
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::{StoreError, now_ms};
@@ -181,14 +181,35 @@ pub(super) fn candidates(
     Ok(found)
 }
 
-/// The page's keys from the merchant's group counts and one index range per matching group.
+/// The columns of a stored record, as `record` reads them.
+const RECORD: &str =
+    "seq, location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body";
+
+fn record(r: &rusqlite::Row<'_>) -> Result<StoredRecord, StoreError> {
+    let status: String = r.get(3)?;
+    Ok(StoredRecord {
+        seq: r.get(0)?,
+        location_id: r.get(1)?,
+        merchant_location_id: r.get(2)?,
+        status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+        quarantined_by: r.get(4)?,
+        version: r.get(5)?,
+        created_at: r.get(6)?,
+        updated_at: r.get(7)?,
+        body: r.get(8)?,
+    })
+}
+
+/// A page without id lists: the exact total from the merchant's group counts, and the records
+/// merged from one range of the index `(merchant, status, types, seq)` per matching group, each
+/// read from the cursor on, one record ahead at most.
 pub(super) fn page_by_groups(
     tx: &Connection,
     merchant_pk: i64,
     filter: &LocationFilter,
     after: Option<i64>,
     limit: usize,
-) -> Result<PageKeys, StoreError> {
+) -> Result<LocationPage, StoreError> {
     let mut counts = Vec::new();
     let mut stmt = tx.prepare_cached("SELECT status, types, n FROM location_counts WHERE merchant_pk = ?1")?;
     let rows = stmt.query_map([merchant_pk], |r| {
@@ -203,61 +224,44 @@ pub(super) fn page_by_groups(
         });
     }
     let (groups, total) = filter.groups(counts);
-    let mut range = tx.prepare_cached(
-        "SELECT seq FROM locations WHERE merchant_pk = ?1 AND status = ?2 AND types = ?3 AND seq > ?4 \
-         ORDER BY seq LIMIT ?5",
-    )?;
-    let mut lists = Vec::with_capacity(groups.len());
-    for group in groups {
-        let seqs = range
-            .query_map(
-                params![
-                    merchant_pk,
-                    group.status.as_str(),
-                    group.types.bits(),
-                    after.unwrap_or(0),
-                    limit as i64 + 1
-                ],
-                |r| r.get::<_, i64>(0),
-            )?
-            .collect::<Result<Vec<_>, _>>()?;
-        lists.push(seqs);
+    let sql = format!(
+        "SELECT {RECORD} FROM locations WHERE merchant_pk = ?1 AND status = ?2 AND types = ?3 AND seq > ?4 \
+         ORDER BY seq"
+    );
+    let mut statements = Vec::with_capacity(groups.len());
+    for _ in &groups {
+        statements.push(tx.prepare_cached(&sql)?);
     }
-    Ok(listing::merge_groups(lists, limit, total))
+    let mut ranges = Vec::with_capacity(groups.len());
+    for (stmt, group) in statements.iter_mut().zip(&groups) {
+        ranges.push(stmt.query(params![
+            merchant_pk,
+            group.status.as_str(),
+            group.types.bits(),
+            after.unwrap_or(0)
+        ])?);
+    }
+    let sources = ranges
+        .iter_mut()
+        .map(|rows| move || rows.next()?.map(record).transpose())
+        .collect();
+    let (records, has_next) = listing::merge_records(sources, limit)?;
+    Ok(LocationPage {
+        records,
+        has_next,
+        total,
+    })
 }
 
 /// The records with these `seq`s, in this order.
 pub(super) fn records(tx: &Connection, seqs: &[i64]) -> Result<Vec<StoredRecord>, StoreError> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body \
-         FROM locations WHERE seq = ?1",
-    )?;
+    let mut stmt = tx.prepare_cached(&format!("SELECT {RECORD} FROM locations WHERE seq = ?1"))?;
     let mut records = Vec::with_capacity(seqs.len());
     for &seq in seqs {
-        let (location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body) =
-            stmt.query_row([seq], |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                ))
-            })?;
-        records.push(StoredRecord {
-            seq,
-            location_id,
-            merchant_location_id,
-            status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
-            quarantined_by,
-            version,
-            created_at,
-            updated_at,
-            body,
-        });
+        let mut rows = stmt.query([seq])?;
+        if let Some(row) = rows.next()? {
+            records.push(record(row)?);
+        }
     }
     Ok(records)
 }

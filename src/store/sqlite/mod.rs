@@ -17,6 +17,7 @@
 //! `schema` (opening and migrating), `locations` and `categories` (their SQL).
 
 mod categories;
+mod changes;
 mod keys;
 mod locations;
 mod readers;
@@ -41,11 +42,12 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::api::{Imported, MerchantRef, Store, StoreError, StoredKey, now_ms};
+use super::api::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms};
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 
 /// How long a connection waits for another process's write to finish.
@@ -264,6 +266,26 @@ impl Store for SqliteStore {
         Ok(found)
     }
 
+    async fn change_locations(
+        &self,
+        merchant: &MerchantRef,
+        plan: ChangePlan,
+        deadline: Instant,
+    ) -> Result<Decision, StoreError> {
+        let merchant_pk = merchant.pk;
+        self.grouped(deadline, move |tx, _| changes::change_in_tx(tx, merchant_pk, plan))
+            .await
+    }
+
+    async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {
+        self.readers.read(changes::quarantined).await
+    }
+
+    async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError> {
+        let location_id = location_id.to_owned();
+        self.write(move |tx| changes::approve(tx, &location_id)).await
+    }
+
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
         self.readers
             .read(move |c| {
@@ -275,19 +297,19 @@ impl Store for SqliteStore {
                 } = query;
                 // One read transaction: the total, the page and its records see one state.
                 let tx = c.unchecked_transaction()?;
-                let keys = if filter.by_ids() {
+                let page = if filter.by_ids() {
                     let candidates = candidates(&tx, merchant_pk, &filter)?;
-                    filter.page_of_candidates(candidates, after, limit)
+                    let keys = filter.page_of_candidates(candidates, after, limit);
+                    LocationPage {
+                        records: records(&tx, &keys.seqs)?,
+                        has_next: keys.has_next,
+                        total: keys.total,
+                    }
                 } else {
                     page_by_groups(&tx, merchant_pk, &filter, after, limit)?
                 };
-                let records = records(&tx, &keys.seqs)?;
                 tx.finish()?;
-                Ok(LocationPage {
-                    records,
-                    has_next: keys.has_next,
-                    total: keys.total,
-                })
+                Ok(page)
             })
             .await
     }

@@ -1,0 +1,173 @@
+//! Change SQL (CONTRACT §10): what a change request's decision reads, and writing what it
+//! decided; the operators' quarantine review.
+
+use std::collections::HashSet;
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::corrupt;
+use super::locations::{count, neighbours};
+use crate::domain::geo;
+use crate::domain::location::change::{ChangePlan, Current, Decision, Write};
+use crate::domain::location::{Status, TypeSet};
+use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
+
+const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
+                       quarantined_by, approved, body";
+
+fn current(r: &Row<'_>) -> rusqlite::Result<(Current, String)> {
+    Ok((
+        Current {
+            seq: r.get(0)?,
+            location_id: r.get(1)?,
+            merchant_location_id: r.get(2)?,
+            status: Status::Failed,
+            types: TypeSet::from_bits(r.get(4)?),
+            latitude: r.get(5)?,
+            longitude: r.get(6)?,
+            version: r.get(7)?,
+            quarantined_by: r.get(8)?,
+            approved: r.get(9)?,
+            body: r.get(10)?,
+        },
+        r.get(3)?,
+    ))
+}
+
+fn with_status((mut current, status): (Current, String)) -> Result<Current, StoreError> {
+    current.status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+    Ok(current)
+}
+
+/// One change request inside the group's transaction.
+pub(super) fn change_in_tx(tx: &Connection, merchant_pk: i64, plan: ChangePlan) -> Result<Decision, StoreError> {
+    let mut seen = HashSet::new();
+    let mut targets = Vec::new();
+    let (by_id, by_merchant_id) = plan.lookups();
+    for (ids, sql) in [
+        (
+            by_id,
+            format!("SELECT {CURRENT} FROM locations WHERE location_id = ?2 AND merchant_pk = ?1"),
+        ),
+        (
+            by_merchant_id,
+            format!("SELECT {CURRENT} FROM locations WHERE merchant_pk = ?1 AND merchant_location_id = ?2"),
+        ),
+    ] {
+        let mut stmt = tx.prepare_cached(&sql)?;
+        for id in ids {
+            if let Some(row) = stmt.query_row(params![merchant_pk, id], current).optional()? {
+                let row = with_status(row)?;
+                if seen.insert(row.seq) {
+                    targets.push(row);
+                }
+            }
+        }
+    }
+    let mut dependents = Vec::new();
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT {CURRENT} FROM locations WHERE merchant_pk = ?1 AND quarantined_by = ?2 AND status = ?3"
+    ))?;
+    for target in &targets {
+        let rows = stmt.query_map(
+            params![merchant_pk, target.location_id, Status::Quarantine.as_str()],
+            current,
+        )?;
+        for row in rows {
+            let row = with_status(row?)?;
+            if seen.insert(row.seq) {
+                dependents.push(row);
+            }
+        }
+    }
+    let mut nearby = Vec::new();
+    for (latitude, longitude) in plan.probes(&targets, &dependents) {
+        nearby.extend(neighbours(tx, merchant_pk, latitude, longitude)?);
+    }
+    let decision = plan.decide(targets, dependents, nearby);
+    let now = now_ms();
+    for write in &decision.writes {
+        write_change(tx, write, now)?;
+    }
+    count(tx, merchant_pk, &decision.counts)?;
+    Ok(decision)
+}
+
+fn write_change(tx: &Connection, w: &Write, now: i64) -> Result<(), StoreError> {
+    match &w.content {
+        None => tx
+            .prepare_cached(
+                "UPDATE locations SET status = ?2, quarantined_by = ?3, version = ?4, approved = ?5, updated_at = ?6 \
+                 WHERE seq = ?1",
+            )?
+            .execute(params![
+                w.seq,
+                w.status.as_str(),
+                w.quarantined_by,
+                w.version,
+                w.approved,
+                now
+            ])?,
+        Some(c) => tx
+            .prepare_cached(
+                "UPDATE locations SET status = ?2, quarantined_by = ?3, version = ?4, approved = ?5, updated_at = ?6, \
+                 body = ?7, latitude = ?8, longitude = ?9, band = ?10 WHERE seq = ?1",
+            )?
+            .execute(params![
+                w.seq,
+                w.status.as_str(),
+                w.quarantined_by,
+                w.version,
+                w.approved,
+                now,
+                c.body,
+                c.latitude,
+                c.longitude,
+                geo::band(c.latitude)
+            ])?,
+    };
+    Ok(())
+}
+
+/// Every `QUARANTINE` location, in creation order.
+pub(super) fn quarantined(conn: &Connection) -> Result<Vec<QuarantinedLocation>, StoreError> {
+    let mut stmt = conn.prepare(
+        "SELECT l.location_id, m.id, l.merchant_location_id, l.body, l.quarantined_by \
+         FROM locations l JOIN merchants m ON m.pk = l.merchant_pk WHERE l.status = ?1 ORDER BY l.seq",
+    )?;
+    let rows = stmt.query_map([Status::Quarantine.as_str()], |r| {
+        Ok(QuarantinedLocation {
+            location_id: r.get(0)?,
+            merchant_id: r.get(1)?,
+            merchant_location_id: r.get(2)?,
+            name: crate::domain::location::change::stored_name(&r.get::<_, String>(3)?),
+            neighbour_location_id: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// An operator's approval, in its own transaction.
+pub(super) fn approve(tx: &Connection, location_id: &str) -> Result<Approval, StoreError> {
+    let row = tx
+        .query_row(
+            &format!("SELECT {CURRENT}, merchant_pk FROM locations WHERE location_id = ?1"),
+            [location_id],
+            |r| Ok((current(r)?, r.get::<_, i64>(11)?)),
+        )
+        .optional()?;
+    let Some((row, merchant_pk)) = row else {
+        return Ok(Approval::NotFound);
+    };
+    let location = with_status(row)?;
+    let Some(write) = crate::domain::location::change::approval(&location) else {
+        return Ok(Approval::NotQuarantined(location.status));
+    };
+    write_change(tx, &write, now_ms())?;
+    count(
+        tx,
+        merchant_pk,
+        &[(location.status, location.types, -1), (write.status, location.types, 1)],
+    )?;
+    Ok(Approval::Approved { version: write.version })
+}
