@@ -5,11 +5,11 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-struct Case {
-    name: &'static str,
-    item: Value,
+pub struct Case {
+    pub name: &'static str,
+    pub item: Value,
     /// `(path relative to locations[0], code)`, in answer order.
-    expected: Vec<(&'static str, &'static str)>,
+    pub expected: Vec<(&'static str, &'static str)>,
 }
 
 fn case(name: &'static str, item: Value, expected: &[(&'static str, &'static str)]) -> Case {
@@ -24,7 +24,7 @@ fn long(n: usize) -> Value {
     Value::String("x".repeat(n))
 }
 
-fn cases() -> Vec<Case> {
+pub fn cases() -> Vec<Case> {
     let w = || warehouse(0);
     let p = || pickup_point(0);
     let pm = || postamat(0);

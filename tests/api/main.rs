@@ -2,6 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic: that is how they fail
 
 mod categories;
+mod changes;
 mod crash;
 mod create_batch;
 mod create_rules;

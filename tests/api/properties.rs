@@ -289,3 +289,155 @@ fn walks_return_exactly_the_matching_locations_in_creation_order() {
         })
         .unwrap();
 }
+
+/// One step of a change sequence: `(kind, slot, position, variant)`.
+#[derive(Clone, Debug)]
+enum Step {
+    Create { slot: u8, spot: u8, pickup: bool },
+    Update { slot: u8, spot: u8, variant: u8 },
+    Archive { slot: u8 },
+    Restore { slot: u8 },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (0u8..6, 0u8..6, any::<bool>()).prop_map(|(slot, spot, pickup)| Step::Create { slot, spot, pickup }),
+        (0u8..6, 0u8..6, 0u8..3).prop_map(|(slot, spot, variant)| Step::Update { slot, spot, variant }),
+        (0u8..6).prop_map(|slot| Step::Archive { slot }),
+        (0u8..6).prop_map(|slot| Step::Restore { slot }),
+    ]
+}
+
+/// The location of slot `slot` at spot `spot` (spots 20 m apart in a line: neighbours abound).
+fn placed(slot: u8, spot: u8, pickup: bool, variant: u8) -> Value {
+    let mut item = if pickup { pickup_point(0) } else { warehouse(0) };
+    item["merchant_location_id"] = json!(format!("s{slot}"));
+    item["name"] = json!(format!("Slot {slot} v{variant}"));
+    item["latitude"] = json!(40.0 + f64::from(spot) * 20.0 / 111_195.08);
+    item["longitude"] = json!(37.6);
+    item
+}
+
+fn haversine_m(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
+    let r = 6_371_008.8_f64;
+    let (p1, p2) = (lat1.to_radians(), lat2.to_radians());
+    let (dp, dl) = ((lat2 - lat1).to_radians(), (lon2 - lon1).to_radians());
+    let a = (dp / 2.0).sin().powi(2) + p1.cos() * p2.cos() * (dl / 2.0).sin().powi(2);
+    2.0 * r * a.sqrt().min(1.0).asin()
+}
+
+#[test]
+fn changes_keep_every_quarantine_justified_and_count_every_change() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let app = runtime.block_on(TestApp::spawn());
+    let mut runner = TestRunner::new(Config {
+        cases: 16,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&prop::collection::vec(step(), 1..24), |steps| {
+            let key = runtime.block_on(app.merchant_key("steps"));
+            let mut kinds: std::collections::HashMap<u8, bool> = std::collections::HashMap::new();
+            let read_all = || -> Vec<Value> {
+                let answer =
+                    runtime.block_on(app.post_as("/v1/location/list", &key, &json!({"pagination": {"limit": 1000}})));
+                answer.body["locations"].as_array().unwrap().clone()
+            };
+            let mut before: Vec<Value> = Vec::new();
+            for step in &steps {
+                let (path, item) = match *step {
+                    Step::Create { slot, spot, pickup } => {
+                        let pickup = *kinds.entry(slot).or_insert(pickup);
+                        ("/v1/location/create", placed(slot, spot, pickup, 0))
+                    }
+                    Step::Update { slot, spot, variant } => {
+                        let pickup = kinds.get(&slot).copied().unwrap_or(false);
+                        ("/v1/location/update", placed(slot, spot, pickup, variant))
+                    }
+                    Step::Archive { slot } => (
+                        "/v1/location/archive",
+                        json!({"merchant_location_id": format!("s{slot}")}),
+                    ),
+                    Step::Restore { slot } => (
+                        "/v1/location/restore",
+                        json!({"merchant_location_id": format!("s{slot}")}),
+                    ),
+                };
+                let answer = runtime.block_on(app.post_as(path, &key, &json!({"locations": [item]})));
+                prop_assert_eq!(answer.status.as_u16(), 200, "{:#}", answer.body);
+                let after = read_all();
+                // Every location the request changed is exactly one version higher; the others
+                // are as they were.
+                for record in &after {
+                    let id = &record["location_id"];
+                    let strip = |r: &Value| {
+                        let mut r = r.clone();
+                        r.as_object_mut().unwrap().remove("version");
+                        r.as_object_mut().unwrap().remove("updated_at");
+                        r
+                    };
+                    match before.iter().find(|b| &b["location_id"] == id) {
+                        None => prop_assert_eq!(&record["version"], &json!(1)),
+                        Some(old) => {
+                            let changed = strip(old) != strip(record);
+                            let want = old["version"].as_i64().unwrap() + i64::from(changed);
+                            prop_assert_eq!(
+                                record["version"].as_i64().unwrap(),
+                                want,
+                                "{:?}: {:#} -> {:#}",
+                                step,
+                                old,
+                                record
+                            );
+                            prop_assert_eq!(changed, old["updated_at"] != record["updated_at"]);
+                        }
+                    }
+                }
+                // Every QUARANTINE is justified by §10.4: its issue names a live location that
+                // shares a type, within 50 m, ACTIVE or QUARANTINE and created before it.
+                for (i, record) in after.iter().enumerate() {
+                    match record["status"].as_str().unwrap() {
+                        "QUARANTINE" => {
+                            let message = record["issue"]["message"].as_str().unwrap_or_default();
+                            let named = message
+                                .split("location ")
+                                .nth(1)
+                                .and_then(|r| r.split(' ').next())
+                                .unwrap_or("");
+                            let Some(j) = after.iter().position(|r| r["location_id"] == named) else {
+                                prop_assert!(false, "{record:#} names no location of the merchant");
+                                unreachable!();
+                            };
+                            let n = &after[j];
+                            let shares = n["location_types"]
+                                .as_array()
+                                .unwrap()
+                                .iter()
+                                .any(|t| record["location_types"].as_array().unwrap().contains(t));
+                            let d = haversine_m(
+                                record["latitude"].as_f64().unwrap(),
+                                record["longitude"].as_f64().unwrap(),
+                                n["latitude"].as_f64().unwrap(),
+                                n["longitude"].as_f64().unwrap(),
+                            );
+                            let may = n["status"] == "ACTIVE" || (n["status"] == "QUARANTINE" && j < i);
+                            prop_assert!(
+                                shares && d <= 50.0 && may,
+                                "after {:?}: {:#} named by {:#} ({} m)",
+                                step,
+                                n,
+                                record,
+                                d
+                            );
+                            prop_assert_eq!(&record["issue"]["field"], "latitude");
+                        }
+                        _ => prop_assert_eq!(&record["issue"], &Value::Null),
+                    }
+                }
+                before = after;
+            }
+            Ok(())
+        })
+        .unwrap();
+}
