@@ -13,11 +13,13 @@
 //!
 //! Other processes (the CLI) may write to the same file; `busy_timeout` makes them wait their turn.
 //!
-//! A file a job: `writer` (the thread and its group commit), `readers`, `keys` (the key cache),
-//! `schema` (opening and migrating), `locations` and `categories` (their SQL).
+//! A file a job: `writer` (the thread and its group commit), `checkpoint` (WAL checkpoints off the
+//! writer's path), `readers`, `keys` (the key cache), `schema` (opening and migrating),
+//! `locations`, `changes` and `categories` (their SQL).
 
 mod categories;
 mod changes;
+mod checkpoint;
 mod keys;
 mod locations;
 mod readers;
@@ -25,6 +27,7 @@ mod schema;
 mod writer;
 
 use categories::{for_each_category, read_categories, taxonomy_version, write_category};
+use checkpoint::Checkpointer;
 use keys::KeyCache;
 use locations::{candidates, page_by_groups, records};
 use readers::ReadPool;
@@ -59,6 +62,7 @@ pub struct SqliteStore {
     readers: Arc<ReadPool>,
     health: Arc<WriterHealth>,
     keys: KeyCache,
+    checkpointer: Mutex<Option<Checkpointer>>,
 }
 
 impl SqliteStore {
@@ -78,9 +82,11 @@ impl SqliteStore {
             .name("sqlite-writer".into())
             .spawn(move || writer_loop(conn, rx, &writer_health))
             .map_err(StoreError::backend)?;
+        let checkpointer = Checkpointer::spawn(&path)?;
         Ok(SqliteStore {
             jobs: Mutex::new(Some(tx)),
             writer: Mutex::new(Some(writer)),
+            checkpointer: Mutex::new(Some(checkpointer)),
             // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
             keys: KeyCache::new(&path),
             readers: Arc::new(ReadPool::new(path)),
@@ -408,6 +414,10 @@ impl Store for SqliteStore {
 
     async fn close(&self) {
         self.readers.close();
+        let checkpointer = self.checkpointer.lock().ok().and_then(|mut c| c.take());
+        if let Some(checkpointer) = checkpointer {
+            let _ = tokio::task::spawn_blocking(move || checkpointer.stop()).await;
+        }
         // Dropping the last sender lets the writer finish what is queued, then stop.
         if let Ok(mut jobs) = self.jobs.lock() {
             jobs.take();

@@ -8,6 +8,8 @@ use rusqlite::{Connection, OpenFlags};
 use super::BUSY_TIMEOUT;
 use crate::store::api::StoreError;
 
+/// The largest part of the file a read connection maps.
+const MMAP_BYTES: i64 = 1 << 30;
 /// Most idle read connections kept.
 const IDLE_READERS: usize = 8;
 
@@ -56,6 +58,9 @@ impl ReadPool {
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(BUSY_TIMEOUT)?;
+        // Pages are read through a memory map, not a read() each: a page of a large merchant's
+        // locations touches tens of them. (Address space only; the pages are the file's.)
+        conn.pragma_update(None, "mmap_size", MMAP_BYTES)?;
         Ok(conn)
     }
 

@@ -27,6 +27,8 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     // journals the pages it changes; keep that journal in memory rather than in a temp file.
     conn.pragma_update(None, "cache_size", -12 * 1024)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
+    // Checkpoints run on a thread of their own (see `checkpoint`).
+    conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::BACKSTOP_PAGES)?;
     migrate(&mut conn)?;
     Ok(conn)
 }
