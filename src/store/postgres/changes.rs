@@ -1,0 +1,174 @@
+//! Change SQL (CONTRACT §10): what a change request's decision reads, writing what it decided,
+//! and the operators' quarantine review.
+
+use deadpool_postgres::{GenericClient, Pool};
+use futures_util::future::try_join_all;
+
+use super::locations::{count, neighbours};
+use super::status;
+use crate::domain::geo;
+use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
+use crate::domain::location::{Status, TypeSet};
+use crate::store::api::{Approval, MerchantRef, QuarantinedLocation, StoreError, now_ms};
+
+pub(super) const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
+                       quarantined_by, approved, body";
+
+pub(super) fn current_of(r: &tokio_postgres::Row) -> Result<Current, StoreError> {
+    Ok(Current {
+        seq: r.get(0),
+        location_id: r.get(1),
+        merchant_location_id: r.get(2),
+        status: status(r.get(3))?,
+        types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
+        latitude: r.get(5),
+        longitude: r.get(6),
+        version: r.get(7),
+        quarantined_by: r.get(8),
+        approved: r.get(9),
+        body: r.get(10),
+    })
+}
+
+/// Writes what a change decided, in one statement.
+pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now: i64) -> Result<(), StoreError> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let seqs: Vec<i64> = writes.iter().map(|w| w.seq).collect();
+    let statuses: Vec<&str> = writes.iter().map(|w| w.status.as_str()).collect();
+    let by: Vec<Option<&str>> = writes.iter().map(|w| w.quarantined_by.as_deref()).collect();
+    let versions: Vec<i64> = writes.iter().map(|w| w.version).collect();
+    let approved: Vec<bool> = writes.iter().map(|w| w.approved).collect();
+    let bodies: Vec<Option<&str>> = writes
+        .iter()
+        .map(|w| w.content.as_ref().map(|c| c.body.as_str()))
+        .collect();
+    let lats: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.latitude)).collect();
+    let lons: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.longitude)).collect();
+    let bands: Vec<Option<i64>> = lats.iter().map(|lat| lat.map(geo::band)).collect();
+    tx.execute(
+        "UPDATE locations l SET status = u.s, quarantined_by = u.q, version = u.v, approved = u.a, updated_at = $1, \
+         body = COALESCE(u.b, l.body), latitude = COALESCE(u.la, l.latitude), \
+         longitude = COALESCE(u.lo, l.longitude), band = COALESCE(u.bd, l.band) \
+         FROM UNNEST($2::int8[], $3::text[], $4::text[], $5::int8[], $6::bool[], $7::text[], $8::float8[], \
+         $9::float8[], $10::int8[]) AS u(seq, s, q, v, a, b, la, lo, bd) WHERE l.seq = u.seq",
+        &[
+            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &bands,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(super) async fn change_locations(
+    pool: &Pool,
+    merchant: &MerchantRef,
+    plan: ChangePlan,
+    deadline: std::time::Instant,
+) -> Result<Decision, StoreError> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    // The merchant's writes take turns (see the module's notes), across every instance.
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant.pk]).await?;
+    let (by_id, by_merchant_id) = plan.lookups();
+    let targets = tx
+        .query(
+            &format!(
+                "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 \
+                 AND (location_id = ANY($2) OR merchant_location_id = ANY($3))"
+            ),
+            &[&merchant.pk, &by_id, &by_merchant_id],
+        )
+        .await?
+        .iter()
+        .map(current_of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let target_ids: Vec<&str> = targets.iter().map(|t| t.location_id.as_str()).collect();
+    let dependents = tx
+        .query(
+            &format!(
+                "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 AND quarantined_by = ANY($2) \
+                 AND status = $3 AND NOT (location_id = ANY($2))"
+            ),
+            &[&merchant.pk, &target_ids, &Status::Quarantine.as_str()],
+        )
+        .await?
+        .iter()
+        .map(current_of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let probes = plan.probes(&targets, &dependents);
+    let nearby = try_join_all(
+        probes
+            .iter()
+            .map(|(latitude, longitude)| neighbours(&tx, merchant.pk, *latitude, *longitude)),
+    )
+    .await?
+    .into_iter()
+    .flatten()
+    .collect();
+    let decision = plan.decide(targets, dependents, nearby);
+    write_changes(&tx, &decision.writes, now_ms()).await?;
+    count(&tx, merchant.pk, &decision.counts).await?;
+    if std::time::Instant::now() > deadline {
+        return Err(StoreError::DeadlinePassed);
+    }
+    tx.commit().await?;
+    Ok(decision)
+}
+
+pub(super) async fn quarantined_locations(pool: &Pool) -> Result<Vec<QuarantinedLocation>, StoreError> {
+    let client = pool.get().await?;
+    let rows = client
+        .query(
+            "SELECT l.location_id, m.id, l.merchant_location_id, l.body, l.quarantined_by \
+             FROM locations l JOIN merchants m ON m.pk = l.merchant_pk WHERE l.status = $1 ORDER BY l.seq",
+            &[&Status::Quarantine.as_str()],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| QuarantinedLocation {
+            location_id: r.get(0),
+            merchant_id: r.get(1),
+            merchant_location_id: r.get(2),
+            name: change::stored_name(r.get(3)),
+            neighbour_location_id: r.get(4),
+        })
+        .collect())
+}
+
+pub(super) async fn approve_location(pool: &Pool, location_id: &str) -> Result<Approval, StoreError> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    let Some(row) = tx
+        .query_opt(
+            "SELECT merchant_pk FROM locations WHERE location_id = $1",
+            &[&location_id],
+        )
+        .await?
+    else {
+        return Ok(Approval::NotFound);
+    };
+    let merchant_pk: i64 = row.get(0);
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant_pk]).await?;
+    let row = tx
+        .query_one(
+            &format!("SELECT {CURRENT} FROM locations WHERE location_id = $1"),
+            &[&location_id],
+        )
+        .await?;
+    let location = current_of(&row)?;
+    let Some(write) = change::approval(&location) else {
+        return Ok(Approval::NotQuarantined(location.status));
+    };
+    write_changes(&tx, std::slice::from_ref(&write), now_ms()).await?;
+    count(
+        &tx,
+        merchant_pk,
+        &[(location.status, location.types, -1), (write.status, location.types, 1)],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Approval::Approved { version: write.version })
+}

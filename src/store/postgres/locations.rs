@@ -1,0 +1,399 @@
+//! Location SQL: the create decision's reads and writes, the counts, the neighbour search, the
+//! list's pages, and migration 3's step.
+
+use std::collections::HashMap;
+
+use deadpool_postgres::{GenericClient, Pool};
+use futures_util::future::try_join_all;
+use tokio_postgres::types::ToSql;
+
+use super::{snapshot, status};
+use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
+use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
+use crate::domain::location::record::StoredRecord;
+use crate::domain::location::{Status, TypeSet};
+use crate::store::api::{MerchantRef, StoreError, now_ms};
+use crate::store::migrate;
+
+/// The merchant's live locations in one search box (index `locations_nearby`).
+pub(super) async fn neighbours(
+    client: &impl GenericClient,
+    merchant_pk: i64,
+    latitude: f64,
+    longitude: f64,
+) -> Result<Vec<Neighbour>, StoreError> {
+    let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
+    let stmt = client
+        .prepare_cached(
+            "SELECT location_id, latitude, longitude, types, seq, status FROM locations \
+             WHERE merchant_pk = $1 AND band = $2 AND longitude BETWEEN $3 AND $4 AND status = ANY($5)",
+        )
+        .await?;
+    let mut scans = Vec::new();
+    for band in search.bands.0..=search.bands.1 {
+        for (west, east) in &search.longitudes {
+            scans.push((band, *west, *east));
+        }
+    }
+    let live = Status::LIVE.map(Status::as_str);
+    let live = &live[..];
+    let params: Vec<[&(dyn ToSql + Sync); 5]> = scans
+        .iter()
+        .map(|(band, west, east)| [&merchant_pk as &(dyn ToSql + Sync), band, west, east, &live])
+        .collect();
+    let results = try_join_all(params.iter().map(|p| client.query(&stmt, p))).await?;
+    results
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            Ok(Neighbour {
+                location_id: row.get(0),
+                latitude: row.get(1),
+                longitude: row.get(2),
+                types: TypeSet::from_bits(i64::from(row.get::<_, i32>(3))),
+                seq: row.get(4),
+                status: status(row.get(5))?,
+            })
+        })
+        .collect()
+}
+
+/// Migration 3's step (see the SQLite store's `upgrade_records`).
+pub(super) async fn upgrade_records(tx: &impl GenericClient) -> Result<(), StoreError> {
+    let mut after = 0i64;
+    loop {
+        let rows = tx
+            .query(
+                "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &migrate::UPGRADE_CHUNK],
+            )
+            .await?;
+        let Some(last) = rows.last() else {
+            break;
+        };
+        after = last.get(0);
+        for row in &rows {
+            if let Some(body) = migrate::upgraded_body(row.get(1)) {
+                tx.execute(
+                    "UPDATE locations SET body = $2 WHERE seq = $1",
+                    &[&row.get::<_, i64>(0), &body],
+                )
+                .await?;
+            }
+        }
+    }
+    let quarantined = tx
+        .query(
+            "SELECT seq, merchant_pk, latitude, longitude, types FROM locations \
+             WHERE status = $1 AND quarantined_by IS NULL",
+            &[&Status::Quarantine.as_str()],
+        )
+        .await?;
+    for row in quarantined {
+        let (seq, merchant_pk, latitude, longitude): (i64, i64, f64, f64) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        let types = TypeSet::from_bits(i64::from(row.get::<_, i32>(4)));
+        let candidates = neighbours(tx, merchant_pk, latitude, longitude).await?;
+        if let Some(by) = geo::quarantining_neighbour(seq, latitude, longitude, types, candidates) {
+            tx.execute(
+                "UPDATE locations SET quarantined_by = $2 WHERE seq = $1",
+                &[&seq, &by.location_id],
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds `changes` to the merchant's group counts.
+pub(super) async fn count(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    changes: &[(Status, TypeSet, i64)],
+) -> Result<(), StoreError> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let statuses: Vec<&str> = changes.iter().map(|(s, _, _)| s.as_str()).collect();
+    let types: Vec<i32> = changes
+        .iter()
+        .map(|(_, t, _)| i32::try_from(t.bits()).unwrap_or(0))
+        .collect();
+    let deltas: Vec<i64> = changes.iter().map(|(_, _, n)| *n).collect();
+    tx.execute(
+        "INSERT INTO location_counts (merchant_pk, status, types, n) \
+         SELECT $1, s, t, n FROM UNNEST($2::text[], $3::int4[], $4::int8[]) AS u(s, t, n) \
+         ON CONFLICT (merchant_pk, status, types) DO UPDATE SET n = location_counts.n + excluded.n",
+        &[&merchant_pk, &statuses, &types, &deltas],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The merchant's locations named by the filter's shorter id list.
+pub(super) async fn candidates(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+) -> Result<Vec<Candidate>, StoreError> {
+    let Some((by_location_id, ids)) = filter.lookup() else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+    let rows = tx
+        .query(
+            if by_location_id {
+                "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+                 WHERE location_id = ANY($2) AND merchant_pk = $1"
+            } else {
+                "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
+                 WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)"
+            },
+            &[&merchant_pk, &ids],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(Candidate {
+                seq: r.get(0),
+                location_id: r.get(1),
+                merchant_location_id: r.get(2),
+                status: status(r.get(3))?,
+                types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
+            })
+        })
+        .collect()
+}
+
+/// The columns of a stored record, as `record_of` reads them.
+pub(super) const RECORD: &str =
+    "seq, location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body";
+
+pub(super) fn record_of(r: &tokio_postgres::Row) -> Result<StoredRecord, StoreError> {
+    Ok(StoredRecord {
+        seq: r.get(0),
+        location_id: r.get(1),
+        merchant_location_id: r.get(2),
+        status: status(r.get(3))?,
+        quarantined_by: r.get(4),
+        version: r.get(5),
+        created_at: r.get(6),
+        updated_at: r.get(7),
+        body: r.get(8),
+    })
+}
+
+/// A page without id lists: the exact total from the merchant's group counts, and the records
+/// merged from one range of the index `(merchant, status, types, seq)` per matching group (a
+/// LATERAL subquery each).
+pub(super) async fn page_by_groups(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<LocationPage, StoreError> {
+    let counts = tx
+        .query(
+            "SELECT status, types, n FROM location_counts WHERE merchant_pk = $1",
+            &[&merchant_pk],
+        )
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(Group {
+                status: status(r.get(0))?,
+                types: TypeSet::from_bits(i64::from(r.get::<_, i32>(1))),
+                count: r.get::<_, i64>(2).unsigned_abs(),
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let (groups, total) = filter.groups(counts);
+    if groups.is_empty() {
+        return Ok(LocationPage {
+            records: Vec::new(),
+            has_next: false,
+            total,
+        });
+    }
+    let statuses: Vec<&str> = groups.iter().map(|g| g.status.as_str()).collect();
+    let types: Vec<i32> = groups
+        .iter()
+        .map(|g| i32::try_from(g.types.bits()).unwrap_or(0))
+        .collect();
+    let mut records = tx
+        .query(
+            &format!(
+                "SELECT l.* FROM UNNEST($2::text[], $3::int4[]) AS g(s, t) CROSS JOIN LATERAL \
+                 (SELECT {RECORD} FROM locations WHERE merchant_pk = $1 AND status = g.s AND types = g.t \
+                  AND seq > $4 ORDER BY seq LIMIT $5) l ORDER BY l.seq LIMIT $5"
+            ),
+            &[
+                &merchant_pk,
+                &statuses,
+                &types,
+                &after.unwrap_or(0),
+                &(limit as i64 + 1),
+            ],
+        )
+        .await?
+        .iter()
+        .map(record_of)
+        .collect::<Result<Vec<_>, _>>()?;
+    let has_next = records.len() > limit;
+    records.truncate(limit);
+    Ok(LocationPage {
+        records,
+        has_next,
+        total,
+    })
+}
+
+/// The records with these `seq`s, in this order.
+pub(super) async fn records(tx: &impl GenericClient, seqs: &[i64]) -> Result<Vec<StoredRecord>, StoreError> {
+    if seqs.is_empty() {
+        return Ok(Vec::new());
+    }
+    tx.query(
+        &format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1) ORDER BY seq"),
+        &[&seqs],
+    )
+    .await?
+    .iter()
+    .map(record_of)
+    .collect()
+}
+
+pub(super) async fn create_locations(
+    pool: &Pool,
+    merchant: &MerchantRef,
+    items: Vec<NewLocation>,
+    deadline: std::time::Instant,
+) -> Result<Vec<Outcome>, StoreError> {
+    if items.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant.pk]).await?;
+
+    let ids: Vec<&str> = items
+        .iter()
+        .filter_map(|i| i.location.merchant_location_id.as_deref())
+        .collect();
+    let mut stored = HashMap::new();
+    if !ids.is_empty() {
+        for row in tx
+            .query(
+                "SELECT merchant_location_id, location_id, status, body FROM locations \
+                 WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)",
+                &[&merchant.pk, &ids],
+            )
+            .await?
+        {
+            let status_text: String = row.get(2);
+            stored.insert(
+                row.get::<_, String>(0),
+                Stored {
+                    location_id: row.get(1),
+                    status: status(&status_text)?,
+                    canonical: row.get(3),
+                },
+            );
+        }
+    }
+    // Items that are retries need no neighbours; the rest are searched concurrently.
+    let nearby = try_join_all(items.iter().map(|item| {
+        let is_retry = item
+            .location
+            .merchant_location_id
+            .as_ref()
+            .is_some_and(|id| stored.contains_key(id));
+        let tx = &tx;
+        async move {
+            if is_retry {
+                Ok(Vec::new())
+            } else {
+                neighbours(tx, merchant.pk, item.location.latitude, item.location.longitude).await
+            }
+        }
+    }))
+    .await?;
+
+    let (outcomes, inserts) = batch::decide(&items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
+    if !inserts.is_empty() {
+        let now = now_ms();
+        let location_ids: Vec<&str> = inserts.iter().map(|i| i.location_id.as_str()).collect();
+        let statuses: Vec<&str> = inserts.iter().map(|i| i.status.as_str()).collect();
+        let new = |i: &batch::ToInsert| &items[i.item];
+        let mlids: Vec<Option<&str>> = inserts
+            .iter()
+            .map(|i| new(i).location.merchant_location_id.as_deref())
+            .collect();
+        let types: Vec<i32> = inserts
+            .iter()
+            .map(|i| i32::try_from(new(i).location.location_types.bits()).unwrap_or(0))
+            .collect();
+        let lats: Vec<f64> = inserts.iter().map(|i| new(i).location.latitude).collect();
+        let lons: Vec<f64> = inserts.iter().map(|i| new(i).location.longitude).collect();
+        let bands: Vec<i64> = lats.iter().map(|&lat| geo::band(lat)).collect();
+        let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
+        let by: Vec<Option<&str>> = inserts.iter().map(|i| i.quarantined_by.as_deref()).collect();
+        tx.execute(
+            "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
+             longitude, band, body, created_at, updated_at, quarantined_by) \
+             SELECT l, $2, m, s, t, la, lo, b, bo, $10, $10, q FROM UNNEST($1::text[], $3::text[], $4::text[], \
+             $5::int4[], $6::float8[], $7::float8[], $8::int8[], $9::text[], $11::text[]) \
+             AS u(l, m, s, t, la, lo, b, bo, q)",
+            &[
+                &location_ids,
+                &merchant.pk,
+                &mlids,
+                &statuses,
+                &types,
+                &lats,
+                &lons,
+                &bands,
+                &bodies,
+                &now,
+                &by,
+            ],
+        )
+        .await?;
+        let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
+        count(&tx, merchant.pk, &counted).await?;
+    }
+    if std::time::Instant::now() > deadline {
+        // Dropping the transaction rolls it back.
+        return Err(StoreError::DeadlinePassed);
+    }
+    tx.commit().await?;
+    Ok(outcomes)
+}
+
+pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<LocationPage, StoreError> {
+    let LocationQuery {
+        merchant_pk,
+        filter,
+        after,
+        limit,
+    } = &query;
+    let (merchant_pk, after, limit) = (*merchant_pk, *after, *limit);
+    let mut client = pool.get().await?;
+    // One snapshot: the total, the page and its records see one state.
+    let tx = snapshot(&mut client).await?;
+    let page = if filter.by_ids() {
+        let candidates = candidates(&tx, merchant_pk, filter).await?;
+        let keys = filter.page_of_candidates(candidates, after, limit);
+        LocationPage {
+            records: records(&tx, &keys.seqs).await?,
+            has_next: keys.has_next,
+            total: keys.total,
+        }
+    } else {
+        page_by_groups(&tx, merchant_pk, filter, after, limit).await?
+    };
+    tx.commit().await?;
+    Ok(page)
+}

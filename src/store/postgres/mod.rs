@@ -1,0 +1,368 @@
+//! The PostgreSQL backend: for deployments where several `storefront serve` instances share one
+//! database (CONTRACT §8).
+//!
+//! **Concurrency.** A create request runs in one transaction that first takes a transaction-level
+//! advisory lock on its merchant, so creates of one merchant are serialised across every instance:
+//! the safe-retry/conflict lookup and the quarantine check see everything committed before, and
+//! the unique index on `(merchant, merchant_location_id)` stays a backstop that never fires in
+//! normal operation. Different merchants never wait for each other.
+//!
+//! **Round trips.** Inside the lock: one query for the stored rows of all the request's ids, the
+//! neighbour queries of all new items pipelined on the connection, the decisions in memory
+//! (`batch::decide`, which also counts items created earlier in the same request), and one
+//! multi-row insert.
+//!
+//! **Recovery.** Connections come from a pool that drops broken ones, so when the database comes
+//! back the service recovers without a restart; while it is away, requests fail with a 500.
+//!
+//! A file a job: here the pool, the migrations and the trait's plumbing; `locations`, `changes`
+//! and `categories` hold their SQL. Changes take the same merchant lock as creates.
+
+mod categories;
+mod changes;
+mod locations;
+
+use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use tokio_postgres::NoTls;
+
+use super::api::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms};
+use super::migrate;
+use crate::domain::category::Category;
+use crate::domain::category::import::{self, Mode, Parsed, Problem};
+use crate::domain::category::taxonomy::{self, Taxonomy};
+use crate::domain::location::Status;
+use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::change::{ChangePlan, Decision};
+use crate::domain::location::listing::{LocationPage, LocationQuery};
+
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/postgres/0001_init.sql"),
+    include_str!("../../../migrations/postgres/0002_categories.sql"),
+    include_str!("../../../migrations/postgres/0003_location_records.sql"),
+];
+const POOL_SIZE: usize = 16;
+const TIMEOUT: Duration = Duration::from_secs(5);
+/// Advisory lock (two-key form, so never equal to a merchant's one-key lock) held by migrations.
+const MIGRATION_LOCK: (i32, i32) = (0x5f, 1);
+/// Held by category imports, so two imports never interleave.
+const IMPORT_LOCK: (i32, i32) = (0x5f, 2);
+
+impl From<tokio_postgres::Error> for StoreError {
+    fn from(e: tokio_postgres::Error) -> Self {
+        StoreError::backend(e)
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for StoreError {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        StoreError::backend(e)
+    }
+}
+
+pub struct PgStore {
+    pool: Pool,
+}
+
+impl PgStore {
+    /// Connects (creating and migrating the schema when needed).
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let mut config: tokio_postgres::Config = url.parse()?;
+        config.application_name("storefront").connect_timeout(TIMEOUT);
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(POOL_SIZE)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(Some(TIMEOUT))
+            .create_timeout(Some(TIMEOUT))
+            .recycle_timeout(Some(TIMEOUT))
+            .build()
+            .map_err(StoreError::backend)?;
+        let store = PgStore { pool };
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    async fn migrate(&self) -> Result<(), StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&MIGRATION_LOCK.0, &MIGRATION_LOCK.1],
+        )
+        .await?;
+        tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
+            .await?;
+        let applied: i32 = tx
+            .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[])
+            .await?
+            .get(0);
+        for (version, sql) in (1_i32..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
+            tx.batch_execute(sql).await?;
+            if version == migrate::RECORD_MIGRATION as i32 {
+                locations::upgrade_records(&tx).await?;
+            }
+            tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[&version])
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+pub(super) fn corrupt(what: &str, value: &str) -> StoreError {
+    StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
+}
+
+pub(super) fn status(s: &str) -> Result<Status, StoreError> {
+    Status::from_wire(s).ok_or_else(|| corrupt("status", s))
+}
+
+/// A read-only, repeatable-read transaction: every read in it sees one state.
+pub(super) async fn snapshot(
+    client: &mut deadpool_postgres::Object,
+) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
+    Ok(client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?)
+}
+
+/// A snapshot over the categories, and their version in it.
+async fn taxonomy_snapshot(
+    client: &mut deadpool_postgres::Object,
+) -> Result<(deadpool_postgres::Transaction<'_>, i64), StoreError> {
+    let tx = snapshot(client).await?;
+    let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
+    Ok((tx, version))
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
+        let client = self.pool.get().await?;
+        let mut settings = Vec::new();
+        for name in ["synchronous_commit", "fsync"] {
+            let value: String = client.query_one(&format!("SHOW {name}"), &[]).await?.get(0);
+            settings.push((name.to_owned(), value));
+        }
+        Ok(settings)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        client.simple_query("SELECT 1").await?;
+        Ok(())
+    }
+
+    async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
+        let client = self.pool.get().await?;
+        let id = uuid::Uuid::now_v7().to_string();
+        let row = client
+            .query_one(
+                "INSERT INTO merchants (id, name, created_at) VALUES ($1, $2, $3) RETURNING pk",
+                &[&id, &name, &now_ms()],
+            )
+            .await?;
+        Ok(MerchantRef { pk: row.get(0), id })
+    }
+
+    async fn merchant_count(&self) -> Result<u64, StoreError> {
+        let client = self.pool.get().await?;
+        let n: i64 = client.query_one("SELECT count(*) FROM merchants", &[]).await?.get(0);
+        Ok(n.unsigned_abs())
+    }
+
+    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let inserted = client
+            .execute(
+                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) \
+                 SELECT $1, pk, $3, $4 FROM merchants WHERE id = $2",
+                &[&key_id, &merchant_id, &&secret_hash[..], &now_ms()],
+            )
+            .await?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("merchant {merchant_id}")));
+        }
+        Ok(())
+    }
+
+    async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let changed = client
+            .execute(
+                "UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 AND revoked_at IS NULL",
+                &[&key_id, &now_ms()],
+            )
+            .await?;
+        Ok(changed == 1)
+    }
+
+    async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        let client = self.pool.get().await?;
+        let stmt = client
+            .prepare_cached(
+                "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
+                 WHERE k.key_id = $1 AND k.revoked_at IS NULL",
+            )
+            .await?;
+        let row = client.query_opt(&stmt, &[&key_id]).await?;
+        Ok(row.and_then(|r| {
+            let hash: Vec<u8> = r.get(2);
+            Some(StoredKey {
+                merchant: MerchantRef {
+                    pk: r.get(0),
+                    id: r.get(1),
+                },
+                secret_hash: hash.try_into().ok()?,
+            })
+        }))
+    }
+
+    async fn create_locations(
+        &self,
+        merchant: &MerchantRef,
+        items: Vec<NewLocation>,
+        deadline: std::time::Instant,
+    ) -> Result<Vec<Outcome>, StoreError> {
+        locations::create_locations(&self.pool, merchant, items, deadline).await
+    }
+
+    async fn change_locations(
+        &self,
+        merchant: &MerchantRef,
+        plan: ChangePlan,
+        deadline: std::time::Instant,
+    ) -> Result<Decision, StoreError> {
+        changes::change_locations(&self.pool, merchant, plan, deadline).await
+    }
+
+    async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {
+        changes::quarantined_locations(&self.pool).await
+    }
+
+    async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError> {
+        changes::approve_location(&self.pool, location_id).await
+    }
+
+    async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
+        locations::list_locations(&self.pool, query).await
+    }
+
+    async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
+        let fresh: [u8; 32] = crate::secret::random().map_err(StoreError::backend)?;
+        let client = self.pool.get().await?;
+        client
+            .execute(
+                "INSERT INTO meta (key, value) VALUES ('cursor_secret', $1) ON CONFLICT (key) DO NOTHING",
+                &[&&fresh[..]],
+            )
+            .await?;
+        let stored: Vec<u8> = client
+            .query_one("SELECT value FROM meta WHERE key = 'cursor_secret'", &[])
+            .await?
+            .get(0);
+        stored
+            .try_into()
+            .map_err(|_| corrupt("cursor secret", "of the wrong length"))
+    }
+
+    async fn taxonomy_version(&self) -> Result<i64, StoreError> {
+        let client = self.pool.get().await?;
+        Ok(client
+            .query_one("SELECT version FROM taxonomy_version", &[])
+            .await?
+            .get(0))
+    }
+
+    async fn load_taxonomy(&self) -> Result<Taxonomy, StoreError> {
+        let mut client = self.pool.get().await?;
+        let (tx, version) = taxonomy_snapshot(&mut client).await?;
+        let mut builder = taxonomy::Builder::new(version);
+        let rows = tx
+            .query_raw(
+                // In list order, so the snapshot's JSON arena is laid out as pages read it (see
+                // the SQLite store's `for_each_category`).
+                &format!("SELECT {CATEGORY_COLUMNS} FROM categories ORDER BY sort_order NULLS LAST, id COLLATE \"C\""),
+                std::iter::empty::<i32>(),
+            )
+            .await?;
+        futures_util::pin_mut!(rows);
+        while let Some(row) = futures_util::TryStreamExt::try_next(&mut rows).await? {
+            builder.push(category_of(&row)?);
+        }
+        tx.commit().await?;
+        tokio::task::spawn_blocking(move || builder.finish())
+            .await
+            .map_err(StoreError::backend)
+    }
+
+    async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
+        let mut client = self.pool.get().await?;
+        let (tx, version) = taxonomy_snapshot(&mut client).await?;
+        let categories = read_categories(&tx).await?;
+        tx.commit().await?;
+        Ok((version, categories))
+    }
+
+    async fn import_categories(
+        &self,
+        parsed: Parsed,
+        mode: Mode,
+    ) -> Result<Result<Imported, Vec<Problem>>, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&IMPORT_LOCK.0, &IMPORT_LOCK.1],
+        )
+        .await?;
+        let count = parsed.records.len();
+        let stored = match mode {
+            Mode::Upsert => read_categories(&tx).await?,
+            Mode::Replace => Vec::new(),
+        };
+        let written: std::collections::HashSet<String> = parsed.records.iter().map(|r| r.category.id.clone()).collect();
+        let set = match import::merge(stored, parsed, mode) {
+            Ok(set) => set,
+            Err(problems) => return Ok(Err(problems)),
+        };
+        if mode == Mode::Replace {
+            tx.execute("DELETE FROM categories", &[]).await?;
+        }
+        let changed: Vec<&Category> = set.iter().filter(|c| written.contains(&c.id)).collect();
+        for chunk in changed.chunks(10_000) {
+            write_categories(&tx, chunk).await?;
+        }
+        let version: i64 = tx
+            .query_one(
+                "UPDATE taxonomy_version SET version = version + 1 RETURNING version",
+                &[],
+            )
+            .await?
+            .get(0);
+        tx.commit().await?;
+        Ok(Ok(Imported {
+            records: count,
+            total: set.len(),
+            version,
+        }))
+    }
+
+    async fn close(&self) {
+        self.pool.close();
+    }
+}
