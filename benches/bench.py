@@ -32,6 +32,8 @@ TOOLS = ROOT / "target/tools"
 PEER_VENV = TOOLS / "peer-venv"
 GOOGLE = ROOT.parent / "shared/data/google-product-taxonomy.en-US.txt"
 TICK = os.sysconf("SC_CLK_TCK")
+# Locations seeded for the update and archive workloads (benches/wrk/change.lua walks them).
+CHANGE_LOCATIONS = 20_000
 # `--base-bin`: an earlier build of this service, measured beside ours on the create workload.
 BASE_BIN = None
 
@@ -339,6 +341,8 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
         "create": dbs.get({"peer": "create.peer", "base": "create.base"}.get(kind, "create")),
         "list-google": dbs.get("google.peer" if kind == "peer" else "google"),
         "list-1m": dbs.get("big"),
+        "update": dbs.get("changes"),
+        "archive": dbs.get("changes"),
         "locations-1k": dbs.get("locations-1k"),
         "locations-1m": dbs.get("locations-1m"),
     }[workload]
@@ -350,12 +354,15 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
         if workload == "create":
             script, items = ROOT / "benches/wrk/create.lua", 200
             args = lambda tag: [key, tag]
+        elif workload in ("update", "archive"):
+            script, items = ROOT / "benches/wrk/change.lua", 200
+            args = lambda tag: [key, workload, str(CHANGE_LOCATIONS // 200)]
         elif reads_only:
             script, items = ROOT / "benches/wrk/list.lua", 100
             args = lambda tag: [key, str(bodies[("ours", workload)]), "/v1/location/list"]
         else:
             script, items = ROOT / "benches/wrk/list.lua", 100
-            body_file = bodies[(kind if kind != "ceiling" else "ours", workload)]
+            body_file = bodies[(kind if kind not in ("ceiling", "base") else "ours", workload)]
             args = lambda tag: [key, str(body_file)]
         wrk(server.base, conns, cfg.warmup, script, args(f"w{time.time_ns()}"))
         pids = server.pids()
@@ -422,6 +429,8 @@ def report(results, cfg, cold, command):
     for workload, title in [("create", "Create: 200 distinct, valid locations per request (about 300 KB)"),
                             ("list-google", "List: 100-item pages at random positions, Google taxonomy (5,582 categories)"),
                             ("list-1m", f"List: 100-item pages at random positions, generated taxonomy ({cfg.big_total:,} categories)"),
+                            ("update", "Update: 200 locations a request, each with another working schedule (no coordinates moved)"),
+                            ("archive", "Archive and restore: 200 locations a request, a batch's visits alternating archive and restore"),
                             ("locations-1k", "List locations: 100-record pages at random cursors, a merchant with 1,000 locations"),
                             ("locations-1m", f"List locations: 100-record pages at random cursors, a merchant with {cfg.locations:,} locations")]:
         lines += [f"## {title}", "", "| server | conns | req/s | items/s | p50 ms | p99 ms | server CPU ms/req | peak RSS MiB | errors |",
@@ -460,13 +469,19 @@ def report(results, cfg, cold, command):
     check(f"peak RSS, ours, serving the Google taxonomy, {t} conns (MiB)", peak("list-google"), "≤ 32 MiB", lambda v: v <= 32, "{:.1f}")
     check(f"peak RSS, ours, {cfg.big_total:,} categories loaded, {t} conns (MiB)", peak("list-1m"), "≤ 400 MiB", lambda v: v <= 400, "{:.1f}")
     check("cold start to ready with the Google taxonomy, median of 5 (s)", cold, "≤ 1 s", lambda v: v <= 1, "{:.3f}")
+    check(f"update req/s ÷ create req/s, ours, {t} conns", ratio(get("ours", "update", t), get("ours", "create", t)),
+          "≥ 0.8", lambda v: v >= 0.8)
+    check(f"archive/restore req/s ÷ create req/s, ours, {t} conns", ratio(get("ours", "archive", t), get("ours", "create", t)),
+          "≥ 2", lambda v: v >= 2)
     check(f"location page cost (server CPU per request), {cfg.locations:,} ÷ 1,000 locations, {t} conns",
           ratio(get("ours", "locations-1m", t, "cpu_ms_per_req"), get("ours", "locations-1k", t, "cpu_ms_per_req")),
           "≤ 1.2×", lambda v: v <= 1.2)
     check(f"location pages/s, 1,000 locations, {t} conns", get("ours", "locations-1k", t), "≥ 10,000", lambda v: v >= 10_000, "{:,.0f}")
+    check(f"location pages/s ÷ ceiling serving a page of the same size, {t} conns",
+          ratio(get("ours", "locations-1k", t), get("ceiling", "locations-1k", t)), "(context)", lambda v: True)
     check(f"location list p99, 1,000 locations, {t} conns (ms)", get("ours", "locations-1k", t, "p99_ms"), "≤ 10 ms", lambda v: v <= 10)
     check(f"location list p99, {cfg.locations:,} locations, {t} conns (ms)", get("ours", "locations-1m", t, "p99_ms"), "≤ 10 ms", lambda v: v <= 10)
-    lines += ["## Targets (issues 7 and 15)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
+    lines += ["## Targets (issues 7, 15 and 16)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in checks]
     lines.append("")
     return "\n".join(lines)
@@ -480,7 +495,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--big", type=int, default=1_000_000, help="leaves of the generated taxonomy")
     p.add_argument("--servers", default="ours,ceiling,peer")
-    p.add_argument("--workloads", default="create,list-google,list-1m,locations-1k,locations-1m")
+    p.add_argument("--workloads", default="create,update,archive,list-google,list-1m,locations-1k,locations-1m")
     p.add_argument("--locations", type=int, default=1_000_000, help="locations of the big merchant")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create (server 'base')")
@@ -499,17 +514,22 @@ def main():
     try:
         dbs = prepare(workdir, cfg.big, workloads)
         bodies = {}
+        if ("update" in workloads or "archive" in workloads) and "ours" in servers:
+            dbs["changes"] = location_database(CHANGE_LOCATIONS)
         for workload, n in [("locations-1k", 1000), ("locations-1m", cfg.locations)]:
             if workload in workloads and "ours" in servers:
                 dbs[workload] = location_database(n)
                 server = Server("ours", dbs[workload][0], workdir)
                 try:
+                    # The ceiling serves the first page of ours, of the same size.
+                    page = post(server.base, "/v1/location/list", dbs[workload][1], {"pagination": {"limit": 100}})
+                    page_files[workload] = workdir / f"page-{workload}.json"
+                    page_files[workload].write_text(json.dumps(page, separators=(",", ":")))
                     bodies[("ours", workload)] = collect_list_bodies(
                         server.base, dbs[workload][1], workdir, workload, path="/v1/location/list")
                 finally:
                     server.stop()
         # The ceiling serves the very page ours serves first; bodies are collected from each server.
-        page_files = {}
         for workload, name in [("list-google", "google"), ("list-1m", "big")]:
             if workload not in workloads:
                 continue
@@ -541,8 +561,10 @@ def main():
                     for kind in servers:
                         if kind == "peer" and workload == "list-1m":
                             continue
-                        if kind != "ours" and workload.startswith("locations-"):
-                            continue  # only ours has a location list
+                        if kind == "ceiling" and workload == "locations-1k":
+                            pass  # the ceiling of a page of that size
+                        elif kind != "ours" and (workload.startswith("locations-") or workload in ("update", "archive")):
+                            continue  # only ours has a location list and changes
                         if kind == "base" and workload != "create":
                             continue  # no target involves the peer there, and its count(*) per page takes minutes to walk
                         r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies)

@@ -28,14 +28,17 @@ async fn main() -> std::io::Result<()> {
         })
         .collect();
     let created = Bytes::from(format!(r#"{{"locations":[{}]}}"#, results.join(",")));
+    let list = {
+        let page = page.clone();
+        post(move || {
+            let page = page.clone();
+            async move { ([(header::CONTENT_TYPE, "application/json")], page) }
+        })
+    };
     let app = Router::new()
-        .route(
-            "/v1/categories/list",
-            post(move || {
-                let page = page.clone();
-                async move { ([(header::CONTENT_TYPE, "application/json")], page) }
-            }),
-        )
+        // Both lists answer the page given: the ceiling of a page of that size.
+        .route("/v1/categories/list", list.clone())
+        .route("/v1/location/list", list)
         .route(
             "/v1/location/create",
             post(move |body: Bytes| {
