@@ -11,7 +11,7 @@ import schemathesis
 
 @schemathesis.hook
 def before_call(ctx, case, kwargs):
-    if case.operation.path != "/v1/categories/list" or not isinstance(case.body, dict):
+    if case.operation.path not in ("/v1/categories/list", "/v1/location/list") or not isinstance(case.body, dict):
         return
     pagination = case.body.get("pagination")
     if isinstance(pagination, dict) and isinstance(pagination.get("cursor"), str) and pagination["cursor"]:

@@ -13,6 +13,7 @@ use utoipa::{PartialSchema, ToSchema};
 use super::error::{ErrorCode, ErrorType};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::field_error::FieldError;
+use crate::domain::location::listing::STORED;
 use crate::domain::location::{LocationType, PaymentMethod, PickupPointType, PickupService, Provider, Status, Weekday};
 
 /// The body of every non-200 answer.
@@ -279,6 +280,22 @@ pub struct NamingRequest {
     locations: Vec<NamingItem>,
 }
 
+/// The statuses a stored location has (`listing::STORED`).
+fn stored_status() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(STORED.map(Status::as_str)))
+}
+
+fn stored_status_or_null() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            utoipa::openapi::schema::Type::String,
+            utoipa::openapi::schema::Type::Null,
+        ]))
+        .enum_values(Some(STORED.map(Status::as_str).into_iter().map(Some).chain([None])))
+}
+
 /// The location list's filter (CONTRACT §9.2). Every key may be null (absent); all given
 /// conditions hold together.
 #[derive(Deserialize, ToSchema)]
@@ -292,6 +309,7 @@ pub struct LocationListFilter {
     #[schema(max_items = 1000)]
     merchant_location_ids: Option<Vec<String>>,
     /// ACTIVE, QUARANTINE or ARCHIVED; absent: all three.
+    #[schema(schema_with = stored_status_or_null)]
     status: Option<Status>,
     /// Locations that have at least one of these types.
     #[schema(min_items = 1)]
@@ -313,6 +331,7 @@ pub struct LocationRecord {
     location_id: String,
     merchant_location_id: Option<String>,
     /// ACTIVE, QUARANTINE or ARCHIVED.
+    #[schema(schema_with = stored_status)]
     status: Status,
     /// Why the location has its status: for QUARANTINE the STOREFRONT_RULE_VIOLATION at `latitude`
     /// naming the neighbour; null otherwise.
