@@ -77,7 +77,7 @@ pub fn router(state: AppState) -> Router {
         .merge(v1)
         .merge(
             SwaggerUi::new("/docs")
-                .url("/openapi.json", openapi::document())
+                .external_url_unchecked("/openapi.json", openapi::document())
                 .config(
                     // No call to the public validator: the page loads nothing from outside the service.
                     utoipa_swagger_ui::Config::from("/openapi.json")

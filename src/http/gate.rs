@@ -62,10 +62,8 @@ fn rate_limited(message: &'static str, wait: Duration, headers: Option<rate_limi
     let retry_after = wait_ms.div_ceil(1000).max(1);
     let mut response = ApiError::new(ErrorCode::RateLimited, message)
         .detail("retry_after_ms", wait_ms)
+        .retry_after(retry_after)
         .into_response();
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
     if let Some(headers) = headers {
         insert_headers(response.headers_mut(), &headers);
     }

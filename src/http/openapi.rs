@@ -130,7 +130,7 @@ impl Modify for BearerAuth {
 }
 
 /// The document, as served at `/openapi.json` and committed as `openapi.json`.
-pub fn document() -> utoipa::openapi::OpenApi {
+pub fn document() -> serde_json::Value {
     let mut doc = ApiDoc::openapi();
     // A list body may be left out (CONTRACT §3: an empty body is `{}`), but it is not nullable:
     // utoipa would express "optional" only as `Option`, which also means `null`.
@@ -145,5 +145,81 @@ pub fn document() -> utoipa::openapi::OpenApi {
             body.required = Some(utoipa::openapi::Required::False);
         }
     }
-    doc
+    with_limits(&doc)
+}
+
+/// The document with every limit the code checks written into the request schemas, from the
+/// constants the checks use (the documentation types carry none of their own).
+fn with_limits(doc: &utoipa::openapi::OpenApi) -> serde_json::Value {
+    use crate::domain::location::schema::limits;
+    use serde_json::{Value, json};
+    let Ok(mut value) = serde_json::to_value(doc) else {
+        return Value::Null;
+    };
+    let number = |n: f64| if n.fract() == 0.0 { json!(n as i64) } else { json!(n) };
+    let mut set = |schema: &str, property: &str, key: &str, limit: Value| {
+        if let Some(Value::Object(p)) =
+            value.pointer_mut(&format!("/components/schemas/{schema}/properties/{property}"))
+        {
+            p.insert(key.to_owned(), limit);
+        }
+    };
+    for (field, chars) in limits::TEXT {
+        set("LocationInput", field, "maxLength", json!(chars));
+    }
+    set("LocationInput", "latitude", "minimum", number(-limits::LATITUDE));
+    set("LocationInput", "latitude", "maximum", number(limits::LATITUDE));
+    set("LocationInput", "longitude", "minimum", number(-limits::LONGITUDE));
+    set("LocationInput", "longitude", "maximum", number(limits::LONGITUDE));
+    set("LocationInput", "storage_period_days", "minimum", json!(1));
+    set(
+        "LocationInput",
+        "storage_period_days",
+        "maximum",
+        json!(limits::STORAGE_DAYS),
+    );
+    set(
+        "LocationInput",
+        "working_schedule",
+        "maxItems",
+        json!(limits::WORKING_DAYS),
+    );
+    set(
+        "LocationInput",
+        "individual_schedule",
+        "maxItems",
+        json!(limits::INDIVIDUAL_DAYS),
+    );
+    for (measure, max) in [
+        ("length", limits::DIMENSION_CM),
+        ("width", limits::DIMENSION_CM),
+        ("height", limits::DIMENSION_CM),
+        ("weight", limits::WEIGHT_KG),
+    ] {
+        set("LimitsInput", measure, "exclusiveMinimum", json!(0));
+        set("LimitsInput", measure, "maximum", number(max));
+    }
+    for request in ["CreateRequest", "UpdateRequest", "NamingRequest"] {
+        set(request, "locations", "maxItems", json!(super::locations::MAX_ITEMS));
+    }
+    set("ListFilter", "ids", "maxItems", json!(super::paging::MAX_IDS));
+    set(
+        "LocationListFilter",
+        "location_ids",
+        "maxItems",
+        json!(super::paging::MAX_IDS),
+    );
+    set(
+        "LocationListFilter",
+        "merchant_location_ids",
+        "maxItems",
+        json!(super::paging::MAX_IDS),
+    );
+    set(
+        "PaginationRequest",
+        "cursor",
+        "maxLength",
+        json!(crate::pagination::MAX_CURSOR_CHARS),
+    );
+    value
 }

@@ -73,13 +73,9 @@ pub struct DatedDayInput {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct LimitsInput {
-    #[schema(exclusive_minimum = 0, maximum = 1000)]
     length: f64,
-    #[schema(exclusive_minimum = 0, maximum = 1000)]
     width: f64,
-    #[schema(exclusive_minimum = 0, maximum = 1000)]
     height: f64,
-    #[schema(exclusive_minimum = 0, maximum = 10000)]
     weight: f64,
 }
 
@@ -89,36 +85,27 @@ pub struct LimitsInput {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct LocationInput {
-    #[schema(max_length = 64)]
     merchant_location_id: Option<String>,
     #[schema(min_items = 1)]
     location_types: Vec<LocationType>,
-    #[schema(min_length = 1, max_length = 255)]
+    #[schema(min_length = 1)]
     name: String,
     /// `postal code, country, city, street, building[, entrance[, floor[, flat]]]`; required for
     /// PICKUP_POINT and CLICK_AND_COLLECT.
-    #[schema(max_length = 500)]
     address_tail: Option<String>,
-    #[schema(max_length = 1000)]
     comment: Option<String>,
-    #[schema(minimum = -90, maximum = 90)]
     latitude: f64,
-    #[schema(minimum = -180, maximum = 180)]
     longitude: f64,
     provider_id: Option<Provider>,
-    #[schema(max_length = 64)]
     provider_location_id: Option<String>,
     pickup_point_type: Option<PickupPointType>,
     payment_methods: Option<Vec<PaymentMethod>>,
-    #[schema(minimum = 1, maximum = 90)]
     storage_period_days: Option<i64>,
     limits: LimitsInput,
-    #[schema(max_length = 2000)]
     instruction: Option<String>,
     pickup_services: Option<Vec<PickupService>>,
-    #[schema(min_items = 1, max_items = 7)]
+    #[schema(min_items = 1)]
     working_schedule: Vec<WorkingDayInput>,
-    #[schema(max_items = 100)]
     individual_schedule: Option<Vec<DatedDayInput>>,
     is_accepts_returns: bool,
 }
@@ -176,7 +163,6 @@ any_item!(
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct CreateRequest {
-    #[schema(max_items = 200)]
     locations: Vec<LocationItem>,
 }
 
@@ -188,7 +174,6 @@ pub struct ListFilter {
     leaf_only: Option<bool>,
     /// `""` for root categories; ignored when `ids` is given.
     parent_id: Option<String>,
-    #[schema(max_items = 1000)]
     ids: Option<Vec<String>>,
 }
 
@@ -197,7 +182,6 @@ pub struct ListFilter {
 #[allow(dead_code)]
 pub struct PaginationRequest {
     /// `next_cursor` of the previous page; empty or absent for the first page.
-    #[schema(max_length = 512)]
     cursor: Option<String>,
     /// Items per page, at least 1; above 1000 is served as 1000. 100 when `pagination` is absent.
     #[schema(schema_with = page_limit)]
@@ -255,7 +239,6 @@ pub struct UpdateInput {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct UpdateRequest {
-    #[schema(max_items = 200)]
     locations: Vec<UpdateItem>,
 }
 
@@ -276,7 +259,6 @@ pub struct NamingInput {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct NamingRequest {
-    #[schema(max_items = 200)]
     locations: Vec<NamingItem>,
 }
 
@@ -303,10 +285,8 @@ fn stored_status_or_null() -> ObjectBuilder {
 #[allow(dead_code)]
 pub struct LocationListFilter {
     /// Only these locations; unknown ids are skipped.
-    #[schema(max_items = 1000)]
     location_ids: Option<Vec<String>>,
     /// Only the locations with these merchant ids; unknown ids are skipped.
-    #[schema(max_items = 1000)]
     merchant_location_ids: Option<Vec<String>>,
     /// ACTIVE, QUARANTINE or ARCHIVED; absent: all three.
     #[schema(schema_with = stored_status_or_null)]

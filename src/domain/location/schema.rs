@@ -56,3 +56,37 @@ impl Presence {
         }
     }
 }
+
+/// Every limit on a location's fields (CONTRACT §4.2), once: the validator checks these, and the
+/// OpenAPI document states them (`http::openapi` writes them into the request schemas).
+pub mod limits {
+    /// Longest `merchant_location_id`, in characters.
+    pub const MERCHANT_LOCATION_ID: usize = 64;
+    pub const NAME: usize = 255;
+    pub const ADDRESS_TAIL: usize = 500;
+    pub const COMMENT: usize = 1000;
+    pub const PROVIDER_LOCATION_ID: usize = 64;
+    pub const INSTRUCTION: usize = 2000;
+    /// `latitude` lies within ± this, `longitude` within ± `LONGITUDE`.
+    pub const LATITUDE: f64 = 90.0;
+    pub const LONGITUDE: f64 = 180.0;
+    /// `storage_period_days`: 1 to this.
+    pub const STORAGE_DAYS: u32 = 90;
+    /// `limits.length`, `.width`, `.height` (cm), above 0 and at most this.
+    pub const DIMENSION_CM: f64 = 1000.0;
+    /// `limits.weight` (kg), above 0 and at most this.
+    pub const WEIGHT_KG: f64 = 10000.0;
+    /// Elements of `working_schedule` (one per day) and of `individual_schedule`.
+    pub const WORKING_DAYS: usize = 7;
+    pub const INDIVIDUAL_DAYS: usize = 100;
+
+    /// The text fields and their longest length, by key, as the document states them.
+    pub const TEXT: &[(&str, usize)] = &[
+        ("merchant_location_id", MERCHANT_LOCATION_ID),
+        ("name", NAME),
+        ("address_tail", ADDRESS_TAIL),
+        ("comment", COMMENT),
+        ("provider_location_id", PROVIDER_LOCATION_ID),
+        ("instruction", INSTRUCTION),
+    ];
+}

@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use super::schema::{self, Presence, Verdict};
+use super::schema::{self, Presence, Verdict, limits};
 use super::{
     DatedDay, Limits, Location, LocationType, PaymentMethod, PickupPointType, PickupService, Provider, TypeSet,
     Weekday, WeeklyDay,
@@ -45,10 +45,6 @@ pub const KEYS: &[&str] = &[
     "individual_schedule",
     "is_accepts_returns",
 ];
-
-const MAX_WORKING_DAYS: usize = 7;
-const MAX_INDIVIDUAL_DAYS: usize = 100;
-const MAX_STORAGE_DAYS: f64 = 90.0;
 
 /// Validates one create item found at `path` (`locations[i]`).
 pub fn parse(value: &Value, path: &Path<'_>) -> Result<Location, Vec<FieldError>> {
@@ -107,18 +103,23 @@ struct Item<'v, 'p> {
 
 impl<'v> Item<'v, '_> {
     fn location(&mut self) -> Option<Location> {
-        let merchant_location_id = self.text("merchant_location_id", 64, Text::SingleLine, schema::UNRESTRICTED);
+        let merchant_location_id = self.text(
+            "merchant_location_id",
+            limits::MERCHANT_LOCATION_ID,
+            Text::SingleLine,
+            schema::UNRESTRICTED,
+        );
         let location_types = self.location_types();
         let name = self.name();
         let address_tail = self.address_tail();
-        let comment = self.text("comment", 1000, Text::MultiLine, schema::UNRESTRICTED);
+        let comment = self.text("comment", limits::COMMENT, Text::MultiLine, schema::UNRESTRICTED);
         let (latitude, longitude) = self.coordinates();
         let (provider_id, provider_location_id) = self.provider();
         let pickup_point_type = self.pickup_point_type();
         let payment_methods = self.payment_methods(pickup_point_type);
         let storage_period_days = self.storage_period_days();
         let limits = self.limits();
-        let instruction = self.text("instruction", 2000, Text::MultiLine, schema::INSTRUCTION);
+        let instruction = self.text("instruction", limits::INSTRUCTION, Text::MultiLine, schema::INSTRUCTION);
         let pickup_services = self.pickup_services(pickup_point_type);
         let working_schedule = self.working_schedule();
         let individual_schedule = self.individual_schedule();
@@ -225,11 +226,16 @@ impl<'v> Item<'v, '_> {
         let base = self.path;
         let path = base.key("name");
         let s = self.fields.required_str("name", &path, &mut self.errors)?;
-        check_text(s, 255, Text::SingleLine, &path, &mut self.errors).then(|| s.to_owned())
+        check_text(s, limits::NAME, Text::SingleLine, &path, &mut self.errors).then(|| s.to_owned())
     }
 
     fn address_tail(&mut self) -> Option<String> {
-        let address = self.text("address_tail", 500, Text::SingleLine, schema::ADDRESS_TAIL)?;
+        let address = self.text(
+            "address_tail",
+            limits::ADDRESS_TAIL,
+            Text::SingleLine,
+            schema::ADDRESS_TAIL,
+        )?;
         match address::check(&address) {
             Ok(()) => Some(address),
             Err(message) => {
@@ -243,13 +249,13 @@ impl<'v> Item<'v, '_> {
         let latitude = coordinate(
             self.fields.get("latitude"),
             "latitude",
-            90.0,
+            limits::LATITUDE,
             FieldCode::InvalidLatitude,
         );
         let longitude = coordinate(
             self.fields.get("longitude"),
             "longitude",
-            180.0,
+            limits::LONGITUDE,
             FieldCode::InvalidLongitude,
         );
         match (&latitude, &longitude) {
@@ -276,7 +282,14 @@ impl<'v> Item<'v, '_> {
             .and_then(|v| self.enum_value::<Provider>("provider_id", v));
         let location = self
             .paired("provider_location_id", id_given, "provider_id")
-            .and_then(|v| self.text_value("provider_location_id", v, 64, Text::SingleLine));
+            .and_then(|v| {
+                self.text_value(
+                    "provider_location_id",
+                    v,
+                    limits::PROVIDER_LOCATION_ID,
+                    Text::SingleLine,
+                )
+            });
         (id, location)
     }
 
@@ -343,7 +356,7 @@ impl<'v> Item<'v, '_> {
         let base = self.path;
         let path = base.key("storage_period_days");
         let days = expect_integer(value, &path, &mut self.errors)?;
-        let verdict = bounded(days, MAX_STORAGE_DAYS, "days");
+        let verdict = bounded(days, f64::from(limits::STORAGE_DAYS), "days");
         match verdict {
             Ok(()) => Some(days as u32),
             Err((code, message)) => {
@@ -369,10 +382,10 @@ impl<'v> Item<'v, '_> {
                 }
             }
         };
-        let length = measure("length", 1000.0, "cm");
-        let width = measure("width", 1000.0, "cm");
-        let height = measure("height", 1000.0, "cm");
-        let weight = measure("weight", 10000.0, "kg");
+        let length = measure("length", limits::DIMENSION_CM, "cm");
+        let width = measure("width", limits::DIMENSION_CM, "cm");
+        let height = measure("height", limits::DIMENSION_CM, "cm");
+        let weight = measure("weight", limits::WEIGHT_KG, "kg");
         fields.reject_unknown(&["length", "width", "height", "weight"], &path, &mut self.errors);
         Some(Limits {
             length: length?,
@@ -400,7 +413,7 @@ impl<'v> Item<'v, '_> {
                 .push(&path, FieldCode::Required, "working_schedule must not be empty");
             return None;
         }
-        check_max_items(items, MAX_WORKING_DAYS, &path, &mut self.errors)?;
+        check_max_items(items, limits::WORKING_DAYS, &path, &mut self.errors)?;
         let cutoff = self.cutoff_rule();
         let before = self.errors.len();
         let mut seen = HashSet::new();
@@ -441,7 +454,7 @@ impl<'v> Item<'v, '_> {
         let base = self.path;
         let path = base.key("individual_schedule");
         let items = expect_array(value, &path, &mut self.errors)?;
-        check_max_items(items, MAX_INDIVIDUAL_DAYS, &path, &mut self.errors)?;
+        check_max_items(items, limits::INDIVIDUAL_DAYS, &path, &mut self.errors)?;
         let cutoff = self.cutoff_rule();
         let before = self.errors.len();
         let mut seen = HashSet::new();

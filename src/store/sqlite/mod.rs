@@ -116,7 +116,7 @@ impl SqliteStore {
             .await
     }
 
-    /// Test hook (a failpoint): the `k`-th location insert from now on fails, as a full disk
+    /// Test hook (a failpoint, in debug builds only): the `k`-th location insert from now on fails, as a full disk
     /// would make it; `None` disarms it. Used to prove a failure leaves nothing half-stored.
     #[doc(hidden)]
     pub fn fail_after_inserts(&self, k: Option<u64>) {

@@ -208,7 +208,17 @@ impl std::fmt::Display for SharedError {
 
 impl std::error::Error for SharedError {}
 
-/// The test failpoint of `fail_after_inserts`: fails the insert that brings it to 1.
+/// The test failpoint of `fail_after_inserts`: fails the insert that brings it to 1. Compiled
+/// into debug builds (the tests') only: a release build's insert path has no failpoint.
+#[cfg(not(debug_assertions))]
+#[inline(always)]
+pub(super) fn fire(_failpoint: &AtomicU64) -> Result<(), StoreError> {
+    Ok(())
+}
+
+/// The test failpoint of `fail_after_inserts`: fails the insert that brings it to 1. Compiled
+/// into debug builds (the tests') only: a release build's insert path has no failpoint.
+#[cfg(debug_assertions)]
 pub(super) fn fire(failpoint: &AtomicU64) -> Result<(), StoreError> {
     let armed = failpoint.load(Ordering::SeqCst);
     if armed == 1 {
