@@ -18,90 +18,59 @@ pub struct ChangeResponse {
     pub locations: Vec<ChangeResult>,
 }
 
-/// Replaces up to 200 locations' content (every field of a location, as create takes it).
-///
-/// Each item names a location by `location_id` or `merchant_location_id`; `expected_version`
-/// makes the change conditional on the version read. `location_types` and `merchant_location_id`
-/// are fixed at creation; an archived location is not updated. Content equal to the stored one
-/// changes nothing. A location whose coordinates change is decided `ACTIVE` or `QUARANTINE` again.
-#[utoipa::path(
-    post,
-    path = "/v1/location/update",
-    tag = "locations",
-    operation_id = "updateLocations",
-    request_body(
-        content = crate::http::schemas::UpdateRequest,
-        content_type = "application/json",
-        example = json!(crate::http::schemas::update_example_request())
-    ),
-    responses(
-        (status = 200, description = "One result per request item, in request order", body = ChangeResponse,
-         example = json!(crate::http::schemas::change_example_answer())),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
-         body = crate::http::schemas::ErrorBody)
-    )
-)]
-pub async fn update(
-    state: State<AppState>,
-    merchant: Merchant,
-    deadline: Extension<Deadline>,
-    body: JsonBody,
-) -> Result<Json<ChangeResponse>, ApiError> {
-    change(Operation::Update, state, merchant, deadline, body).await
+/// Declares one change operation's handler and its OpenAPI operation: the three differ only in
+/// their path, their request's shape and what they do (`Operation`).
+macro_rules! change_operation {
+    ($(#[doc = $doc:literal])* $name:ident, $operation:expr, $path:literal, $id:literal, $request:ty, $example:expr) => {
+        $(#[doc = $doc])*
+        #[utoipa::path(
+            post,
+            path = $path,
+            tag = "locations",
+            operation_id = $id,
+            request_body(content = $request, content_type = "application/json", example = json!($example)),
+            responses(
+                (status = 200, description = "One result per request item, in request order", body = ChangeResponse,
+                 example = json!(crate::http::schemas::change_example_answer())),
+                (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
+                 body = crate::http::schemas::ErrorBody)
+            )
+        )]
+        pub async fn $name(
+            state: State<AppState>,
+            merchant: Merchant,
+            deadline: Extension<Deadline>,
+            body: JsonBody,
+        ) -> Result<Json<ChangeResponse>, ApiError> {
+            change($operation, state, merchant, deadline, body).await
+        }
+    };
 }
 
-/// Archives up to 200 locations: they leave the storefront (no neighbour of any other) and keep
-/// their ids; the locations they kept in `QUARANTINE` are decided again.
-#[utoipa::path(
-    post,
-    path = "/v1/location/archive",
-    tag = "locations",
-    operation_id = "archiveLocations",
-    request_body(
-        content = crate::http::schemas::NamingRequest,
-        content_type = "application/json",
-        example = json!(crate::http::schemas::archive_example_request())
-    ),
-    responses(
-        (status = 200, description = "One result per request item, in request order", body = ChangeResponse),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
-         body = crate::http::schemas::ErrorBody)
-    )
-)]
-pub async fn archive(
-    state: State<AppState>,
-    merchant: Merchant,
-    deadline: Extension<Deadline>,
-    body: JsonBody,
-) -> Result<Json<ChangeResponse>, ApiError> {
-    change(Operation::Archive, state, merchant, deadline, body).await
-}
+change_operation!(
+    /// Replaces up to 200 locations' content (every field of a location, as create takes it).
+    ///
+    /// Each item names a location by `location_id` or `merchant_location_id`; `expected_version`
+    /// makes the change conditional on the version read. `location_types` and
+    /// `merchant_location_id` are fixed at creation; an archived location is not updated. Content
+    /// equal to the stored one changes nothing. A location whose coordinates change is decided
+    /// `ACTIVE` or `QUARANTINE` again.
+    update, Operation::Update, "/v1/location/update", "updateLocations",
+    crate::http::schemas::UpdateRequest, crate::http::schemas::update_example_request()
+);
 
-/// Restores up to 200 archived locations, each decided `ACTIVE` or `QUARANTINE`.
-#[utoipa::path(
-    post,
-    path = "/v1/location/restore",
-    tag = "locations",
-    operation_id = "restoreLocations",
-    request_body(
-        content = crate::http::schemas::NamingRequest,
-        content_type = "application/json",
-        example = json!(crate::http::schemas::archive_example_request())
-    ),
-    responses(
-        (status = 200, description = "One result per request item, in request order", body = ChangeResponse),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
-         body = crate::http::schemas::ErrorBody)
-    )
-)]
-pub async fn restore(
-    state: State<AppState>,
-    merchant: Merchant,
-    deadline: Extension<Deadline>,
-    body: JsonBody,
-) -> Result<Json<ChangeResponse>, ApiError> {
-    change(Operation::Restore, state, merchant, deadline, body).await
-}
+change_operation!(
+    /// Archives up to 200 locations: they leave the storefront (no neighbour of any other) and
+    /// keep their ids; the locations they kept in `QUARANTINE` are decided again.
+    archive, Operation::Archive, "/v1/location/archive", "archiveLocations",
+    crate::http::schemas::NamingRequest, crate::http::schemas::archive_example_request()
+);
+
+change_operation!(
+    /// Restores up to 200 archived locations, each decided `ACTIVE` or `QUARANTINE`.
+    restore, Operation::Restore, "/v1/location/restore", "restoreLocations",
+    crate::http::schemas::NamingRequest, crate::http::schemas::archive_example_request()
+);
 
 async fn change(
     operation: Operation,

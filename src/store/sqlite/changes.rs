@@ -94,38 +94,24 @@ pub(super) fn change_in_tx(tx: &Connection, merchant_pk: i64, plan: ChangePlan) 
 }
 
 fn write_change(tx: &Connection, w: &Write, now: i64) -> Result<(), StoreError> {
-    match &w.content {
-        None => tx
-            .prepare_cached(
-                "UPDATE locations SET status = ?2, quarantined_by = ?3, version = ?4, approved = ?5, updated_at = ?6 \
-                 WHERE seq = ?1",
-            )?
-            .execute(params![
-                w.seq,
-                w.status.as_str(),
-                w.quarantined_by,
-                w.version,
-                w.approved,
-                now
-            ])?,
-        Some(c) => tx
-            .prepare_cached(
-                "UPDATE locations SET status = ?2, quarantined_by = ?3, version = ?4, approved = ?5, updated_at = ?6, \
-                 body = ?7, latitude = ?8, longitude = ?9, band = ?10 WHERE seq = ?1",
-            )?
-            .execute(params![
-                w.seq,
-                w.status.as_str(),
-                w.quarantined_by,
-                w.version,
-                w.approved,
-                now,
-                c.body,
-                c.latitude,
-                c.longitude,
-                geo::band(c.latitude)
-            ])?,
-    };
+    let content = w.content.as_ref();
+    tx.prepare_cached(
+        "UPDATE locations SET status = ?2, quarantined_by = ?3, version = ?4, approved = ?5, updated_at = ?6, \
+         body = coalesce(?7, body), latitude = coalesce(?8, latitude), longitude = coalesce(?9, longitude), \
+         band = coalesce(?10, band) WHERE seq = ?1",
+    )?
+    .execute(params![
+        w.seq,
+        w.status.as_str(),
+        w.quarantined_by,
+        w.version,
+        w.approved,
+        now,
+        content.map(|c| &c.body),
+        content.map(|c| c.latitude),
+        content.map(|c| c.longitude),
+        content.map(|c| geo::band(c.latitude)),
+    ])?;
     Ok(())
 }
 
