@@ -144,6 +144,140 @@ async fn an_answered_create_survives_kill_9() {
 }
 
 #[tokio::test]
+async fn answered_changes_survive_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("changes.db");
+    let key = merchant_create(&db, "durable")["api_key"].as_str().unwrap().to_owned();
+    let items: Vec<Value> = (0..50).map(warehouse).collect();
+    let mut server = Server::start(&db);
+    create(&server.base, &key, &items).await;
+    let post = |path: &'static str, body: Value| {
+        let (base, key) = (server.base.clone(), key.clone());
+        async move {
+            read(
+                reqwest::Client::new()
+                    .post(format!("{base}{path}"))
+                    .bearer_auth(key)
+                    .json(&body),
+            )
+            .await
+        }
+    };
+    let renamed: Vec<Value> = items
+        .iter()
+        .map(|i| with(i.clone(), "/name", Some(json!("Renamed"))))
+        .collect();
+    let updated = post("/v1/location/update", json!({ "locations": renamed })).await;
+    assert!(
+        updated.body["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["version"] == 2),
+        "{:#}",
+        updated.body
+    );
+    let archived = post(
+        "/v1/location/archive",
+        json!({"locations": [{"merchant_location_id": "wh-7"}]}),
+    )
+    .await;
+    assert_eq!(archived.body["locations"][0]["status"], "ARCHIVED");
+    server.signal("-KILL");
+    let _ = server.child.wait();
+    drop(server);
+
+    let server = Server::start(&db);
+    let page = read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/list", server.base))
+            .bearer_auth(&key)
+            .json(&json!({"pagination": {"limit": 100}})),
+    )
+    .await;
+    let records = page.body["locations"].as_array().unwrap();
+    assert_eq!(records.len(), 50);
+    for record in records {
+        assert_eq!(record["name"], "Renamed", "{record:#}");
+        let archived = record["merchant_location_id"] == "wh-7";
+        assert_eq!(record["version"], if archived { 3 } else { 2 });
+        assert_eq!(record["status"], if archived { "ARCHIVED" } else { "ACTIVE" });
+    }
+}
+
+#[tokio::test]
+async fn operators_review_and_approve_quarantined_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("review.db");
+    let key = merchant_create(&db, "review")["api_key"].as_str().unwrap().to_owned();
+    let twin = {
+        let server = Server::start(&db);
+        let twin = with(warehouse(1), "/merchant_location_id", Some(json!("twin")));
+        let results = create(&server.base, &key, &[warehouse(1), twin]).await;
+        assert_eq!(results[1]["status"], "QUARANTINE");
+        drop(server);
+        let out = storefront(&db)
+            .args(["locations", "quarantined", "--json"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 1, "{text}");
+        let line = &lines[0];
+        assert_eq!(
+            keys_in_order(text.lines().next().unwrap()),
+            [
+                "location_id",
+                "merchant_id",
+                "merchant_location_id",
+                "name",
+                "issue",
+                "neighbour_location_id"
+            ]
+        );
+        assert_eq!(line["location_id"], results[1]["location_id"]);
+        assert_eq!(line["merchant_location_id"], "twin");
+        assert_eq!(line["neighbour_location_id"], results[0]["location_id"]);
+        assert_eq!(line["issue"]["field"], "latitude");
+        assert_eq!(line["issue"]["code"], "STOREFRONT_RULE_VIOLATION");
+        assert!(line["merchant_id"].as_str().is_some_and(|m| !m.is_empty()));
+        results[1]["location_id"].as_str().unwrap().to_owned()
+    };
+    let out = storefront(&db).args(["locations", "approve", &twin]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("version 2"));
+    // Approving it again, or an unknown id: a message, exit 1, nothing changed.
+    for id in [twin.as_str(), "nope"] {
+        let out = storefront(&db).args(["locations", "approve", id]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{id}");
+        assert!(!out.stderr.is_empty());
+    }
+    let out = storefront(&db)
+        .args(["locations", "quarantined", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty(), "{}", String::from_utf8_lossy(&out.stdout));
+    let server = Server::start(&db);
+    let page = read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/list", server.base))
+            .bearer_auth(&key)
+            .json(&json!({"filter": {"merchant_location_ids": ["twin"]}})),
+    )
+    .await;
+    let record = &page.body["locations"][0];
+    assert_eq!(
+        (
+            record["status"].clone(),
+            record["issue"].clone(),
+            record["version"].clone()
+        ),
+        (json!("ACTIVE"), Value::Null, json!(2))
+    );
+}
+
+#[tokio::test]
 async fn one_server_per_sqlite_file() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("one.db");
