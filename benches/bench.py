@@ -513,7 +513,7 @@ def main():
     workdir = Path(tempfile.mkdtemp(prefix="storefront-bench-"))
     try:
         dbs = prepare(workdir, cfg.big, workloads)
-        bodies = {}
+        bodies, page_files = {}, {}
         if ("update" in workloads or "archive" in workloads) and "ours" in servers:
             dbs["changes"] = location_database(CHANGE_LOCATIONS)
         for workload, n in [("locations-1k", 1000), ("locations-1m", cfg.locations)]:

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -11,6 +12,7 @@ use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::Map;
 
+use super::body::Pieces;
 use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
@@ -168,21 +170,15 @@ pub async fn list(
         })
         .await?;
     let next_cursor = page
-        .records
-        .last()
+        .last_seq
         .filter(|_| page.has_next)
-        .map(|last| state.cursors.encode(&digest, &AfterSeq(last.seq)));
-    let size: usize = page.records.iter().map(|r| r.body.len() + 400).sum();
-    let mut out = Vec::with_capacity(size + 200);
-    out.extend_from_slice(br#"{"locations":["#);
-    for (i, record) in page.records.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        record.write_json(&mut out);
-    }
-    out.extend_from_slice(&answer_tail(next_cursor.as_deref(), page.total));
-    Ok(([(header::CONTENT_TYPE, "application/json")], out).into_response())
+        .map(|last| state.cursors.encode(&digest, &AfterSeq(last)));
+    // The records' JSON as the store wrote it, between the answer's head and tail.
+    let mut body = Pieces::with_capacity(3);
+    body.push(Bytes::from_static(br#"{"locations":["#));
+    body.push(page.json);
+    body.push(answer_tail(next_cursor.as_deref(), page.total));
+    Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
 
 /// The location list's filter (CONTRACT §9.2).

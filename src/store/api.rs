@@ -83,6 +83,12 @@ impl StoreError {
     }
 }
 
+impl From<rusqlite::types::FromSqlError> for StoreError {
+    fn from(e: rusqlite::types::FromSqlError) -> Self {
+        StoreError::backend(e)
+    }
+}
+
 impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         StoreError::backend(e)

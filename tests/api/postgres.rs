@@ -270,3 +270,74 @@ async fn a_database_outage_is_a_500_and_the_service_recovers_without_restart() {
     let retry = app.create(vec![warehouse(2)]).await;
     assert_eq!(retry[0]["location_id"], results[1]["location_id"]);
 }
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn two_instances_changing_one_location_never_lose_an_update() {
+    let _ = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let key = merchant_create_at(&url, "racing")["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let a = Server::start_at(&url);
+    let b = Server::start_at(&url);
+    create(&a.base, &key, &[warehouse(1)]).await;
+    let update = |i: usize, expected: Option<i64>| {
+        let base = if i % 2 == 0 { a.base.clone() } else { b.base.clone() };
+        let mut item = with(warehouse(1), "/name", Some(json!(format!("Name {i}"))));
+        item["comment"] = json!(format!("Comment {i}"));
+        if let Some(v) = expected {
+            item["expected_version"] = json!(v);
+        }
+        let key = key.clone();
+        tokio::spawn(async move {
+            let answer = read(
+                reqwest::Client::new()
+                    .post(format!("{base}/v1/location/update"))
+                    .bearer_auth(key)
+                    .json(&json!({ "locations": [item] })),
+            )
+            .await;
+            assert_eq!(answer.status, 200, "{:#}", answer.body);
+            answer.body["locations"][0].clone()
+        })
+    };
+    // With expected_version: exactly one of the racing changes wins, the others get CONFLICT.
+    let results = futures_util::future::join_all((0..16).map(|i| update(i, Some(1)))).await;
+    let mut winners = 0;
+    for result in results {
+        let result = result.unwrap();
+        match result["status"].as_str().unwrap() {
+            "ACTIVE" => {
+                winners += 1;
+                assert_eq!(result["version"], 2);
+            }
+            _ => assert_eq!(
+                field_codes(&result),
+                [("locations[0].expected_version".to_owned(), "CONFLICT".to_owned())]
+            ),
+        }
+    }
+    assert_eq!(winners, 1);
+    // Without it: every change applies, one after another, each whole (no mixed record).
+    let results = futures_util::future::join_all((100..116).map(|i| update(i, None))).await;
+    let mut versions: Vec<i64> = results
+        .into_iter()
+        .map(|r| r.unwrap()["version"].as_i64().unwrap())
+        .collect();
+    versions.sort_unstable();
+    assert_eq!(versions, (3..19).collect::<Vec<_>>(), "one version each");
+    let page = read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/list", a.base))
+            .bearer_auth(&key)
+            .json(&json!({})),
+    )
+    .await;
+    let record = &page.body["locations"][0];
+    assert_eq!(record["version"], 18);
+    let n = record["name"].as_str().unwrap().strip_prefix("Name ").unwrap();
+    assert_eq!(record["comment"], format!("Comment {n}"), "the last commit wins whole");
+}

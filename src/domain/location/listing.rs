@@ -168,12 +168,47 @@ pub struct LocationQuery {
     pub limit: usize,
 }
 
-/// One page of a merchant's records, as a store read it in one transaction.
-#[derive(Clone, Debug)]
+/// One page of a merchant's records, as a store read it in one transaction: the records' JSON
+/// objects, comma-joined, written as they were read.
+#[derive(Clone, Debug, Default)]
 pub struct LocationPage {
-    pub records: Vec<super::record::StoredRecord>,
+    pub json: Vec<u8>,
+    pub count: usize,
+    /// The `seq` of the last record, where the next page continues.
+    pub last_seq: Option<i64>,
     pub has_next: bool,
     pub total: u64,
+}
+
+impl LocationPage {
+    /// An empty page of a list of `total`, room made for `limit` records.
+    pub fn new(limit: usize, total: u64) -> LocationPage {
+        LocationPage {
+            json: Vec::with_capacity(limit.min(1000) * 1500),
+            total,
+            ..LocationPage::default()
+        }
+    }
+
+    /// Appends the record with creation order `seq`.
+    pub fn push(&mut self, seq: i64, record: super::record::RecordRef<'_>) {
+        if self.count > 0 {
+            self.json.push(b',');
+        }
+        record.write_json(&mut self.json);
+        self.count += 1;
+        self.last_seq = Some(seq);
+    }
+
+    /// A page of these records.
+    pub fn of(records: &[super::record::StoredRecord], has_next: bool, total: u64) -> LocationPage {
+        let mut page = LocationPage::new(records.len(), total);
+        for record in records {
+            page.push(record.seq, record.as_ref());
+        }
+        page.has_next = has_next;
+        page
+    }
 }
 
 /// The first `limit` records of the merge of several sources, each giving its records in

@@ -24,20 +24,54 @@ pub struct StoredRecord {
     pub body: String,
 }
 
+/// A stored record as a store reads it straight from its row, borrowing every text.
+#[derive(Clone, Copy, Debug)]
+pub struct RecordRef<'a> {
+    pub location_id: &'a str,
+    pub merchant_location_id: Option<&'a str>,
+    pub status: Status,
+    pub quarantined_by: Option<&'a str>,
+    pub version: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    /// The stored canonical text (written as it is).
+    pub body: &'a [u8],
+}
+
 impl StoredRecord {
+    pub fn as_ref(&self) -> RecordRef<'_> {
+        RecordRef {
+            location_id: &self.location_id,
+            merchant_location_id: self.merchant_location_id.as_deref(),
+            status: self.status,
+            quarantined_by: self.quarantined_by.as_deref(),
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            body: self.body.as_bytes(),
+        }
+    }
+
+    /// Appends the record's JSON object to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        self.as_ref().write_json(out);
+    }
+}
+
+impl RecordRef<'_> {
     /// Appends the record's JSON object to `out`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(b"{\"location_id\":");
-        json_string(out, &self.location_id);
+        json_string(out, self.location_id);
         out.extend_from_slice(b",\"merchant_location_id\":");
-        match &self.merchant_location_id {
+        match self.merchant_location_id {
             Some(id) => json_string(out, id),
             None => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b",\"status\":\"");
         out.extend_from_slice(self.status.as_str().as_bytes());
         out.extend_from_slice(b"\",\"issue\":");
-        match (&self.quarantined_by, self.status) {
+        match (self.quarantined_by, self.status) {
             (Some(neighbour), Status::Quarantine) => {
                 let issue = quarantine_issue("latitude".to_owned(), neighbour);
                 // Plain data into a Vec: cannot fail.
@@ -53,7 +87,7 @@ impl StoredRecord {
         out.extend_from_slice(&timestamp(self.updated_at));
         out.extend_from_slice(b"\",");
         // The content without its opening brace: its keys continue this object.
-        out.extend_from_slice(self.body.as_bytes().get(1..).unwrap_or(b"}"));
+        out.extend_from_slice(self.body.get(1..).unwrap_or(b"}"));
     }
 }
 

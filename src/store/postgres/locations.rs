@@ -211,11 +211,7 @@ pub(super) async fn page_by_groups(
         .collect::<Result<Vec<_>, StoreError>>()?;
     let (groups, total) = filter.groups(counts);
     if groups.is_empty() {
-        return Ok(LocationPage {
-            records: Vec::new(),
-            has_next: false,
-            total,
-        });
+        return Ok(LocationPage::new(0, total));
     }
     let statuses: Vec<&str> = groups.iter().map(|g| g.status.as_str()).collect();
     let types: Vec<i32> = groups
@@ -243,11 +239,7 @@ pub(super) async fn page_by_groups(
         .collect::<Result<Vec<_>, _>>()?;
     let has_next = records.len() > limit;
     records.truncate(limit);
-    Ok(LocationPage {
-        records,
-        has_next,
-        total,
-    })
+    Ok(LocationPage::of(&records, has_next, total))
 }
 
 /// The records with these `seq`s, in this order.
@@ -386,11 +378,7 @@ pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<
     let page = if filter.by_ids() {
         let candidates = candidates(&tx, merchant_pk, filter).await?;
         let keys = filter.page_of_candidates(candidates, after, limit);
-        LocationPage {
-            records: records(&tx, &keys.seqs).await?,
-            has_next: keys.has_next,
-            total: keys.total,
-        }
+        LocationPage::of(&records(&tx, &keys.seqs).await?, keys.has_next, keys.total)
     } else {
         page_by_groups(&tx, merchant_pk, filter, after, limit).await?
     };

@@ -11,7 +11,7 @@ use super::writer::fire;
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage};
-use crate::domain::location::record::StoredRecord;
+use crate::domain::location::record::{RecordRef, StoredRecord};
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::{StoreError, now_ms};
 
@@ -228,29 +228,47 @@ pub(super) fn page_by_groups(
         "SELECT {RECORD} FROM locations WHERE merchant_pk = ?1 AND status = ?2 AND types = ?3 AND seq > ?4 \
          ORDER BY seq"
     );
+    let params = |g: &Group| (merchant_pk, g.status.as_str(), g.types.bits(), after.unwrap_or(0));
+    if let [group] = groups.as_slice() {
+        // One group (the common case): its rows are the page, written as they are read, with no
+        // copy of any text.
+        let mut page = LocationPage::new(limit, total);
+        let mut stmt = tx.prepare_cached(&sql)?;
+        let mut rows = stmt.query(params(group))?;
+        while let Some(row) = rows.next()? {
+            if page.count == limit {
+                page.has_next = true;
+                break;
+            }
+            let status: &str = row.get_ref(3)?.as_str()?;
+            let record = RecordRef {
+                location_id: row.get_ref(1)?.as_str()?,
+                merchant_location_id: row.get_ref(2)?.as_str_or_null()?,
+                status: Status::from_wire(status).ok_or_else(|| corrupt("status", status))?,
+                quarantined_by: row.get_ref(4)?.as_str_or_null()?,
+                version: row.get(5)?,
+                created_at: row.get(6)?,
+                updated_at: row.get(7)?,
+                body: row.get_ref(8)?.as_bytes()?,
+            };
+            page.push(row.get(0)?, record);
+        }
+        return Ok(page);
+    }
     let mut statements = Vec::with_capacity(groups.len());
     for _ in &groups {
         statements.push(tx.prepare_cached(&sql)?);
     }
     let mut ranges = Vec::with_capacity(groups.len());
     for (stmt, group) in statements.iter_mut().zip(&groups) {
-        ranges.push(stmt.query(params![
-            merchant_pk,
-            group.status.as_str(),
-            group.types.bits(),
-            after.unwrap_or(0)
-        ])?);
+        ranges.push(stmt.query(params(group))?);
     }
     let sources = ranges
         .iter_mut()
         .map(|rows| move || rows.next()?.map(record).transpose())
         .collect();
     let (records, has_next) = listing::merge_records(sources, limit)?;
-    Ok(LocationPage {
-        records,
-        has_next,
-        total,
-    })
+    Ok(LocationPage::of(&records, has_next, total))
 }
 
 /// The records with these `seq`s, in this order.

@@ -306,11 +306,7 @@ impl Store for SqliteStore {
                 let page = if filter.by_ids() {
                     let candidates = candidates(&tx, merchant_pk, &filter)?;
                     let keys = filter.page_of_candidates(candidates, after, limit);
-                    LocationPage {
-                        records: records(&tx, &keys.seqs)?,
-                        has_next: keys.has_next,
-                        total: keys.total,
-                    }
+                    LocationPage::of(&records(&tx, &keys.seqs)?, keys.has_next, keys.total)
                 } else {
                     page_by_groups(&tx, merchant_pk, &filter, after, limit)?
                 };
