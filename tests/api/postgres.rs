@@ -285,7 +285,11 @@ async fn two_instances_changing_one_location_never_lose_an_update() {
     let b = Server::start_at(&url);
     create(&a.base, &key, &[warehouse(1)]).await;
     let update = |i: usize, expected: Option<i64>| {
-        let base = if i % 2 == 0 { a.base.clone() } else { b.base.clone() };
+        let base = if i.is_multiple_of(2) {
+            a.base.clone()
+        } else {
+            b.base.clone()
+        };
         let mut item = with(warehouse(1), "/name", Some(json!(format!("Name {i}"))));
         item["comment"] = json!(format!("Comment {i}"));
         if let Some(v) = expected {
