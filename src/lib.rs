@@ -3,6 +3,7 @@
 pub mod app;
 pub mod auth;
 pub mod cli;
+pub mod codes;
 pub mod config;
 pub mod domain;
 pub mod http;

@@ -11,32 +11,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::wire_enum;
-
-wire_enum! {
-    /// The validation codes of SPEC §7.1, the only codes a field error may carry.
-    pub enum FieldCode {
-        Required => "REQUIRED",
-        InvalidType => "INVALID_TYPE",
-        InvalidFormat => "INVALID_FORMAT",
-        InvalidEnum => "INVALID_ENUM",
-        RequiredOneOf => "REQUIRED_ONE_OF",
-        ConditionallyRequired => "CONDITIONALLY_REQUIRED",
-        InvalidTime => "INVALID_TIME",
-        InvalidTimeRange => "INVALID_TIME_RANGE",
-        InvalidAddressFormat => "INVALID_ADDRESS_FORMAT",
-        InvalidLatitude => "INVALID_LATITUDE",
-        InvalidLongitude => "INVALID_LONGITUDE",
-        SchemaMismatch => "SCHEMA_MISMATCH",
-        MinValue => "MIN_VALUE",
-        MaxValue => "MAX_VALUE",
-        NegativeValue => "NEGATIVE_VALUE",
-        TooManyItems => "TOO_MANY_ITEMS",
-        NotFound => "NOT_FOUND",
-        Conflict => "CONFLICT",
-        StorefrontRuleViolation => "STOREFRONT_RULE_VIOLATION",
-    }
-}
+pub use crate::codes::FieldCode;
 
 /// One error of one field, as sent in a create result.
 #[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]

@@ -1,6 +1,5 @@
-//! Request-level errors (CONTRACT §3): the one catalogue of request-level codes, each with its
-//! HTTP status and `error_type`, and the body every non-200 answer carries:
-//! `{"error_type", "code", "message", "details"}`.
+//! Request-level errors (CONTRACT §3): the body every non-200 answer carries,
+//! `{"error_type", "code", "message", "details"}`, for the codes of the catalogue (`crate::codes`).
 //!
 //! A 500 never says what failed inside: the cause is logged with the request id, and the body
 //! carries only that id (`details.request_id`).
@@ -13,65 +12,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::codes::{ErrorCode, ErrorType};
 use crate::store::StoreError;
-use crate::wire_enum;
-
-wire_enum! {
-    /// `error_type` of SPEC §7.2.
-    pub enum ErrorType {
-        Unspecified => "ERROR_TYPE_UNSPECIFIED",
-        Unauthorized => "ERROR_TYPE_UNAUTHORIZED",
-        RateLimit => "ERROR_TYPE_RATE_LIMIT",
-        Internal => "ERROR_TYPE_INTERNAL",
-        BadRequest => "ERROR_TYPE_BAD_REQUEST",
-    }
-}
-
-wire_enum! {
-    /// Request-level `code`s of CONTRACT §3. `TOO_MANY_ITEMS` is the same word as the field code
-    /// of SPEC §7.1 (a test keeps them equal).
-    pub enum ErrorCode {
-        UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
-        PayloadTooLarge => "PAYLOAD_TOO_LARGE",
-        MalformedJson => "MALFORMED_JSON",
-        InvalidRequest => "INVALID_REQUEST",
-        TooManyItems => "TOO_MANY_ITEMS",
-        InvalidFilter => "INVALID_FILTER",
-        InvalidPagination => "INVALID_PAGINATION",
-        InvalidCursor => "INVALID_CURSOR",
-        Unauthenticated => "UNAUTHENTICATED",
-        InvalidApiKey => "INVALID_API_KEY",
-        RateLimited => "RATE_LIMITED",
-        Internal => "INTERNAL",
-        NotFound => "NOT_FOUND",
-        MethodNotAllowed => "METHOD_NOT_ALLOWED",
-    }
-}
-
-impl ErrorCode {
-    pub const fn status(self) -> StatusCode {
-        use ErrorCode::*;
-        match self {
-            UnsupportedMediaType | PayloadTooLarge | MalformedJson | InvalidRequest | TooManyItems | InvalidFilter
-            | InvalidPagination | InvalidCursor => StatusCode::BAD_REQUEST,
-            Unauthenticated | InvalidApiKey => StatusCode::UNAUTHORIZED,
-            RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            NotFound => StatusCode::NOT_FOUND,
-            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-        }
-    }
-
-    pub const fn error_type(self) -> ErrorType {
-        match self.status() {
-            StatusCode::BAD_REQUEST => ErrorType::BadRequest,
-            StatusCode::UNAUTHORIZED => ErrorType::Unauthorized,
-            StatusCode::TOO_MANY_REQUESTS => ErrorType::RateLimit,
-            StatusCode::INTERNAL_SERVER_ERROR => ErrorType::Internal,
-            _ => ErrorType::Unspecified,
-        }
-    }
-}
 
 /// A request-level error, answered with the contract's body.
 #[derive(Debug)]
@@ -159,7 +101,8 @@ impl IntoResponse for ApiError {
             message: &self.message,
             details: &self.details,
         };
-        let mut response = (self.code.status(), Json(body)).into_response();
+        let status = StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
         if let Some(secs) = self.retry_after_secs {
@@ -181,26 +124,5 @@ impl std::fmt::Display for ErrorChain<'_> {
             source = cause.source();
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::field_error::FieldCode;
-
-    #[test]
-    fn request_level_too_many_items_is_the_field_word() {
-        assert_eq!(ErrorCode::TooManyItems.as_str(), FieldCode::TooManyItems.as_str());
-    }
-
-    #[test]
-    fn every_code_has_its_error_type() {
-        assert_eq!(ErrorCode::MalformedJson.error_type(), ErrorType::BadRequest);
-        assert_eq!(ErrorCode::InvalidApiKey.error_type(), ErrorType::Unauthorized);
-        assert_eq!(ErrorCode::RateLimited.error_type(), ErrorType::RateLimit);
-        assert_eq!(ErrorCode::Internal.error_type(), ErrorType::Internal);
-        assert_eq!(ErrorCode::NotFound.error_type(), ErrorType::Unspecified);
-        assert_eq!(ErrorCode::MethodNotAllowed.error_type(), ErrorType::Unspecified);
     }
 }

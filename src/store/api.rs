@@ -81,6 +81,16 @@ impl StoreError {
     pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
         StoreError::Backend(Box::new(e))
     }
+
+    /// A stored value the service never writes.
+    pub fn corrupt(what: &str, value: &str) -> Self {
+        StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
+    }
+}
+
+/// A stored location status.
+pub fn stored_status(s: &str) -> Result<Status, StoreError> {
+    Status::from_wire(s).ok_or_else(|| StoreError::corrupt("status", s))
 }
 
 impl From<rusqlite::types::FromSqlError> for StoreError {

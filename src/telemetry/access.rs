@@ -3,10 +3,16 @@
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
-use super::JSON_LINES;
+use std::sync::OnceLock;
+
 use super::json::{json_str, write_timestamp};
+use super::sink::SinkWriter;
 
 /// The access log's line for one answered request: `storefront::access` at INFO, message `served`.
+/// Where JSON lines go once `init` has installed the JSON format: [`Access::log`] writes there
+/// itself.
+pub(super) static JSON_LINES: OnceLock<SinkWriter> = OnceLock::new();
+
 pub struct Access<'a> {
     pub method: &'a str,
     /// The path template matched, or `unmatched`.

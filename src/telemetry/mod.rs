@@ -6,7 +6,6 @@ mod metrics;
 mod sink;
 
 use std::io::IsTerminal;
-use std::sync::OnceLock;
 
 use tracing_subscriber::EnvFilter;
 
@@ -43,15 +42,11 @@ pub fn init(format: Option<LogFormat>) -> LogSink {
             .with_env_filter(filter())
             .try_init()
             .map(|()| {
-                let _ = JSON_LINES.set(sink.writer());
+                let _ = access::JSON_LINES.set(sink.writer());
             }),
     };
     sink
 }
-
-/// Where JSON lines go once `init` has installed the JSON format: [`Access::log`] writes there
-/// itself.
-pub(crate) static JSON_LINES: OnceLock<SinkWriter> = OnceLock::new();
 
 #[cfg(test)]
 mod tests {

@@ -2,7 +2,6 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::corrupt;
 use crate::domain::category::{Category, CategoryStatus};
 use crate::store::api::StoreError;
 
@@ -29,7 +28,7 @@ pub(super) fn category_of(r: &tokio_postgres::Row) -> Result<Category, StoreErro
         description: r.get(7),
         is_service: r.get(8),
         is_digital: r.get(9),
-        status: CategoryStatus::from_wire(&status).ok_or_else(|| corrupt("category status", &status))?,
+        status: CategoryStatus::from_wire(&status).ok_or_else(|| StoreError::corrupt("category status", &status))?,
     })
 }
 

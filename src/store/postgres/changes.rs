@@ -5,10 +5,10 @@ use deadpool_postgres::{GenericClient, Pool};
 use futures_util::future::try_join_all;
 
 use super::locations::{count, neighbours};
-use super::status;
 use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};
+use crate::store::api::stored_status as status;
 use crate::store::api::{Approval, MerchantRef, QuarantinedLocation, StoreError, now_ms};
 
 pub(super) const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \

@@ -7,12 +7,12 @@ use deadpool_postgres::{GenericClient, Pool};
 use futures_util::future::try_join_all;
 use tokio_postgres::types::ToSql;
 
-use super::{snapshot, status};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
+use crate::store::api::stored_status as status;
 use crate::store::api::{MerchantRef, StoreError, now_ms};
 use crate::store::migrate;
 
@@ -384,4 +384,16 @@ pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<
     };
     tx.commit().await?;
     Ok(page)
+}
+
+/// A read-only, repeatable-read transaction: every read in it sees one state.
+pub(super) async fn snapshot(
+    client: &mut deadpool_postgres::Object,
+) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
+    Ok(client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await?)
 }

@@ -23,6 +23,7 @@ mod changes;
 mod locations;
 
 use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
+use locations::snapshot;
 
 use std::time::Duration;
 
@@ -35,7 +36,6 @@ use super::migrate;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
-use crate::domain::location::Status;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
@@ -118,26 +118,6 @@ impl PgStore {
         tx.commit().await?;
         Ok(())
     }
-}
-
-pub(super) fn corrupt(what: &str, value: &str) -> StoreError {
-    StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
-}
-
-pub(super) fn status(s: &str) -> Result<Status, StoreError> {
-    Status::from_wire(s).ok_or_else(|| corrupt("status", s))
-}
-
-/// A read-only, repeatable-read transaction: every read in it sees one state.
-pub(super) async fn snapshot(
-    client: &mut deadpool_postgres::Object,
-) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
-    Ok(client
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await?)
 }
 
 /// A snapshot over the categories, and their version in it.
@@ -277,7 +257,7 @@ impl Store for PgStore {
             .get(0);
         stored
             .try_into()
-            .map_err(|_| corrupt("cursor secret", "of the wrong length"))
+            .map_err(|_| StoreError::corrupt("cursor secret", "of the wrong length"))
     }
 
     async fn taxonomy_version(&self) -> Result<i64, StoreError> {

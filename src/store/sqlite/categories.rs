@@ -2,7 +2,6 @@
 
 use rusqlite::{Connection, params};
 
-use super::corrupt;
 use crate::domain::category::{Category, CategoryStatus};
 use crate::store::api::StoreError;
 
@@ -43,7 +42,8 @@ pub(super) fn for_each_category(conn: &Connection, mut f: impl FnMut(Category)) 
     })?;
     for row in rows {
         let (mut category, status) = row?;
-        category.status = CategoryStatus::from_wire(&status).ok_or_else(|| corrupt("category status", &status))?;
+        category.status =
+            CategoryStatus::from_wire(&status).ok_or_else(|| StoreError::corrupt("category status", &status))?;
         f(category);
     }
     Ok(())

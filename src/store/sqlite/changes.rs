@@ -5,7 +5,6 @@ use std::collections::HashSet;
 
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::corrupt;
 use super::locations::{count, neighbours};
 use crate::domain::geo;
 use crate::domain::location::change::{ChangePlan, Current, Decision, Write};
@@ -35,7 +34,7 @@ fn current(r: &Row<'_>) -> rusqlite::Result<(Current, String)> {
 }
 
 fn with_status((mut current, status): (Current, String)) -> Result<Current, StoreError> {
-    current.status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+    current.status = Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?;
     Ok(current)
 }
 

@@ -15,13 +15,11 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::BUSY_TIMEOUT;
+use super::schema::BUSY_TIMEOUT;
 use crate::store::api::StoreError;
 
 /// How often the WAL is checkpointed.
 const EVERY: Duration = Duration::from_millis(100);
-/// The writer's own auto-checkpoint, in pages (64 MiB of 4 KiB pages): a backstop only.
-pub(super) const BACKSTOP_PAGES: i64 = 16 * 1024;
 
 pub(super) struct Checkpointer {
     stop: mpsc::Sender<()>,

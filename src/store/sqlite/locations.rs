@@ -6,7 +6,6 @@ use std::sync::atomic::AtomicU64;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::corrupt;
 use super::writer::fire;
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
@@ -35,7 +34,7 @@ pub(super) fn create_in_tx(
             })
             .optional()?;
         if let Some((location_id, status, canonical)) = row {
-            let status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+            let status = Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?;
             stored.insert(
                 mlid.to_owned(),
                 Stored {
@@ -137,7 +136,7 @@ pub(super) fn neighbours(
             for row in rows {
                 let (mut neighbour, status) = row?;
                 let status = status?;
-                neighbour.status = Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?;
+                neighbour.status = Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?;
                 found.push(neighbour);
             }
         }
@@ -173,7 +172,7 @@ pub(super) fn candidates(
                 seq,
                 location_id,
                 merchant_location_id,
-                status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+                status: Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?,
                 types: TypeSet::from_bits(types),
             });
         }
@@ -191,7 +190,7 @@ fn record(r: &rusqlite::Row<'_>) -> Result<StoredRecord, StoreError> {
         seq: r.get(0)?,
         location_id: r.get(1)?,
         merchant_location_id: r.get(2)?,
-        status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+        status: Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?,
         quarantined_by: r.get(4)?,
         version: r.get(5)?,
         created_at: r.get(6)?,
@@ -218,7 +217,7 @@ pub(super) fn page_by_groups(
     for row in rows {
         let (status, types, n) = row?;
         counts.push(Group {
-            status: Status::from_wire(&status).ok_or_else(|| corrupt("status", &status))?,
+            status: Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?,
             types: TypeSet::from_bits(types),
             count: n.unsigned_abs(),
         });
@@ -244,7 +243,7 @@ pub(super) fn page_by_groups(
             let record = RecordRef {
                 location_id: row.get_ref(1)?.as_str()?,
                 merchant_location_id: row.get_ref(2)?.as_str_or_null()?,
-                status: Status::from_wire(status).ok_or_else(|| corrupt("status", status))?,
+                status: Status::from_wire(status).ok_or_else(|| StoreError::corrupt("status", status))?,
                 quarantined_by: row.get_ref(4)?.as_str_or_null()?,
                 version: row.get(5)?,
                 created_at: row.get(6)?,

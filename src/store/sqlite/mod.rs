@@ -39,7 +39,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -52,9 +52,6 @@ use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
-
-/// How long a connection waits for another process's write to finish.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct SqliteStore {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
@@ -162,10 +159,6 @@ impl SqliteStore {
         self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
-}
-
-fn corrupt(what: &str, value: &str) -> StoreError {
-    StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
 }
 
 #[async_trait]
@@ -327,7 +320,7 @@ impl Store for SqliteStore {
                 tx.query_row("SELECT value FROM meta WHERE key = 'cursor_secret'", [], |r| r.get(0))?;
             stored
                 .try_into()
-                .map_err(|_| corrupt("cursor secret", "of the wrong length"))
+                .map_err(|_| StoreError::corrupt("cursor secret", "of the wrong length"))
         })
         .await
     }
@@ -428,6 +421,7 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::keys::Version;
+    use super::schema::BUSY_TIMEOUT;
     use super::*;
 
     /// What the CLI does from another process: its own connection, its own commit.

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::BUSY_TIMEOUT;
+use super::schema::BUSY_TIMEOUT;
 use crate::store::api::StoreError;
 
 /// The largest part of the file a read connection maps.

@@ -1,15 +1,22 @@
 //! Opening the write connection, and the migrations (SQL files, then steps written in Rust).
 
 use std::path::Path;
+use std::time::Duration;
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::BUSY_TIMEOUT;
 use super::locations::neighbours;
 use crate::domain::geo;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::StoreError;
 use crate::store::migrate;
+
+/// How long a connection waits for another process's write to finish.
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The writer's own auto-checkpoint, in pages (64 MiB of 4 KiB pages): a backstop only, should
+/// the checkpoint thread (`checkpoint`) fall behind.
+const BACKSTOP_PAGES: i64 = 16 * 1024;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0001_init.sql"),
@@ -28,7 +35,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     conn.pragma_update(None, "cache_size", -12 * 1024)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     // Checkpoints run on a thread of their own (see `checkpoint`).
-    conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::BACKSTOP_PAGES)?;
+    conn.pragma_update(None, "wal_autocheckpoint", BACKSTOP_PAGES)?;
     migrate(&mut conn)?;
     Ok(conn)
 }

@@ -14,132 +14,22 @@
 //! (§10.4) is the rule create uses ([`geo::quarantining_neighbour`]) over the state as the request
 //! leaves it so far: every location fetched, with this request's earlier changes applied.
 
+mod item;
 mod plan;
 mod world;
 
-use std::collections::{HashMap, HashSet};
+pub use item::{ChangeResult, Content, Current, Decision, Operation, Write, approval, stored_name};
+use item::{Item, Naming};
 
-use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 
 use self::plan::plan_item;
 use self::world::{Applied, World};
-use super::batch::{NewLocation, quarantine_issue};
-use super::{Status, TypeSet};
-use crate::domain::field_error::{FieldCode, FieldError, Path};
+use super::Status;
+use super::batch::quarantine_issue;
+use crate::domain::field_error::{FieldCode, Path};
 use crate::domain::geo::Neighbour;
 use crate::domain::json::Value;
-use crate::wire_enum;
-
-wire_enum! {
-    /// The three changes, as `location_changes_total{operation}` names them.
-    pub enum Operation {
-        Update => "update",
-        Archive => "archive",
-        Restore => "restore",
-    }
-}
-
-/// The keys that name a location, and the version check, known to every operation.
-const NAMING_KEYS: [&str; 3] = ["location_id", "merchant_location_id", "expected_version"];
-/// The keys an update item has besides the fields of SPEC §2.1.
-const UPDATE_KEYS: [&str; 2] = ["location_id", "expected_version"];
-
-/// One item of a change answer: a create result plus `version` (CONTRACT §10).
-#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct ChangeResult {
-    /// The addressed location's id, also when the item failed; empty when it named none.
-    pub location_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub merchant_location_id: Option<String>,
-    pub name: String,
-    /// The location's status after the request; `FAILED` when the item failed.
-    pub status: Status,
-    /// The location's version after the request; null when the item failed.
-    pub version: Option<i64>,
-    pub errors: Vec<FieldError>,
-}
-
-/// A stored location as a change reads it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Current {
-    pub seq: i64,
-    pub location_id: String,
-    pub merchant_location_id: Option<String>,
-    pub status: Status,
-    pub types: TypeSet,
-    pub latitude: f64,
-    pub longitude: f64,
-    pub version: i64,
-    pub quarantined_by: Option<String>,
-    /// Approved by an operator (CONTRACT §10.5): `ACTIVE` until its coordinates change.
-    pub approved: bool,
-    /// The stored canonical content.
-    pub body: String,
-}
-
-/// One row a change writes (the store sets `updated_at` to now).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Write {
-    pub seq: i64,
-    pub status: Status,
-    pub quarantined_by: Option<String>,
-    pub version: i64,
-    pub approved: bool,
-    /// An update's new content.
-    pub content: Option<Content>,
-}
-
-/// New content of a location.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Content {
-    pub body: String,
-    pub latitude: f64,
-    pub longitude: f64,
-}
-
-/// Everything a change request decided.
-#[derive(Debug)]
-pub struct Decision {
-    /// One per request item, in request order.
-    pub results: Vec<ChangeResult>,
-    pub writes: Vec<Write>,
-    /// Changes to the merchant's (status, types) counts.
-    pub counts: Vec<(Status, TypeSet, i64)>,
-    /// The status after each item that changed a location (for `location_changes_total`).
-    pub changed: Vec<Status>,
-}
-
-#[derive(Clone, Debug)]
-enum Naming {
-    LocationId(String),
-    MerchantId(String),
-}
-
-impl Naming {
-    fn key(&self) -> &'static str {
-        match self {
-            Naming::LocationId(_) => "location_id",
-            Naming::MerchantId(_) => "merchant_location_id",
-        }
-    }
-}
-
-/// An item that names a location, after the checks that need no storage.
-#[derive(Debug)]
-struct Item {
-    index: usize,
-    naming: Naming,
-    /// The item's `merchant_location_id` when it named its location by `location_id`.
-    also_merchant_id: Option<String>,
-    expected_version: Option<i64>,
-    /// The item's name (update), echoed in its result.
-    name: Option<String>,
-    /// update: the new content; archive, restore: nothing. `Err`: the item's errors.
-    content: Result<Option<NewLocation>, Vec<FieldError>>,
-    /// update: its `location_types`, when valid (checked against the stored ones even when other
-    /// fields have errors).
-    types: Option<TypeSet>,
-}
 
 /// A change request after everything that needs no storage.
 #[derive(Debug)]
@@ -322,28 +212,6 @@ impl ChangePlan {
             changed,
         }
     }
-}
-
-/// CONTRACT §10.5: an operator approves a `QUARANTINE` location: it becomes `ACTIVE` (issue
-/// null, version + 1) and stays so until its coordinates change. `None` for any other status.
-pub fn approval(location: &Current) -> Option<Write> {
-    (location.status == Status::Quarantine).then(|| Write {
-        seq: location.seq,
-        status: Status::Active,
-        quarantined_by: None,
-        version: location.version + 1,
-        approved: true,
-        content: None,
-    })
-}
-
-/// The name in a stored canonical text.
-pub fn stored_name(body: &str) -> String {
-    #[derive(serde::Deserialize)]
-    struct Named {
-        name: String,
-    }
-    serde_json::from_str::<Named>(body).map(|n| n.name).unwrap_or_default()
 }
 
 #[cfg(test)]

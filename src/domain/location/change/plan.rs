@@ -1,7 +1,7 @@
 //! Reading one change item without storage: how it names its location, its `expected_version`,
 //! and (update) its content, through create's validator.
 
-use super::{ChangeResult, Item, NAMING_KEYS, Naming, Operation, UPDATE_KEYS};
+use super::item::{ChangeResult, Item, NAMING_KEYS, Naming, Operation, UPDATE_KEYS};
 use crate::domain::field_error::{FieldCode, FieldError, FieldErrors, Path};
 use crate::domain::json::{Value, member};
 use crate::domain::location::Status;

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{ChangeResult, Content, Current, Item, Naming, Operation, Write, stored_name};
+use super::item::{ChangeResult, Content, Current, Item, Naming, Operation, Write, stored_name};
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::geo::{self, Neighbour};
 use crate::domain::location::{Status, TypeSet};
