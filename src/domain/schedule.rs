@@ -245,6 +245,19 @@ fn required_time(
     time
 }
 
+/// `YYYY-MM-DD`, digits exactly so, naming a real calendar date.
+pub fn is_calendar_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits_at = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
+    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' || !digits_at(0..4) || !digits_at(5..7) || !digits_at(8..10) {
+        return false;
+    }
+    let (Ok(year), Ok(month), Ok(day)) = (s[0..4].parse::<i32>(), s[5..7].parse::<u8>(), s[8..10].parse::<u8>()) else {
+        return false;
+    };
+    time::Month::try_from(month).is_ok_and(|month| time::Date::from_calendar_date(year, month, day).is_ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +302,23 @@ mod tests {
         assert!(Break::parse("13:00 - 14:00").is_none());
         assert!(Break::parse("13:00-24:00").is_none());
         assert!(Break::parse("13:00").is_none());
+    }
+
+    #[test]
+    fn calendar_dates() {
+        assert!(is_calendar_date("2024-02-29"));
+        assert!(is_calendar_date("2026-12-31"));
+        for bad in [
+            "2023-02-29",
+            "2026-13-01",
+            "2026-00-10",
+            "2026-04-31",
+            "2026-1-01",
+            "26-01-01",
+            "2026/01/01",
+            "2026-01-01T",
+        ] {
+            assert!(!is_calendar_date(bad), "{bad}");
+        }
     }
 }

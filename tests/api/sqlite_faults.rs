@@ -61,6 +61,55 @@ async fn a_failure_after_k_of_n_inserts_leaves_none_of_the_request() {
     assert_eq!(rows(&db, "f-"), 200);
 }
 
+#[tokio::test]
+async fn a_change_that_fails_in_its_transaction_changes_no_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("test.db");
+    let store = open_store(&format!("sqlite://{}", db.display())).await;
+    let app = TestApp::spawn_with(store, tempfile::tempdir().unwrap()).await;
+    let _keep = dir;
+    app.create(batch("c-", 3)).await;
+    // The database refuses to write the second location of the request, as a full disk would.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TRIGGER refuse BEFORE UPDATE ON locations WHEN NEW.merchant_location_id = 'c-1' \
+         BEGIN SELECT RAISE(ABORT, 'refused'); END;",
+    )
+    .unwrap();
+    let renamed: Vec<Value> = batch("c-", 3)
+        .into_iter()
+        .map(|item| with(item, "/name", Some(json!("Renamed"))))
+        .collect();
+    let answer = app.post("/v1/location/update", &json!({ "locations": renamed })).await;
+    assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
+    let archive = json!({"locations": [{"merchant_location_id": "c-0"}, {"merchant_location_id": "c-1"}]});
+    let answer = app.post("/v1/location/archive", &archive).await;
+    assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
+    let unchanged: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM locations WHERE version = 1 AND status = 'ACTIVE' AND body NOT LIKE '%Renamed%'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(unchanged, 3, "no item of a failed request changed");
+    // Once the database writes again, the same change applies whole.
+    conn.execute_batch("DROP TRIGGER refuse").unwrap();
+    let renamed: Vec<Value> = batch("c-", 3)
+        .into_iter()
+        .map(|item| with(item, "/name", Some(json!("Renamed"))))
+        .collect();
+    let answer = app.post("/v1/location/update", &json!({ "locations": renamed })).await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    assert!(
+        answer.body["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["version"] == 2)
+    );
+}
+
 fn is_root() -> bool {
     String::from_utf8(Command::new("id").arg("-u").output().unwrap().stdout)
         .unwrap()

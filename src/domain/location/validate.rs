@@ -19,7 +19,7 @@ use crate::domain::field_error::{FieldCode, FieldError, FieldErrors, Path};
 use crate::domain::json::{
     Fields, Text, Value, check_text, expect_array, expect_bool, expect_integer, expect_number, expect_str,
 };
-use crate::domain::schedule::{CutoffRule, DaySchedule, parse_day_schedule};
+use crate::domain::schedule::{CutoffRule, DaySchedule, is_calendar_date, parse_day_schedule};
 use crate::domain::wire::WireEnum;
 
 use super::address;
@@ -585,40 +585,4 @@ fn enum_set<E: WireEnum>(items: &[Value], path: &Path<'_>, errors: &mut FieldErr
     }
     seen.sort();
     (errors.len() == before).then_some(seen)
-}
-
-/// `YYYY-MM-DD`, digits exactly so, naming a real calendar date.
-fn is_calendar_date(s: &str) -> bool {
-    let b = s.as_bytes();
-    let digits_at = |range: std::ops::Range<usize>| b[range].iter().all(u8::is_ascii_digit);
-    if b.len() != 10 || b[4] != b'-' || b[7] != b'-' || !digits_at(0..4) || !digits_at(5..7) || !digits_at(8..10) {
-        return false;
-    }
-    let (Ok(year), Ok(month), Ok(day)) = (s[0..4].parse::<i32>(), s[5..7].parse::<u8>(), s[8..10].parse::<u8>()) else {
-        return false;
-    };
-    time::Month::try_from(month).is_ok_and(|month| time::Date::from_calendar_date(year, month, day).is_ok())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_calendar_date;
-
-    #[test]
-    fn calendar_dates() {
-        assert!(is_calendar_date("2024-02-29"));
-        assert!(is_calendar_date("2026-12-31"));
-        for bad in [
-            "2023-02-29",
-            "2026-13-01",
-            "2026-00-10",
-            "2026-04-31",
-            "2026-1-01",
-            "26-01-01",
-            "2026/01/01",
-            "2026-01-01T",
-        ] {
-            assert!(!is_calendar_date(bad), "{bad}");
-        }
-    }
 }
