@@ -80,9 +80,9 @@ pub struct LimitsInput {
 }
 
 /// A valid location (SPEC §2.1, CONTRACT §4.2–4.5). Which optional fields are allowed or
-/// required depends on `location_types`.
+/// required depends on `location_types`. In a create item any other key is a SCHEMA_MISMATCH of
+/// that item (an update item also takes `location_id` and `expected_version`).
 #[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct LocationInput {
     merchant_location_id: Option<String>,
@@ -305,7 +305,7 @@ pub struct LocationListRequest {
 }
 
 /// A stored location (CONTRACT §9.1): every key present, in this order; `null` where there is none.
-#[derive(ToSchema)]
+#[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]
 pub struct LocationRecord {
     location_id: String,
@@ -315,7 +315,8 @@ pub struct LocationRecord {
     status: Status,
     /// Why the location has its status: for QUARANTINE the STOREFRONT_RULE_VIOLATION at `latitude`
     /// naming the neighbour; null otherwise.
-    issue: Option<FieldError>,
+    #[schema(value_type = Option<FieldError>)]
+    issue: Option<serde_json::Value>,
     /// 1 when created, one more at every change.
     #[schema(minimum = 1)]
     version: i64,
@@ -324,23 +325,9 @@ pub struct LocationRecord {
     created_at: String,
     #[schema(format = DateTime)]
     updated_at: String,
-    location_types: Vec<LocationType>,
-    name: String,
-    address_tail: Option<String>,
-    comment: Option<String>,
-    latitude: f64,
-    longitude: f64,
-    provider_id: Option<Provider>,
-    provider_location_id: Option<String>,
-    pickup_point_type: Option<PickupPointType>,
-    payment_methods: Option<Vec<PaymentMethod>>,
-    storage_period_days: Option<i64>,
-    limits: LimitsInput,
-    instruction: Option<String>,
-    pickup_services: Option<Vec<PickupService>>,
-    working_schedule: Vec<WorkingDayInput>,
-    individual_schedule: Option<Vec<DatedDayInput>>,
-    is_accepts_returns: bool,
+    /// Then every field of the location, as stored (absent ones `null`).
+    #[serde(flatten)]
+    content: LocationInput,
 }
 
 #[derive(ToSchema)]
