@@ -239,15 +239,6 @@ pub fn merge_records<E>(
     }
 }
 
-/// Merges the groups' ascending `seq`s (each at least `limit + 1` long unless its group ended)
-/// into the page.
-pub fn merge_groups(lists: Vec<Vec<i64>>, limit: usize, total: u64) -> PageKeys {
-    let mut all: Vec<i64> = lists.into_iter().flatten().collect();
-    all.sort_unstable();
-    all.dedup();
-    page(all, limit, total)
-}
-
 fn page(mut seqs: Vec<i64>, limit: usize, total: u64) -> PageKeys {
     let has_next = seqs.len() > limit;
     seqs.truncate(limit);
@@ -287,14 +278,40 @@ mod tests {
         assert_ne!(active.digest("m"), LocationFilter::default().digest("m"));
     }
 
+    fn record(seq: i64) -> super::super::record::StoredRecord {
+        super::super::record::StoredRecord {
+            seq,
+            location_id: format!("L{seq}"),
+            merchant_location_id: None,
+            status: Status::Active,
+            quarantined_by: None,
+            version: 1,
+            created_at: 0,
+            updated_at: 0,
+            body: "{}".into(),
+        }
+    }
+
+    fn merged(groups: Vec<Vec<i64>>, limit: usize) -> (Vec<i64>, bool) {
+        let sources = groups
+            .into_iter()
+            .map(|seqs| {
+                let mut seqs = seqs.into_iter();
+                move || Ok::<_, ()>(seqs.next().map(record))
+            })
+            .collect();
+        let (records, has_next) = merge_records(sources, limit).unwrap();
+        (records.iter().map(|r| r.seq).collect(), has_next)
+    }
+
     #[test]
-    fn the_merge_takes_the_first_seqs_of_every_group() {
-        let page = merge_groups(vec![vec![1, 4, 9], vec![2, 3], vec![]], 3, 10);
-        assert_eq!(page.seqs, vec![1, 2, 3]);
-        assert!(page.has_next);
-        let page = merge_groups(vec![vec![5], vec![7]], 3, 2);
-        assert_eq!(page.seqs, vec![5, 7]);
-        assert!(!page.has_next);
+    fn the_merge_takes_the_first_records_of_every_group() {
+        assert_eq!(
+            merged(vec![vec![1, 4, 9], vec![2, 3], vec![]], 3),
+            (vec![1, 2, 3], true)
+        );
+        assert_eq!(merged(vec![vec![5], vec![7]], 3), (vec![5, 7], false));
+        assert_eq!(merged(vec![vec![], vec![]], 3), (vec![], false));
     }
 
     #[test]

@@ -51,11 +51,6 @@ impl StoredRecord {
             body: self.body.as_bytes(),
         }
     }
-
-    /// Appends the record's JSON object to `out`.
-    pub fn write_json(&self, out: &mut Vec<u8>) {
-        self.as_ref().write_json(out);
-    }
 }
 
 impl RecordRef<'_> {
@@ -142,7 +137,7 @@ mod tests {
             body: r#"{"location_types":["WAREHOUSE"],"name":"a\"b"}"#.into(),
         };
         let mut out = Vec::new();
-        record.write_json(&mut out);
+        record.as_ref().write_json(&mut out);
         let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
         let text = String::from_utf8(out).unwrap();
         let keys = [
