@@ -81,10 +81,21 @@ impl fmt::Display for Path<'_> {
 pub struct FieldErrors {
     errors: Vec<FieldError>,
     paths: HashSet<String>,
+    /// Errors found after the first `MAX_ERRORS_PER_ITEM`: counted, not kept.
+    dropped: usize,
 }
+
+/// Most errors an item reports (CONTRACT §4.1 step 3): the first ones in field order; an item
+/// with more fails all the same. An answer stays small whatever the request holds.
+pub const MAX_ERRORS_PER_ITEM: usize = 50;
 
 impl FieldErrors {
     pub fn push(&mut self, path: &Path<'_>, code: FieldCode, message: impl Into<Cow<'static, str>>) {
+        if self.errors.len() >= MAX_ERRORS_PER_ITEM {
+            // Neither the path nor the message is rendered: a hostile item costs no more.
+            self.dropped += 1;
+            return;
+        }
         let field = path.to_string();
         if self.paths.insert(field.clone()) {
             self.errors.push(FieldError {
@@ -100,12 +111,14 @@ impl FieldErrors {
         !self.errors.is_empty() && self.paths.contains(&path.to_string())
     }
 
+    /// How many errors were found (kept or not): grows with every error pushed at a new path
+    /// while under the cap, and with every one pushed past it.
     pub fn len(&self) -> usize {
-        self.errors.len()
+        self.errors.len() + self.dropped
     }
 
     pub fn is_empty(&self) -> bool {
-        self.errors.is_empty()
+        self.errors.is_empty() && self.dropped == 0
     }
 
     pub fn into_vec(self) -> Vec<FieldError> {
@@ -116,6 +129,21 @@ impl FieldErrors {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_item_keeps_its_first_fifty_errors_and_fails_with_more() {
+        let root = Path::root("locations");
+        let mut errors = FieldErrors::default();
+        let keys: Vec<String> = (0..80).map(|i| format!("k{i:02}")).collect();
+        for key in &keys {
+            errors.push(&root.key(key), FieldCode::SchemaMismatch, "unknown");
+        }
+        assert!(!errors.is_empty());
+        assert_eq!(errors.len(), 80);
+        let kept = errors.into_vec();
+        assert_eq!(kept.len(), MAX_ERRORS_PER_ITEM);
+        assert_eq!(kept[49].field, "locations.k49");
+    }
 
     #[test]
     fn paths_render_with_dots_and_indices() {

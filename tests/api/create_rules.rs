@@ -860,3 +860,42 @@ async fn multi_error_items_snapshot() {
     let results = app.create(items).await;
     insta::assert_json_snapshot!(results);
 }
+
+#[tokio::test]
+async fn an_item_reports_at_most_fifty_errors_in_field_order_and_fails() {
+    let app = TestApp::spawn().await;
+    // 3 errors among the fields, then 80 unknown keys: the first 50 in order.
+    let mut item = with(warehouse(0), "/name", Some(json!("")));
+    item["latitude"] = json!(91);
+    item["limits"]["weight"] = json!(-1);
+    for i in 0..80 {
+        item[format!("zz{i:02}")] = json!(i);
+    }
+    let mut updated = item.clone();
+    let results = app.create(vec![item, warehouse(1)]).await;
+    assert_eq!(results[0]["status"], "FAILED");
+    assert_eq!(results[0]["location_id"], "");
+    let errors = field_codes(&results[0]);
+    assert_eq!(errors.len(), 50);
+    assert_eq!(
+        errors[..4],
+        [
+            ("locations[0].name".to_owned(), "REQUIRED".to_owned()),
+            ("locations[0].latitude".to_owned(), "INVALID_LATITUDE".to_owned()),
+            ("locations[0].limits.weight".to_owned(), "NEGATIVE_VALUE".to_owned()),
+            ("locations[0].zz00".to_owned(), "SCHEMA_MISMATCH".to_owned()),
+        ]
+    );
+    assert_eq!(
+        errors[49],
+        ("locations[0].zz46".to_owned(), "SCHEMA_MISMATCH".to_owned())
+    );
+    assert_eq!(results[1]["status"], "ACTIVE", "the other item is not affected");
+    // The same validator through update.
+    app.create(vec![warehouse(0)]).await;
+    updated["location_types"] = json!(["PICKUP_POINT"]);
+    let answer = app.post("/v1/location/update", &json!({"locations": [updated]})).await;
+    let result = &answer.body["locations"][0];
+    assert_eq!(result["status"], "FAILED");
+    assert_eq!(field_codes(result).len(), 50);
+}

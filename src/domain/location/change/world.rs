@@ -377,5 +377,7 @@ fn with_types_conflict(mut errors: Vec<FieldError>, item: &Item, current: &Curre
             .into(),
         },
     );
+    // Still at most the first errors of the item (CONTRACT §4.1 step 3).
+    errors.truncate(crate::domain::field_error::MAX_ERRORS_PER_ITEM);
     errors
 }
