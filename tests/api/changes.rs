@@ -676,14 +676,7 @@ async fn changes_are_counted_in_metrics() {
     )
     .await;
     app.change(RESTORE, vec![json!({"merchant_location_id": "a"})]).await;
-    let metrics = app
-        .request(reqwest::Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.get_text("/metrics").await;
     // The recorder is process-wide (other tests count too): at least ours are there.
     let value = |labels: &str| -> u64 {
         metrics

@@ -112,14 +112,7 @@ async fn the_docs_page_is_served_from_the_binary() {
             .unwrap();
         assert_eq!(response.status(), 200, "{asset}");
     }
-    let init = app
-        .request(Method::GET, "/docs/swagger-initializer.js")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let init = app.get_text("/docs/swagger-initializer.js").await;
     assert!(init.contains("/openapi.json"));
 }
 
@@ -132,14 +125,7 @@ async fn metrics_count_requests_by_route_and_status_and_created_locations() {
     ])
     .await;
     let _ = read(app.request(Method::GET, "/nowhere/at/all")).await;
-    let text = app
-        .request(Method::GET, "/metrics")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = app.get_text("/metrics").await;
     let has = |needle: &str| text.lines().any(|l| l.starts_with(needle));
     assert!(
         has("http_requests_total{route=\"/v1/location/create\",status=\"200\"}"),

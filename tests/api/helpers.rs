@@ -192,6 +192,17 @@ impl TestApp {
             .body(body.to_string())
     }
 
+    /// `GET path`, its body as text.
+    pub async fn get_text(&self, path: &str) -> String {
+        self.request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.client.request(method, format!("{}{path}", self.base))
     }
