@@ -20,12 +20,10 @@ use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_fil
 use crate::domain::json::{Value, take_member};
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 use crate::domain::location::listing::{self, LocationFilter, LocationQuery};
+use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use crate::domain::location::{LocationType, Status, TypeSet};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
-
-/// Most items in one create request.
-pub const MAX_ITEMS: usize = 200;
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct CreateResponse {
@@ -110,13 +108,13 @@ pub(super) fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError>
     let Some(Value::Array(items)) = take_member(body, "locations") else {
         return Err(invalid("locations is required and must be an array", "locations"));
     };
-    if items.len() > MAX_ITEMS {
+    if items.len() > ITEMS_PER_REQUEST {
         return Err(ApiError::new(
             ErrorCode::TooManyItems,
-            format!("at most {MAX_ITEMS} locations per request, got {}", items.len()),
+            format!("at most {ITEMS_PER_REQUEST} locations per request, got {}", items.len()),
         )
         .field("locations")
-        .detail("max", MAX_ITEMS)
+        .detail("max", ITEMS_PER_REQUEST)
         .detail("actual", items.len()));
     }
     Ok(items)

@@ -200,7 +200,7 @@ fn with_limits(doc: &utoipa::openapi::OpenApi) -> serde_json::Value {
         set("LimitsInput", measure, "maximum", number(max));
     }
     for request in ["CreateRequest", "UpdateRequest", "NamingRequest"] {
-        set(request, "locations", "maxItems", json!(super::locations::MAX_ITEMS));
+        set(request, "locations", "maxItems", json!(limits::ITEMS_PER_REQUEST));
     }
     set("ListFilter", "ids", "maxItems", json!(super::paging::MAX_IDS));
     set(

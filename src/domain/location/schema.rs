@@ -60,6 +60,8 @@ impl Presence {
 /// Every limit on a location's fields (CONTRACT §4.2), once: the validator checks these, and the
 /// OpenAPI document states them (`http::openapi` writes them into the request schemas).
 pub mod limits {
+    /// Most items in one create, update, archive or restore request (a request-level limit).
+    pub const ITEMS_PER_REQUEST: usize = 200;
     /// Longest `merchant_location_id`, in characters.
     pub const MERCHANT_LOCATION_ID: usize = 64;
     pub const NAME: usize = 255;
