@@ -3,6 +3,7 @@
 use std::fs::{File, TryLockError};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,8 @@ use tokio::net::TcpListener;
 
 use crate::app::{self, AppState};
 use crate::auth::{self, IssuedKey};
+use crate::client::pull::{self, PullArgs};
+use crate::client::push::{self, PushArgs};
 use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
 use crate::domain::category::import::{self, Format, Mode};
 use crate::domain::category::order;
@@ -62,13 +65,19 @@ pub enum Command {
     /// Import and export the category taxonomy.
     #[command(subcommand)]
     Categories(CategoriesCommand),
-    /// Review quarantined locations (operators).
+    /// Push and pull files of locations (merchants); review quarantined locations (operators).
     #[command(subcommand)]
     Locations(LocationsCommand),
 }
 
 #[derive(Subcommand, Debug)]
 pub enum LocationsCommand {
+    /// Send a file of locations (JSON Lines, JSON or CSV) to a running service: every row stored
+    /// once, with progress, a summary and a report. Exit 0: every row stored; 1: some failed;
+    /// 2: nothing sent.
+    Push(PushArgs),
+    /// Write every location of the merchant as JSON Lines, JSON or CSV (the layout push reads).
+    Pull(PullArgs),
     /// Every QUARANTINE location of every merchant, with the neighbour that keeps it there.
     Quarantined {
         /// One JSON object per line: location_id, merchant_id, merchant_location_id, name, issue,
@@ -139,13 +148,25 @@ pub enum KeyCommand {
     Revoke { key_id: String },
 }
 
-/// Runs the parsed command line.
-pub async fn run(cli: Cli) -> anyhow::Result<()> {
-    let url = cli.db.database;
+/// Runs the parsed command line. `push` and `pull` say their own exit code (CONTRACT §11); every
+/// other command succeeds or fails.
+pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(args) => serve(&url, args).await,
+        Command::Locations(LocationsCommand::Push(args)) => Ok(push::run(args).await),
+        Command::Locations(LocationsCommand::Pull(args)) => Ok(pull::run(args).await),
+        command => run_local(&cli.db.database, command).await.map(|()| ExitCode::SUCCESS),
+    }
+}
+
+/// The commands that work on the database itself.
+async fn run_local(url: &DatabaseUrl, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve(args) => serve(url, args).await,
+        Command::Locations(LocationsCommand::Push(_) | LocationsCommand::Pull(_)) => {
+            bail!("push and pull talk to a running service, not to the database")
+        }
         Command::Merchant(MerchantCommand::Create { name, json }) => {
-            with_store(&url, |store| async move {
+            with_store(url, |store| async move {
                 let name = name.trim();
                 if name.is_empty() {
                     bail!("--name must not be empty");
@@ -156,7 +177,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Key(KeyCommand::Issue { merchant, json }) => {
-            with_store(&url, |store| async move {
+            with_store(url, |store| async move {
                 let issued = match auth::issue_key(store.as_ref(), &merchant).await {
                     Err(StoreError::NotFound(_)) => bail!("no merchant with id {merchant}"),
                     other => other?,
@@ -172,13 +193,13 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?
             };
             let mode = if replace { Mode::Replace } else { Mode::Upsert };
-            with_store(&url, |store| async move {
+            with_store(url, |store| async move {
                 import_categories(store.as_ref(), &text, format.map(Format::from), mode).await
             })
             .await
         }
         Command::Categories(CategoriesCommand::Export) => {
-            with_store(&url, |store| async move {
+            with_store(url, |store| async move {
                 let (_, mut categories) = store.load_categories().await?;
                 categories.sort_by(|a, b| order(a.sort_order, &a.id, b.sort_order, &b.id));
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
@@ -194,7 +215,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Locations(LocationsCommand::Quarantined { json }) => {
-            with_store(&url, |store| async move {
+            with_store(url, |store| async move {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
                 let found = store.quarantined_locations().await?;
                 for q in &found {
@@ -242,7 +263,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Locations(LocationsCommand::Approve { location_id }) => {
-            with_store(&url, |store| async move {
+            with_store(url, |store| async move {
                 match store.approve_location(&location_id).await? {
                     Approval::Approved { version } => {
                         say!("approved location {location_id}: ACTIVE, version {version}");
@@ -257,7 +278,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
         }
         Command::Key(KeyCommand::Revoke { key_id }) => {
-            with_store(&url, |store| async move {
+            with_store(url, |store| async move {
                 if !store.revoke_key(&key_id).await? {
                     bail!("no active key with key_id {key_id}");
                 }

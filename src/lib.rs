@@ -3,6 +3,7 @@
 pub mod app;
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod codes;
 pub mod config;
 pub mod domain;

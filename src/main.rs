@@ -10,7 +10,7 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     let _logs = telemetry::init(cli.log_format);
     match cli::run(cli).await {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "error: {e:#}");
             ExitCode::FAILURE

@@ -1,0 +1,226 @@
+//! The service over HTTP, as a merchant's integration talks to it (CONTRACT §11): what one attempt
+//! of a request came to, and the waits between attempts.
+//!
+//! An attempt's outcome decides what may be sent again. A 429 was not processed: wait its
+//! `retry_after_ms` and send it again. A refused connection never reached the service, and a 500
+//! `INTERNAL` stored nothing (CONTRACT §3): send again after a backoff. A timeout, a cut connection
+//! or another 5xx may or may not have been processed: only what is safe to repeat is sent again
+//! (the caller decides which items). Any other answer is final.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use bytes::Bytes;
+use clap::Args;
+use reqwest::StatusCode;
+use serde::Serialize;
+use serde_json::Value;
+
+/// Where the service is and who is calling (CONTRACT §11).
+#[derive(Args, Clone)]
+pub struct ClientArgs {
+    /// The service's base URL.
+    #[arg(long, env = "STOREFRONT_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// The merchant's API key (never printed).
+    #[arg(long, env = "STOREFRONT_API_KEY", hide_env_values = true)]
+    pub api_key: String,
+}
+
+impl std::fmt::Debug for ClientArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientArgs")
+            .field("url", &self.url)
+            .field("api_key", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Longest a request may take before its outcome is unknown (the service gives up at 30 s).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The first backoff; each next one doubles, up to `MAX_BACKOFF`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// A request-level error answer (CONTRACT §3).
+#[derive(Clone, Debug, Serialize)]
+pub struct RequestError {
+    pub status: u16,
+    pub code: String,
+    pub message: String,
+}
+
+/// What one attempt came to.
+#[derive(Debug)]
+pub enum Attempt {
+    /// 200, with its body.
+    Answered(Bytes),
+    /// 429: not processed; send again after this.
+    Wait(Duration),
+    /// Not processed: the connection was refused, or the service answered 500 (nothing stored).
+    NotStored(String),
+    /// Maybe processed: a timeout, a cut connection, another 5xx, an answer that is not ours.
+    Unknown(String),
+    /// A final error answer (400, 401, 404, …).
+    Refused(RequestError),
+}
+
+/// How a request that is safe to repeat ended when it did not get its 200.
+#[derive(Debug)]
+pub enum Failed {
+    Refused(RequestError),
+    /// Retries spent: the last reason.
+    GaveUp(String),
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Refused(e) => write!(f, "{} {}: {}", e.status, e.code, e.message),
+            Failed::GaveUp(why) => write!(f, "gave up: {why}"),
+        }
+    }
+}
+
+/// The client of one merchant.
+pub struct Api {
+    http: reqwest::Client,
+    base: String,
+    key: String,
+}
+
+impl Api {
+    pub fn new(args: &ClientArgs) -> anyhow::Result<Api> {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Api {
+            http,
+            base: args.url.trim_end_matches('/').to_owned(),
+            key: args.api_key.clone(),
+        })
+    }
+
+    /// Sends `body` to `path` once.
+    pub async fn attempt<B: Serialize + ?Sized>(&self, path: &str, body: &B) -> Attempt {
+        let sent = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.key)
+            .json(body)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(e) if e.is_connect() => return Attempt::NotStored(format!("cannot connect to {}: {e}", self.base)),
+            Err(e) => return Attempt::Unknown(describe(&e)),
+        };
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let bytes = match response.bytes().await {
+            Ok(bytes) => bytes,
+            Err(e) => return Attempt::Unknown(describe(&e)),
+        };
+        if status == StatusCode::OK {
+            return Attempt::Answered(bytes);
+        }
+        let body = serde_json::from_slice::<Value>(&bytes).ok();
+        let error = body.as_ref().map(|b| RequestError {
+            status: status.as_u16(),
+            code: b["code"].as_str().unwrap_or_default().to_owned(),
+            message: b["message"].as_str().unwrap_or_default().to_owned(),
+        });
+        match (status, body, error) {
+            (StatusCode::TOO_MANY_REQUESTS, body, _) => {
+                let exact = body
+                    .as_ref()
+                    .and_then(|b| b["details"]["retry_after_ms"].as_u64())
+                    .map(Duration::from_millis);
+                Attempt::Wait(exact.or(retry_after).unwrap_or(Duration::from_secs(1)))
+            }
+            (StatusCode::INTERNAL_SERVER_ERROR, _, Some(e)) if e.code == "INTERNAL" => {
+                Attempt::NotStored(format!("500 INTERNAL: {}", e.message))
+            }
+            (s, _, Some(e)) if s.is_client_error() && !e.code.is_empty() => Attempt::Refused(e),
+            (s, _, _) => Attempt::Unknown(format!("answered {s} without the service's answer")),
+        }
+    }
+
+    /// Sends a request that is safe to repeat (a list, an archive) until it is answered 200, or
+    /// refused, or `backoff` is spent.
+    pub async fn call<B: Serialize + ?Sized>(
+        &self,
+        path: &str,
+        body: &B,
+        backoff: &mut Backoff,
+    ) -> Result<Bytes, Failed> {
+        loop {
+            match self.attempt(path, body).await {
+                Attempt::Answered(body) => return Ok(body),
+                Attempt::Refused(e) => return Err(Failed::Refused(e)),
+                Attempt::Wait(wait) => tokio::time::sleep(wait).await,
+                Attempt::NotStored(why) | Attempt::Unknown(why) => {
+                    if !backoff.pause().await {
+                        return Err(Failed::GaveUp(why));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A reqwest error with its causes (the first line alone says only "error sending request").
+fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Exponential backoff with jitter, at most `retries` pauses.
+#[derive(Debug)]
+pub struct Backoff {
+    left: u32,
+    next: Duration,
+}
+
+impl Backoff {
+    pub fn new(retries: u32) -> Backoff {
+        Backoff {
+            left: retries,
+            next: FIRST_BACKOFF,
+        }
+    }
+
+    /// Waits before the next attempt; `false` (at once) when no retry is left.
+    pub async fn pause(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        tokio::time::sleep(jittered(self.next)).await;
+        self.next = (self.next * 2).min(MAX_BACKOFF);
+        true
+    }
+}
+
+/// Between half of `d` and all of it, so that many clients that failed together do not return
+/// together.
+fn jittered(d: Duration) -> Duration {
+    let half = d / 2;
+    let spread = u64::try_from(half.as_millis()).unwrap_or(u64::MAX).max(1);
+    let random = getrandom::u64().unwrap_or(0) % spread;
+    half + Duration::from_millis(random)
+}

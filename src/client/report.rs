@@ -1,0 +1,224 @@
+//! What `push` says about every row (CONTRACT §11): the outcomes, the `--report` file (CSV or JSON
+//! Lines), the progress while it runs, and the summary line.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+/// What became of a row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Created,
+    Unchanged,
+    Updated,
+    Quarantined,
+    Failed,
+    Unknown,
+}
+
+impl Outcome {
+    pub const ALL: [Outcome; 6] = [
+        Outcome::Created,
+        Outcome::Unchanged,
+        Outcome::Updated,
+        Outcome::Quarantined,
+        Outcome::Failed,
+        Outcome::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Created => "created",
+            Outcome::Unchanged => "unchanged",
+            Outcome::Updated => "updated",
+            Outcome::Quarantined => "quarantined",
+            Outcome::Failed => "failed",
+            Outcome::Unknown => "unknown",
+        }
+    }
+
+    /// A row that ended so makes the exit code 1.
+    pub fn is_bad(self) -> bool {
+        matches!(self, Outcome::Failed | Outcome::Unknown)
+    }
+}
+
+/// An error of a row: `field` names the CSV column or the JSON key path (empty when the error is
+/// the request's, not a field's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RowError {
+    pub field: String,
+    pub code: String,
+    pub message: String,
+}
+
+impl RowError {
+    pub fn new(field: impl Into<String>, code: impl Into<String>, message: impl Into<String>) -> RowError {
+        RowError {
+            field: field.into(),
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// One record of the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct RowReport {
+    pub row: u64,
+    pub merchant_location_id: Option<String>,
+    pub location_id: Option<String>,
+    pub outcome: Outcome,
+    pub errors: Vec<RowError>,
+}
+
+/// The `--report` file.
+pub enum ReportFile {
+    Csv(Box<csv::Writer<File>>),
+    Jsonl(BufWriter<File>),
+}
+
+impl ReportFile {
+    /// Creates the file; CSV when its name ends in `.csv`, JSON Lines otherwise.
+    pub fn create(path: &Path) -> anyhow::Result<ReportFile> {
+        let file = File::create(path).with_context(|| format!("cannot write the report {}", path.display()))?;
+        let csv = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        Ok(if csv {
+            let mut writer = csv::Writer::from_writer(file);
+            writer.write_record(["row", "merchant_location_id", "location_id", "outcome", "errors"])?;
+            ReportFile::Csv(Box::new(writer))
+        } else {
+            ReportFile::Jsonl(BufWriter::new(file))
+        })
+    }
+
+    pub fn write(&mut self, report: &RowReport) -> anyhow::Result<()> {
+        match self {
+            ReportFile::Csv(writer) => {
+                let errors: Vec<String> = report
+                    .errors
+                    .iter()
+                    .map(|e| match e.field.as_str() {
+                        "" => format!("{}: {}", e.code, e.message),
+                        field => format!("{field} {}: {}", e.code, e.message),
+                    })
+                    .collect();
+                writer.write_record([
+                    report.row.to_string().as_str(),
+                    report.merchant_location_id.as_deref().unwrap_or(""),
+                    report.location_id.as_deref().unwrap_or(""),
+                    report.outcome.as_str(),
+                    errors.join("; ").as_str(),
+                ])?;
+            }
+            ReportFile::Jsonl(writer) => {
+                serde_json::to_writer(&mut *writer, report)?;
+                writer.write_all(b"\n")?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> anyhow::Result<()> {
+        match self {
+            ReportFile::Csv(mut writer) => writer.flush()?,
+            ReportFile::Jsonl(mut writer) => writer.flush()?,
+        }
+        Ok(())
+    }
+}
+
+/// The count of each outcome.
+#[derive(Clone, Debug, Default)]
+pub struct Tally([u64; 6]);
+
+impl Tally {
+    pub fn add(&mut self, outcome: Outcome) {
+        self.0[outcome as usize] += 1;
+    }
+
+    pub fn get(&self, outcome: Outcome) -> u64 {
+        self.0[outcome as usize]
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// `12 rows: 10 created, 1 unchanged, 0 updated, 0 quarantined, 1 failed, 0 unknown`.
+    pub fn summary(&self) -> String {
+        let counts: Vec<String> = Outcome::ALL
+            .iter()
+            .map(|o| format!("{} {}", self.get(*o), o.as_str()))
+            .collect();
+        format!("{} rows: {}", self.rows(), counts.join(", "))
+    }
+}
+
+/// Progress on stderr: a bar on a terminal, otherwise a line every 10 s.
+pub struct Progress {
+    done: Arc<AtomicU64>,
+    bar: Option<indicatif::ProgressBar>,
+    ticker: Option<tokio::task::JoinHandle<()>>,
+}
+
+const PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+impl Progress {
+    pub fn start(total: u64) -> Progress {
+        let done = Arc::new(AtomicU64::new(0));
+        if std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(total);
+            let style =
+                indicatif::ProgressStyle::with_template("{bar:40.cyan/blue} {pos}/{len} rows  {per_sec}  {eta} left")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            return Progress {
+                done,
+                bar: Some(bar),
+                ticker: None,
+            };
+        }
+        let counter = Arc::clone(&done);
+        let started = Instant::now();
+        let ticker = tokio::spawn(async move {
+            let mut every = tokio::time::interval(PROGRESS_EVERY);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                let n = counter.load(Ordering::Relaxed);
+                let rate = n as f64 / started.elapsed().as_secs_f64().max(0.001);
+                let _ = writeln!(std::io::stderr(), "push: {n}/{total} rows ({rate:.0} rows/s)");
+            }
+        });
+        Progress {
+            done,
+            bar: None,
+            ticker: Some(ticker),
+        }
+    }
+
+    pub fn advance(&self, rows: u64) {
+        self.done.fetch_add(rows, Ordering::Relaxed);
+        if let Some(bar) = &self.bar {
+            bar.inc(rows);
+        }
+    }
+
+    pub fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+        if let Some(ticker) = self.ticker {
+            ticker.abort();
+        }
+    }
+}
