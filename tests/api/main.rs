@@ -15,5 +15,6 @@ mod migration;
 mod postgres;
 mod process;
 mod properties;
+mod push;
 mod request;
 mod sqlite_faults;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-const BIN: &str = env!("CARGO_BIN_EXE_storefront");
+pub const BIN: &str = env!("CARGO_BIN_EXE_storefront");
 
 pub fn storefront(db: &Path) -> Command {
     storefront_at(&format!("sqlite://{}", db.display()))
@@ -69,10 +69,15 @@ impl Server {
 
     /// Starts `serve` with extra flags.
     pub fn start_binary_with(bin: &Path, url: &str, flags: &[&str]) -> Server {
+        Server::start_on(bin, url, "127.0.0.1:0", flags)
+    }
+
+    /// Starts `serve` on `addr` (the port of a server that was stopped, say).
+    pub fn start_on(bin: &Path, url: &str, addr: &str, flags: &[&str]) -> Server {
         let mut child = Command::new(bin)
             .env("STOREFRONT_DATABASE", url)
             .env("STOREFRONT_LOG_FORMAT", "json")
-            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(["serve", "--addr", addr])
             .args(flags)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
