@@ -206,6 +206,8 @@ def prepare(workdir, big_leaves, workloads):
     log("== preparing databases")
     dbs = {}
     needed = {"create": "create", "google": "list-google", "big": "list-1m"}
+    if "push" in workloads and "create" not in workloads:
+        workloads = [*workloads, "create"]  # push starts from create's empty template
     # The cold start is measured on the Google taxonomy, whatever the workloads.
     for name, taxonomy in [("create", None), ("google", GOOGLE), ("big", "big")]:
         if name != "google" and needed[name] not in workloads:
@@ -282,6 +284,59 @@ def location_database(n):
     log(f"   created in {time.time() - t:.0f} s")
     meta.write_text(json.dumps({"api_key": key}))
     return db, key
+
+
+PUSH_ROWS = 20_000
+DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+
+
+def push_file(workdir):
+    """PUSH_ROWS generated locations (those of `location`) as the CSV that `locations push` reads."""
+    import csv
+    path = workdir / "push.csv"
+    header = ["merchant_location_id", "location_types", "name", "address_tail", "latitude", "longitude",
+              "limits.length", "limits.width", "limits.height", "limits.weight",
+              *[f"working_schedule.{d}" for d in DAYS], "is_accepts_returns"]
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for i in range(PUSH_ROWS):
+            loc = location(i)
+            days = {d["day"].lower(): f"{d['schedule']['time_start']}-{d['schedule']['time_end']} break {d['schedule']['break']}"
+                    for d in loc["working_schedule"]}
+            w.writerow([f"push-{i}", "; ".join(loc["location_types"]), loc["name"], loc["address_tail"],
+                        loc["latitude"], loc["longitude"], *[loc["limits"][k] for k in ("length", "width", "height", "weight")],
+                        *[days.get(d, "") for d in DAYS], "true"])
+    return path
+
+
+def measure_push(cfg, workdir, dbs, csv_path, concurrency=4):
+    """`storefront locations push` of the generated CSV into an empty database, timed as a whole:
+    wall clock, the CLI's own CPU and peak RSS (its rusage), the server's CPU over the same time."""
+    template, key = dbs["create"]
+    db = fresh_copy(template, workdir, "push")
+    server = Server("ours", db, workdir)
+    try:
+        pids = server.pids()
+        cpu0 = cpu_seconds(pids)
+        env = dict(os.environ, STOREFRONT_URL=server.base, STOREFRONT_API_KEY=key)
+        t = time.time()
+        proc = subprocess.Popen([str(BIN), "locations", "push", str(csv_path), "--concurrency", str(concurrency)],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        out = proc.stdout.read().decode()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.time() - t
+        server_cpu = cpu_seconds(server.pids()) - cpu0
+    finally:
+        server.stop()
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+    if status != 0 or not out.startswith(f"{PUSH_ROWS} rows: {PUSH_ROWS} created"):
+        log(f"   !! push: exit status {status}: {out.strip()}")
+    cli_cpu = usage.ru_utime + usage.ru_stime
+    return {"rps": PUSH_ROWS / wall, "items_per_s": PUSH_ROWS / wall, "wall_s": wall, "cli_cpu_s": cli_cpu,
+            "server_cpu_s": server_cpu, "cli_rss_mib": usage.ru_maxrss / 1024, "errors": int(status != 0),
+            "p50_ms": 0, "p99_ms": 0, "cpu_ms_per_req": 0, "peak_rss_mib": usage.ru_maxrss / 1024, "requests": PUSH_ROWS}
 
 
 def fresh_copy(template, workdir, tag):
@@ -445,6 +500,18 @@ def report(results, cfg, cold, command):
                              f"{max(r['peak_rss_mib'] for r in runs):.1f} | {sum(r['errors'] for r in runs)} |")
         lines.append("")
 
+    push_runs = results.get("ours|push|4")
+    if push_runs:
+        lines += [f"## Push: `storefront locations push` of a generated {PUSH_ROWS:,}-row CSV into an empty database, --concurrency 4", "",
+                  "Timed as a whole, beside the create workload at 4 connections in the same run.", "",
+                  "| rows/s | wall s | CLI CPU s | server CPU s | CLI CPU ÷ server CPU | CLI peak RSS MiB | create items/s at 4 conns |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        create4 = get("ours", "create", 4, "items_per_s")
+        lines.append(f"| {mean(push_runs, 'items_per_s'):,.0f} | {mean(push_runs, 'wall_s'):.2f} | {mean(push_runs, 'cli_cpu_s'):.2f} | "
+                     f"{mean(push_runs, 'server_cpu_s'):.2f} | {mean(push_runs, 'cli_cpu_s') / max(mean(push_runs, 'server_cpu_s'), 1e-9):.3f} | "
+                     f"{max(r['cli_rss_mib'] for r in push_runs):.1f} | {'n/a' if create4 is None else f'{create4:,.0f}'} |")
+        lines.append("")
+
     t = 16 if 16 in cfg.conns else cfg.conns[-1]
     checks = []
     def check(name, value, target, ok, fmt="{:.2f}"):
@@ -481,7 +548,14 @@ def report(results, cfg, cold, command):
           ratio(get("ours", "locations-1k", t), get("ceiling", "locations-1k", t)), "(context)", lambda v: True)
     check(f"location list p99, 1,000 locations, {t} conns (ms)", get("ours", "locations-1k", t, "p99_ms"), "≤ 10 ms", lambda v: v <= 10)
     check(f"location list p99, {cfg.locations:,} locations, {t} conns (ms)", get("ours", "locations-1m", t, "p99_ms"), "≤ 10 ms", lambda v: v <= 10)
-    lines += ["## Targets (issues 7, 15 and 16)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
+    if push_runs:
+        check("push rows/s ÷ create items/s, 4 conns", ratio(get("ours", "push", 4, "items_per_s"), get("ours", "create", 4, "items_per_s")),
+              "≥ 0.8", lambda v: v >= 0.8)
+        check("push: the CLI's CPU ÷ the server's, same rows",
+              ratio(mean(push_runs, "cli_cpu_s"), mean(push_runs, "server_cpu_s")), "≤ 0.25", lambda v: v <= 0.25, "{:.3f}")
+        check(f"push: the CLI's peak RSS, {PUSH_ROWS:,} rows (MiB)", max(r["cli_rss_mib"] for r in push_runs), "≤ 64 MiB",
+              lambda v: v <= 64, "{:.1f}")
+    lines += ["## Targets (issues 7, 15, 16 and 17)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in checks]
     lines.append("")
     return "\n".join(lines)
@@ -495,7 +569,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--big", type=int, default=1_000_000, help="leaves of the generated taxonomy")
     p.add_argument("--servers", default="ours,ceiling,peer")
-    p.add_argument("--workloads", default="create,update,archive,list-google,list-1m,locations-1k,locations-1m")
+    p.add_argument("--workloads", default="create,update,archive,list-google,list-1m,locations-1k,locations-1m,push")
     p.add_argument("--locations", type=int, default=1_000_000, help="locations of the big merchant")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create (server 'base')")
@@ -550,6 +624,7 @@ def main():
                     bodies[("peer", workload)] = collect_list_bodies(server.base, dbs["google"][1], workdir, "peer-google")
                 finally:
                     server.stop()
+        csv_path = push_file(workdir) if "push" in workloads else None
         cold = cold_start(dbs, workdir) if "ours" in servers else None
         log(f"== cold start with the Google taxonomy: {cold:.3f} s" if cold else "")
         results = {}
@@ -558,6 +633,13 @@ def main():
         for workload in workloads:
             for conns in cfg.conns:
                 for rep in range(cfg.reps):
+                    if workload == "push":
+                        if conns == cfg.conns[0]:
+                            r = measure_push(cfg, workdir, dbs, csv_path)
+                            results.setdefault("ours|push|4", []).append(r)
+                            log(f"   push         ours     rep {rep + 1}: {r['items_per_s']:9,.0f} rows/s  wall {r['wall_s']:.2f} s  "
+                                f"cli cpu {r['cli_cpu_s']:.2f} s  server cpu {r['server_cpu_s']:.2f} s  cli rss {r['cli_rss_mib']:.1f} MiB")
+                        continue
                     for kind in servers:
                         if kind == "peer" and workload == "list-1m":
                             continue
