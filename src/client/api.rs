@@ -106,11 +106,20 @@ impl Api {
 
     /// Sends `body` to `path` once.
     pub async fn attempt<B: Serialize + ?Sized>(&self, path: &str, body: &B) -> Attempt {
+        match serde_json::to_vec(body) {
+            Ok(bytes) => self.attempt_json(path, bytes).await,
+            Err(e) => Attempt::NotStored(format!("the request could not be written: {e}")),
+        }
+    }
+
+    /// Sends a body that is already JSON text to `path` once.
+    pub async fn attempt_json(&self, path: &str, body: Vec<u8>) -> Attempt {
         let sent = self
             .http
             .post(format!("{}{path}", self.base))
             .bearer_auth(&self.key)
-            .json(body)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body)
             .send()
             .await;
         let response = match sent {

@@ -14,6 +14,7 @@
 //! A create whose outcome is unknown (a timeout, a cut connection) is sent again only for rows with
 //! a `merchant_location_id`, which the retry rule makes safe; the others end `unknown`.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
@@ -22,7 +23,6 @@ use std::sync::Arc;
 
 use anyhow::anyhow;
 use clap::Args;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
@@ -96,16 +96,9 @@ pub async fn run(args: PushArgs) -> ExitCode {
 async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     let format = format_of(&args.file, args.format).map_err(Exit::NothingSent)?;
     let path = args.file.clone();
-    let mut total = 0u64;
-    let checked = tokio::task::spawn_blocking(move || {
-        rows::scan(&path, format, |_| {
-            total += 1;
-            true
-        })
-        .map(|()| total)
-    })
-    .await
-    .map_err(|e| Exit::NothingSent(anyhow!(e)))?;
+    let checked = tokio::task::spawn_blocking(move || rows::check(&path, format))
+        .await
+        .map_err(|e| Exit::NothingSent(anyhow!(e)))?;
     let total = checked.map_err(|e| Exit::NothingSent(anyhow!("{}: {e}", args.file.display())))?;
     let api = Api::new(&args.client).map_err(Exit::NothingSent)?;
     super::probe(&api, args.retries).await.map_err(Exit::NothingSent)?;
@@ -144,7 +137,7 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     let mut chunk_bytes = 0usize;
     while let Some(row) = rx.recv().await {
         let keys = keys_of(&row);
-        let full = chunk.len() >= ITEMS_PER_REQUEST || chunk_bytes + row.size > CHUNK_BYTES;
+        let full = chunk.len() >= ITEMS_PER_REQUEST || chunk_bytes + row.size() > CHUNK_BYTES;
         if !chunk.is_empty() && (full || keys.iter().any(|k| chunk_keys.contains(k))) {
             flow.dispatch(std::mem::take(&mut chunk)).await?;
             chunk_keys.clear();
@@ -153,7 +146,7 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
         while keys.iter().any(|k| flow.busy.contains_key(k)) {
             flow.complete_one().await?;
         }
-        chunk_bytes += row.size;
+        chunk_bytes += row.size();
         chunk_keys.extend(keys);
         chunk.push(row);
     }
@@ -319,11 +312,11 @@ async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowReport> {
         .collect();
     let mut results: Vec<Option<Ended>> = (0..rows.len()).map(|_| None).collect();
 
-    let creates: Vec<(usize, Value)> = routes
+    let creates: Vec<(usize, Cow<'_, str>)> = routes
         .iter()
         .enumerate()
         .filter(|(_, r)| matches!(r, Route::Create))
-        .map(|(i, _)| (i, rows[i].item.clone()))
+        .map(|(i, _)| (i, Cow::Borrowed(rows[i].item.as_str())))
         .collect();
     for (i, sent) in send(context, "/v1/location/create", creates, |i| {
         rows[i].merchant_location_id.is_some()
@@ -358,11 +351,11 @@ async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowReport> {
         });
     }
 
-    let updates: Vec<(usize, Value)> = routes
+    let updates: Vec<(usize, Cow<'_, str>)> = routes
         .iter()
         .enumerate()
         .filter_map(|(i, r)| match r {
-            Route::Update { by_id } => Some((i, update_item(&rows[i], *by_id))),
+            Route::Update { by_id } => Some((i, Cow::Owned(update_item(&rows[i], *by_id)))),
             _ => None,
         })
         .collect();
@@ -422,18 +415,21 @@ fn is_taken(errors: &Value) -> bool {
 }
 
 /// An update item: the row's content, naming its location, with the row's version as the one it
-/// expects (CONTRACT §10.1).
-fn update_item(row: &Row, by_id: bool) -> Value {
-    let mut item = row.item.clone();
-    if let Some(object) = item.as_object_mut() {
-        if by_id && let Some(id) = &row.location_id {
-            object.insert("location_id".to_owned(), id.clone());
-        }
-        if let Some(version) = &row.version {
-            object.insert("expected_version".to_owned(), version.clone());
-        }
+/// expects (CONTRACT §10.1). The keys are written in front of the row's own (which has neither).
+fn update_item(row: &Row, by_id: bool) -> String {
+    let mut keys = String::new();
+    if by_id && let Some(id) = &row.location_id {
+        keys.push_str(&format!("\"location_id\":{id},"));
     }
-    item
+    if let Some(version) = &row.version {
+        keys.push_str(&format!("\"expected_version\":{version},"));
+    }
+    match row.item.strip_prefix('{') {
+        Some(_) if keys.is_empty() => row.item.clone(),
+        Some("}") => format!("{{{}}}", keys.trim_end_matches(',')),
+        Some(rest) => format!("{{{keys}{rest}"),
+        None => row.item.clone(),
+    }
 }
 
 /// The service's errors of an item, named after the row's fields.
@@ -499,9 +495,9 @@ enum Sent {
     Failed(RowError),
 }
 
-#[derive(Serialize)]
-struct Body<'a> {
-    locations: Vec<&'a Value>,
+#[derive(serde::Deserialize)]
+struct Answer {
+    locations: Vec<Value>,
 }
 
 /// Sends `items` (row index, item) to `path` in one request, again after a 429, a refused
@@ -509,26 +505,27 @@ struct Body<'a> {
 async fn send(
     context: &Context,
     path: &str,
-    mut items: Vec<(usize, Value)>,
+    mut items: Vec<(usize, Cow<'_, str>)>,
     resendable: impl Fn(usize) -> bool,
 ) -> Vec<(usize, Sent)> {
     let mut out = Vec::with_capacity(items.len());
     let mut backoff = Backoff::new(context.retries);
     while !items.is_empty() {
-        let body = Body {
-            locations: items.iter().map(|(_, item)| item).collect(),
-        };
-        match context.api.attempt(path, &body).await {
+        // `{"locations":[...]}` around the items' own text.
+        let mut body = Vec::with_capacity(items.iter().map(|(_, item)| item.len() + 1).sum::<usize>() + 16);
+        body.extend_from_slice(b"{\"locations\":[");
+        for (k, (_, item)) in items.iter().enumerate() {
+            if k > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(item.as_bytes());
+        }
+        body.extend_from_slice(b"]}");
+        match context.api.attempt_json(path, body).await {
             Attempt::Answered(answer) => {
-                let answer: Value = serde_json::from_slice(&answer).unwrap_or_default();
-                let results = answer["locations"].as_array().map(Vec::as_slice).unwrap_or_default();
+                let results = serde_json::from_slice::<Answer>(&answer).map_or_else(|_| Vec::new(), |a| a.locations);
                 if results.len() == items.len() {
-                    out.extend(
-                        items
-                            .drain(..)
-                            .zip(results)
-                            .map(|((i, _), r)| (i, Sent::Result(r.clone()))),
-                    );
+                    out.extend(items.drain(..).zip(results).map(|((i, _), r)| (i, Sent::Result(r))));
                 } else {
                     let why = format!("the answer has {} results for {} items", results.len(), items.len());
                     out.extend(items.drain(..).map(|(i, _)| (i, Sent::Unknown(why.clone()))));

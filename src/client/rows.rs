@@ -52,9 +52,10 @@ pub struct Row {
     /// The report's `row`: the line a JSON Lines or CSV row starts on (1-based), the index of a JSON
     /// array's element (0-based).
     pub row: u64,
-    /// What create or update is sent: the row's fields without the record's read-only keys (a row
-    /// that is not an object, as it is).
-    pub item: Value,
+    /// What create or update is sent, as JSON text: the row's fields without the record's
+    /// read-only keys (a row that is not an object, as it is). Written once, here, and copied into
+    /// the request body as it is.
+    pub item: String,
     /// The row's non-empty `location_id`, `null` and `""` being absent.
     pub location_id: Option<Value>,
     pub version: Option<Value>,
@@ -64,8 +65,6 @@ pub struct Row {
     pub merchant_location_id: Option<String>,
     /// A CSV row's days, in the order of its `working_schedule` (`None` for JSON).
     pub days: Option<Vec<Weekday>>,
-    /// The item's size as JSON, for chunks that stay within the service's body limit.
-    pub size: usize,
 }
 
 impl Row {
@@ -75,7 +74,7 @@ impl Row {
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty())
             .map(str::to_owned);
-        let size = serde_json::to_vec(&item).map_or(0, |v| v.len());
+        let item = item.to_string();
         Row {
             row,
             item,
@@ -84,8 +83,12 @@ impl Row {
             archived,
             merchant_location_id,
             days: None,
-            size,
         }
+    }
+
+    /// The item's size as JSON, for chunks that stay within the service's body limit.
+    pub fn size(&self) -> usize {
+        self.item.len()
     }
 
     /// A JSON value of the file as a row: an object loses the record's read-only keys.
@@ -143,16 +146,66 @@ impl fmt::Display for Unreadable {
 /// Reads `path` as `format`, handing each row to `each` in file order. Stops at the first problem
 /// of the file (its message names the line), or when `each` answers `false`.
 pub fn scan(path: &Path, format: Format, mut each: impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
+    scan_file(path, format, &mut |row| each(row.into_row()))
+}
+
+/// Checks that `path` reads as `format` to its end, the way `scan` reads it, without converting
+/// its rows; the number of rows.
+pub fn check(path: &Path, format: Format) -> Result<u64, Unreadable> {
+    let mut rows = 0;
+    scan_file(path, format, &mut |_| {
+        rows += 1;
+        true
+    })?;
+    Ok(rows)
+}
+
+/// `scan` from any reader (the fuzz target reads bytes).
+pub fn scan_reader(reader: impl Read, format: Format, mut each: impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
+    let reader = BufReader::with_capacity(256 * 1024, reader);
+    scan_any(reader, format, &mut |row| each(row.into_row()))
+}
+
+fn scan_file(path: &Path, format: Format, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
     let file = File::open(path).map_err(|e| Unreadable(format!("cannot read {}: {e}", path.display())))?;
-    let reader = BufReader::with_capacity(256 * 1024, file);
+    scan_any(BufReader::with_capacity(256 * 1024, file), format, each)
+}
+
+fn scan_any(reader: impl BufRead, format: Format, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
     match format {
-        Format::Jsonl => scan_lines(reader, &mut each),
-        Format::Json => scan_array(reader, &mut each),
-        Format::Csv => scan_csv(reader, &mut each),
+        Format::Jsonl => scan_lines(reader, each),
+        Format::Json => scan_array(reader, each),
+        Format::Csv => scan_csv(reader, each),
     }
 }
 
-fn scan_lines(reader: impl BufRead, each: &mut impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
+/// A row that is converted only when it is used: the check pass counts rows and converts none.
+enum Lazy<'a> {
+    Json(u64, Value),
+    Csv(u64, &'a Layout, &'a csv::StringRecord),
+}
+
+impl Lazy<'_> {
+    fn into_row(self) -> Row {
+        match self {
+            Lazy::Json(row, value) => Row::from_json(row, value),
+            Lazy::Csv(line, layout, record) => {
+                let cells = layout.convert(record.iter());
+                Row {
+                    row: line,
+                    item: cells.json,
+                    location_id: cells.location_id,
+                    version: cells.version,
+                    archived: cells.archived,
+                    merchant_location_id: cells.merchant_location_id,
+                    days: Some(cells.days),
+                }
+            }
+        }
+    }
+}
+
+fn scan_lines(reader: impl BufRead, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
     for (n, line) in reader.lines().enumerate() {
         let number = n as u64 + 1;
         let line = line.map_err(|e| Unreadable(format!("line {number}: {e}")))?;
@@ -161,14 +214,14 @@ fn scan_lines(reader: impl BufRead, each: &mut impl FnMut(Row) -> bool) -> Resul
         }
         let value: Value =
             serde_json::from_str(&line).map_err(|e| Unreadable(format!("line {number}: not a JSON value: {e}")))?;
-        if !each(Row::from_json(number, value)) {
+        if !each(Lazy::Json(number, value)) {
             break;
         }
     }
     Ok(())
 }
 
-fn scan_array(reader: impl Read, each: &mut impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
+fn scan_array(reader: impl Read, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
     let mut deserializer = serde_json::Deserializer::from_reader(reader);
     let mut top = Top { each, next: 0 };
     let read = deserializer.deserialize_any(&mut top).and_then(|()| deserializer.end());
@@ -180,12 +233,12 @@ fn scan_array(reader: impl Read, each: &mut impl FnMut(Row) -> bool) -> Result<(
 }
 
 /// The top of a JSON file: an array of locations, or an object whose one key `locations` is.
-struct Top<'a, F> {
-    each: &'a mut F,
+struct Top<'a> {
+    each: &'a mut dyn FnMut(Lazy) -> bool,
     next: u64,
 }
 
-impl<'de, F: FnMut(Row) -> bool> Visitor<'de> for &mut Top<'_, F> {
+impl<'de> Visitor<'de> for &mut Top<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -194,7 +247,7 @@ impl<'de, F: FnMut(Row) -> bool> Visitor<'de> for &mut Top<'_, F> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         while let Some(value) = seq.next_element::<Value>()? {
-            let row = Row::from_json(self.next, value);
+            let row = Lazy::Json(self.next, value);
             self.next += 1;
             if !(self.each)(row) {
                 while seq.next_element::<de::IgnoredAny>()?.is_some() {}
@@ -220,12 +273,12 @@ impl<'de, F: FnMut(Row) -> bool> Visitor<'de> for &mut Top<'_, F> {
     }
 }
 
-impl<'de, F: FnMut(Row) -> bool> DeserializeSeed<'de> for &mut Top<'_, F> {
+impl<'de> DeserializeSeed<'de> for &mut Top<'_> {
     type Value = ();
 
     fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        struct Elements<'b, 'c, F>(&'b mut Top<'c, F>);
-        impl<'de, F: FnMut(Row) -> bool> Visitor<'de> for Elements<'_, '_, F> {
+        struct Elements<'b, 'c>(&'b mut Top<'c>);
+        impl<'de> Visitor<'de> for Elements<'_, '_> {
             type Value = ();
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("an array of locations")
@@ -269,7 +322,7 @@ fn start_line(position: Option<&csv::Position>, feeds: &RefCell<VecDeque<u64>>) 
     position.line() + u64::from(at_feed)
 }
 
-fn scan_csv(reader: impl Read, each: &mut impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
+fn scan_csv(reader: impl Read, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
     let feeds = Rc::new(RefCell::new(VecDeque::new()));
     let reader = LineFeeds {
         inner: reader,
@@ -296,16 +349,7 @@ fn scan_csv(reader: impl Read, each: &mut impl FnMut(Row) -> bool) -> Result<(),
         if record.iter().all(str::is_empty) {
             continue;
         }
-        let cells = layout.convert(record.iter());
-        let mut row = Row::new(
-            line,
-            Value::Object(cells.item),
-            cells.location_id,
-            cells.version,
-            cells.archived,
-        );
-        row.days = Some(cells.days);
-        if !each(row) {
+        if !each(Lazy::Csv(line, &layout, &record)) {
             break;
         }
     }
@@ -338,10 +382,10 @@ mod tests {
         .unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].row, rows[1].row), (1, 3));
-        assert_eq!(rows[0].item, serde_json::json!({"name": "a"}));
+        assert_eq!(rows[0].item, r#"{"name":"a"}"#);
         assert_eq!(rows[0].location_id_str(), Some("L"));
         assert!(rows[0].archived);
-        assert_eq!(rows[1].item, serde_json::json!([1]));
+        assert_eq!(rows[1].item, "[1]");
         let broken = rows_of("{}\n{\"name\":\n", Format::Jsonl).unwrap_err();
         assert!(broken.0.starts_with("line 2: not a JSON value"), "{broken}");
     }
@@ -362,7 +406,7 @@ mod tests {
         let rows = rows_of("name,comment\nA,\"two\nlines\"\n,\nB,x\n", Format::Csv).unwrap();
         assert_eq!(rows.len(), 2, "the row of empty cells is skipped");
         assert_eq!((rows[0].row, rows[1].row), (2, 5));
-        assert_eq!(rows[0].item["comment"], "two\nlines");
+        assert_eq!(rows[0].item, r#"{"name":"A","comment":"two\nlines"}"#);
         // Spreadsheets end lines with CRLF, and a cell may hold a line break.
         let rows = rows_of("name,comment\r\nA,\"x\r\ny\"\r\nB,\r\n", Format::Csv).unwrap();
         assert_eq!((rows[0].row, rows[1].row), (2, 4));

@@ -16,7 +16,7 @@
 //! the text it is, and the service answers with its code (`INVALID_TYPE`, …) at the field's path,
 //! which `column_of` turns back into the column.
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 
 use crate::domain::location::Weekday;
 
@@ -114,8 +114,10 @@ pub struct Layout {
 /// What one CSV row holds, converted.
 #[derive(Debug, Default)]
 pub struct Cells {
-    /// The location's fields, as an item of create or update.
-    pub item: Map<String, Value>,
+    /// The location's fields as the JSON text of an item of create or update.
+    pub json: String,
+    /// The row's `merchant_location_id` cell, when it is not empty.
+    pub merchant_location_id: Option<String>,
     pub location_id: Option<Value>,
     pub version: Option<Value>,
     pub archived: bool,
@@ -149,62 +151,198 @@ impl Layout {
         self.columns.len()
     }
 
-    /// Converts one row's cells (fewer than the header's are empty).
+    /// Converts one row's cells (fewer than the header's are empty) into an item's JSON text,
+    /// written directly: a push converts every row, and this is most of its own work.
     pub fn convert<'a>(&self, cells: impl IntoIterator<Item = &'a str>) -> Cells {
         let mut out = Cells::default();
-        let mut limits = Map::new();
-        let mut days: Vec<(Weekday, Value)> = Vec::new();
+        let mut json = Json::default();
+        let mut limits: Vec<(&str, &str)> = Vec::new();
+        let mut days: Vec<(Weekday, &str)> = Vec::new();
+        json.open('{');
         for (column, cell) in self.columns.iter().zip(cells) {
             if cell.is_empty() {
                 continue;
             }
-            let name = column.name.to_owned();
             match column.kind {
                 Kind::Text => {
-                    out.item.insert(name, Value::String(cell.to_owned()));
+                    json.key(column.name);
+                    json.string(cell);
+                    if column.name == "merchant_location_id" {
+                        out.merchant_location_id = Some(cell.to_owned());
+                    }
                 }
                 Kind::Number => {
-                    out.item.insert(name, number(cell));
+                    json.key(column.name);
+                    json.number(cell);
                 }
                 Kind::Boolean => {
-                    out.item.insert(name, boolean(cell));
+                    json.key(column.name);
+                    json.boolean(cell);
                 }
                 Kind::List => {
-                    out.item
-                        .insert(name, Value::Array(elements(cell).map(Value::from).collect()));
+                    json.key(column.name);
+                    json.open('[');
+                    for element in elements(cell) {
+                        json.next();
+                        json.string(element);
+                    }
+                    json.close(']');
                 }
-                Kind::Limit(key) => {
-                    limits.insert(key.to_owned(), number(cell));
-                }
-                Kind::Day(day) => days.push((day, day_schedule(cell))),
+                Kind::Limit(key) => limits.push((key, cell)),
+                Kind::Day(day) => days.push((day, cell)),
                 Kind::Dated => {
-                    let dated = elements(cell).map(dated_day).collect();
-                    out.item.insert(name, Value::Array(dated));
+                    json.key(column.name);
+                    json.open('[');
+                    for element in elements(cell) {
+                        json.next();
+                        json.dated_day(element);
+                    }
+                    json.close(']');
                 }
                 Kind::LocationId => out.location_id = Some(Value::String(cell.to_owned())),
-                Kind::Version => out.version = Some(number(cell)),
+                Kind::Version => {
+                    out.version = Some(
+                        serde_json::from_str::<Number>(cell.trim()).map_or_else(|_| Value::from(cell), Value::Number),
+                    );
+                }
                 Kind::Status => out.archived = cell.trim() == "ARCHIVED",
                 Kind::Issue | Kind::ReadOnly => {}
             }
         }
         if !limits.is_empty() {
-            out.item.insert("limits".to_owned(), Value::Object(limits));
+            json.key("limits");
+            json.open('{');
+            for (key, cell) in limits {
+                json.key(key);
+                json.number(cell);
+            }
+            json.close('}');
         }
         if !days.is_empty() {
             days.sort_by_key(|(day, _)| *day);
+            json.key("working_schedule");
+            json.open('[');
+            for (day, cell) in &days {
+                json.next();
+                json.open('{');
+                json.key("day");
+                json.string(day.as_str());
+                json.key("schedule");
+                json.day_schedule(cell);
+                json.close('}');
+            }
+            json.close(']');
             out.days = days.iter().map(|(day, _)| *day).collect();
-            let schedule = days
-                .into_iter()
-                .map(|(day, schedule)| {
-                    let mut element = Map::new();
-                    element.insert("day".to_owned(), Value::from(day.as_str()));
-                    element.insert("schedule".to_owned(), schedule);
-                    Value::Object(element)
-                })
-                .collect();
-            out.item.insert("working_schedule".to_owned(), Value::Array(schedule));
         }
+        json.close('}');
+        out.json = json.finish();
         out
+    }
+}
+
+/// A JSON text written piece by piece; `first` says whether the open object or array has no
+/// member yet (a comma goes before every other one).
+#[derive(Default)]
+struct Json {
+    buf: Vec<u8>,
+    first: bool,
+}
+
+impl Json {
+    fn open(&mut self, bracket: char) {
+        self.buf.push(bracket as u8);
+        self.first = true;
+    }
+
+    fn close(&mut self, bracket: char) {
+        self.buf.push(bracket as u8);
+        self.first = false;
+    }
+
+    /// Before an array element.
+    fn next(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.buf.push(b',');
+        }
+    }
+
+    fn key(&mut self, key: &str) {
+        self.next();
+        self.string(key);
+        self.buf.push(b':');
+    }
+
+    fn string(&mut self, s: &str) {
+        // Writing a string to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.buf, s);
+    }
+
+    /// A number cell: the number it spells, or the text for the service to refuse.
+    fn number(&mut self, cell: &str) {
+        let trimmed = cell.trim();
+        if serde_json::from_str::<Number>(trimmed).is_ok() {
+            self.buf.extend_from_slice(trimmed.as_bytes());
+        } else {
+            self.string(cell);
+        }
+    }
+
+    /// `true` / `false` in any case (spreadsheets write `TRUE`), or the text.
+    fn boolean(&mut self, cell: &str) {
+        let word = cell.trim();
+        if word.eq_ignore_ascii_case("true") {
+            self.buf.extend_from_slice(b"true");
+        } else if word.eq_ignore_ascii_case("false") {
+            self.buf.extend_from_slice(b"false");
+        } else {
+            self.string(cell);
+        }
+    }
+
+    /// `HH:MM-HH:MM [break B] [cutoff C]` → a day schedule object, or the text.
+    fn day_schedule(&mut self, cell: &str) {
+        let words: Vec<&str> = cell.split_whitespace().collect();
+        match day_from_words(&words) {
+            Some(schedule) => self.schedule(&schedule),
+            None => self.string(cell),
+        }
+    }
+
+    fn schedule(&mut self, schedule: &[(&str, &str)]) {
+        self.open('{');
+        for (key, value) in schedule {
+            self.key(key);
+            self.string(value);
+        }
+        self.close('}');
+    }
+
+    /// `YYYY-MM-DD [closed] <day>` → an `individual_schedule` element, or the text.
+    fn dated_day(&mut self, element: &str) {
+        let words: Vec<&str> = element.split_whitespace().collect();
+        let Some((date, rest)) = words.split_first() else {
+            return self.string(element);
+        };
+        let (is_works, rest) = match rest.split_first() {
+            Some((word, rest)) if word.eq_ignore_ascii_case("closed") => (false, rest),
+            _ => (true, rest),
+        };
+        let Some(schedule) = day_from_words(rest) else {
+            return self.string(element);
+        };
+        self.open('{');
+        self.key("date");
+        self.string(date);
+        self.key("schedule");
+        self.schedule(&schedule);
+        self.key("is_works");
+        self.buf.extend_from_slice(if is_works { b"true" } else { b"false" });
+        self.close('}');
+    }
+
+    fn finish(self) -> String {
+        // Only whole UTF-8 strings and ASCII were written.
+        String::from_utf8(self.buf).unwrap_or_default()
     }
 }
 
@@ -259,38 +397,12 @@ fn elements(cell: &str) -> impl Iterator<Item = &str> {
     cell.split(';').map(str::trim).filter(|e| !e.is_empty())
 }
 
-/// A number cell: the number it spells, or the text for the service to refuse.
-fn number(cell: &str) -> Value {
-    match serde_json::from_str::<Number>(cell.trim()) {
-        Ok(n) => Value::Number(n),
-        Err(_) => Value::String(cell.to_owned()),
-    }
-}
-
-/// `true` / `false` in any case (spreadsheets write `TRUE`), or the text.
-fn boolean(cell: &str) -> Value {
-    let word = cell.trim();
-    if word.eq_ignore_ascii_case("true") {
-        Value::Bool(true)
-    } else if word.eq_ignore_ascii_case("false") {
-        Value::Bool(false)
-    } else {
-        Value::String(cell.to_owned())
-    }
-}
-
-/// `HH:MM-HH:MM [break B] [cutoff C]` → a day schedule object, or the text.
-fn day_schedule(cell: &str) -> Value {
-    let words: Vec<&str> = cell.split_whitespace().collect();
-    day_from_words(&words).map_or_else(|| Value::String(cell.to_owned()), Value::Object)
-}
-
-fn day_from_words(words: &[&str]) -> Option<Map<String, Value>> {
+/// The keys and values of a day schedule cell's words, or `None` when they do not follow the
+/// syntax.
+fn day_from_words<'a>(words: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
     let (range, options) = words.split_first()?;
     let (start, end) = range.split_once('-')?;
-    let mut schedule = Map::new();
-    schedule.insert("time_start".to_owned(), Value::from(start));
-    schedule.insert("time_end".to_owned(), Value::from(end));
+    let mut schedule = vec![("time_start", start), ("time_end", end)];
     let mut options = options.iter();
     while let Some(word) = options.next() {
         let key = if word.eq_ignore_ascii_case("break") {
@@ -300,34 +412,12 @@ fn day_from_words(words: &[&str]) -> Option<Map<String, Value>> {
         } else {
             return None;
         };
-        let value = options.next()?;
-        if schedule.insert(key.to_owned(), Value::from(*value)).is_some() {
+        if schedule.iter().any(|(k, _)| *k == key) {
             return None;
         }
+        schedule.push((key, options.next()?));
     }
     Some(schedule)
-}
-
-/// `YYYY-MM-DD [closed] <day>` → an `individual_schedule` element, or the text.
-fn dated_day(element: &str) -> Value {
-    let words: Vec<&str> = element.split_whitespace().collect();
-    let Some((date, rest)) = words.split_first() else {
-        return Value::String(element.to_owned());
-    };
-    let (is_works, rest) = match rest.split_first() {
-        Some((word, rest)) if word.eq_ignore_ascii_case("closed") => (false, rest),
-        _ => (true, rest),
-    };
-    match day_from_words(rest) {
-        Some(schedule) => {
-            let mut day = Map::new();
-            day.insert("date".to_owned(), Value::from(*date));
-            day.insert("schedule".to_owned(), Value::Object(schedule));
-            day.insert("is_works".to_owned(), Value::Bool(is_works));
-            Value::Object(day)
-        }
-        None => Value::String(element.to_owned()),
-    }
 }
 
 /// The cells of a record (CONTRACT §9.1) under `pulled_columns()`.
@@ -469,7 +559,11 @@ mod tests {
             let schedule = expected["individual_schedule"][day]["schedule"].as_object_mut();
             schedule.unwrap().retain(|_, v| !v.is_null());
         }
-        assert_eq!(Value::Object(back.item), Value::Object(expected));
+        assert_eq!(
+            serde_json::from_str::<Value>(&back.json).unwrap(),
+            Value::Object(expected)
+        );
+        assert_eq!(back.merchant_location_id.as_deref(), Some("pp-1"));
     }
 
     #[test]
@@ -481,22 +575,29 @@ mod tests {
             "individual_schedule",
         ])
         .unwrap();
-        let cells = layout.convert([
+        let item = |cells: Cells| serde_json::from_str::<Value>(&cells.json).unwrap();
+        let cells = item(layout.convert([
             "55,75",
             "yes",
             "9-18 lunch",
             "2026-12-31; 2027-01-01 closed 10:00-12:00",
-        ]);
-        assert_eq!(cells.item["latitude"], "55,75");
-        assert_eq!(cells.item["is_accepts_returns"], "yes");
-        assert_eq!(cells.item["working_schedule"][0]["day"], "FRIDAY");
-        assert_eq!(cells.item["working_schedule"][0]["schedule"], "9-18 lunch");
-        assert_eq!(cells.item["individual_schedule"][0], "2026-12-31");
-        assert_eq!(cells.item["individual_schedule"][1]["is_works"], false);
-        let layout = Layout::new(["is_accepts_returns", "storage_period_days"]).unwrap();
-        let cells = layout.convert(["TRUE", " 7 "]);
-        assert_eq!(cells.item["is_accepts_returns"], true);
-        assert_eq!(cells.item["storage_period_days"], 7);
+        ]));
+        assert_eq!(cells["latitude"], "55,75");
+        assert_eq!(cells["is_accepts_returns"], "yes");
+        assert_eq!(cells["working_schedule"][0]["day"], "FRIDAY");
+        assert_eq!(cells["working_schedule"][0]["schedule"], "9-18 lunch");
+        assert_eq!(cells["individual_schedule"][0], "2026-12-31");
+        assert_eq!(cells["individual_schedule"][1]["is_works"], false);
+        let layout = Layout::new(["is_accepts_returns", "storage_period_days", "latitude", "name"]).unwrap();
+        let cells = item(layout.convert(["TRUE", " 7 ", "1e400", "\"quoted\"\n"]));
+        assert_eq!(cells["is_accepts_returns"], true);
+        assert_eq!(cells["storage_period_days"], 7);
+        assert_eq!(cells["latitude"], "1e400", "out of range: the text");
+        assert_eq!(cells["name"], "\"quoted\"\n");
+        assert_eq!(
+            item(Layout::new(["name"]).unwrap().convert([""])),
+            serde_json::json!({})
+        );
     }
 
     #[test]

@@ -560,7 +560,7 @@ async fn many_429s_are_waited_out_and_every_row_is_stored_once() {
         .parse()
         .unwrap();
     assert!(limited >= 5.0, "{limited} 429s");
-    let records = app.records().await;
+    let records = records_at(&app.base, &app.key).await;
     assert_eq!(records.len(), 1000);
     let ids: std::collections::HashSet<&str> = records
         .iter()
