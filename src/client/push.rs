@@ -139,8 +139,8 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
         let keys = keys_of(&row);
         let full = chunk.len() >= ITEMS_PER_REQUEST || chunk_bytes + row.size() > CHUNK_BYTES;
         if !chunk.is_empty() && (full || keys.iter().any(|k| chunk_keys.contains(k))) {
-            flow.dispatch(std::mem::take(&mut chunk)).await?;
-            chunk_keys.clear();
+            flow.dispatch(std::mem::take(&mut chunk), chunk_keys.drain().collect())
+                .await?;
             chunk_bytes = 0;
         }
         while keys.iter().any(|k| flow.busy.contains_key(k)) {
@@ -151,7 +151,7 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
         chunk.push(row);
     }
     if !chunk.is_empty() {
-        flow.dispatch(chunk).await?;
+        flow.dispatch(chunk, chunk_keys.into_iter().collect()).await?;
     }
     while !flow.in_flight.is_empty() {
         flow.complete_one().await?;
@@ -217,13 +217,13 @@ struct Flow<'a> {
 }
 
 impl Flow<'_> {
-    async fn dispatch(&mut self, chunk: Vec<Row>) -> Result<(), Exit> {
+    /// Sends `chunk` (whose rows' names are `keys`) once fewer than `concurrency` are in flight.
+    async fn dispatch(&mut self, chunk: Vec<Row>, keys: Vec<String>) -> Result<(), Exit> {
         while self.in_flight.len() >= self.concurrency {
             self.complete_one().await?;
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let keys: Vec<String> = chunk.iter().flat_map(keys_of).collect();
         for key in &keys {
             self.busy.insert(key.clone(), seq);
         }
@@ -326,20 +326,20 @@ async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowReport> {
         let row = &rows[i];
         results[i] = Some(match sent {
             Sent::Result(result) => {
-                let location_id = result["location_id"].as_str().filter(|s| !s.is_empty());
-                let errors = row_errors(row, &result["errors"]);
+                let location_id = Some(result.location_id.as_str()).filter(|s| !s.is_empty());
+                let errors = row_errors(row, &result.errors);
                 match location_id {
                     Some(id) => {
                         let outcome = if prior(row, false).is_some() {
                             Outcome::Unchanged
-                        } else if result["status"] == "QUARANTINE" {
+                        } else if result.status == "QUARANTINE" {
                             Outcome::Quarantined
                         } else {
                             Outcome::Created
                         };
                         (outcome, Some(id.to_owned()), errors)
                     }
-                    None if context.update && is_taken(&result["errors"]) => {
+                    None if context.update && is_taken(&result.errors) => {
                         routes[i] = Route::Update { by_id: false };
                         continue;
                     }
@@ -363,19 +363,22 @@ async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowReport> {
         let row = &rows[i];
         let by_id_route = matches!(routes[i], Route::Update { by_id: true });
         results[i] = Some(match sent {
-            Sent::Result(result) if result["status"] != "FAILED" => {
-                let version = result["version"].as_u64().unwrap_or(0);
+            Sent::Result(result) if result.status != "FAILED" => {
+                let version = result.version.unwrap_or(0);
                 let outcome = if prior(row, by_id_route).is_some_and(|s| s.version >= version) {
                     Outcome::Unchanged
-                } else if result["status"] == "QUARANTINE" {
+                } else if result.status == "QUARANTINE" {
                     Outcome::Quarantined
                 } else {
                     Outcome::Updated
                 };
-                let id = result["location_id"].as_str().map(str::to_owned);
-                (outcome, id, row_errors(row, &result["errors"]))
+                (
+                    outcome,
+                    Some(result.location_id).filter(|id| !id.is_empty()),
+                    row_errors(row, &result.errors),
+                )
             }
-            Sent::Result(result) => (Outcome::Failed, None, row_errors(row, &result["errors"])),
+            Sent::Result(result) => (Outcome::Failed, None, row_errors(row, &result.errors)),
             Sent::Unknown(why) => (Outcome::Unknown, None, vec![RowError::new("", "UNKNOWN", why)]),
             Sent::Failed(error) => (Outcome::Failed, None, vec![error]),
         });
@@ -408,10 +411,8 @@ fn report(row: &Row, outcome: Outcome, location_id: Option<String>, errors: Vec<
 }
 
 /// The create answered that the `merchant_location_id` is taken by other content, and nothing else.
-fn is_taken(errors: &Value) -> bool {
-    let errors = errors.as_array().map(Vec::as_slice).unwrap_or_default();
-    matches!(errors, [e] if e["code"] == "CONFLICT"
-        && e["field"].as_str().is_some_and(|f| f.ends_with("].merchant_location_id")))
+fn is_taken(errors: &[AnswerError]) -> bool {
+    matches!(errors, [e] if e.code == "CONFLICT" && e.field.ends_with("].merchant_location_id"))
 }
 
 /// An update item: the row's content, naming its location, with the row's version as the one it
@@ -433,19 +434,16 @@ fn update_item(row: &Row, by_id: bool) -> String {
 }
 
 /// The service's errors of an item, named after the row's fields.
-fn row_errors(row: &Row, errors: &Value) -> Vec<RowError> {
-    let errors = errors.as_array().map(Vec::as_slice).unwrap_or_default();
+fn row_errors(row: &Row, errors: &[AnswerError]) -> Vec<RowError> {
     errors
         .iter()
         .map(|e| {
-            let path = e["field"].as_str().unwrap_or_default();
             // `locations[i].limits.weight` → `limits.weight`.
-            let path = match path.strip_prefix("locations[").and_then(|p| p.split_once(']')) {
+            let path = match e.field.strip_prefix("locations[").and_then(|p| p.split_once(']')) {
                 Some((_, rest)) => rest.trim_start_matches('.'),
-                None => path,
+                None => &e.field,
             };
-            let code = e["code"].as_str().unwrap_or_default();
-            row.error_at(path, code, e["message"].as_str().unwrap_or_default())
+            row.error_at(path, &e.code, &e.message)
         })
         .collect()
 }
@@ -488,7 +486,7 @@ async fn stored(context: &Context, rows: &[Row]) -> Result<(HashMap<String, Stor
 /// What became of one sent item.
 enum Sent {
     /// The item's result in a 200 answer.
-    Result(Value),
+    Result(ItemAnswer),
     /// The request's outcome is unknown and the item may not be sent again.
     Unknown(String),
     /// The request was refused, or not processed within the retries.
@@ -497,7 +495,26 @@ enum Sent {
 
 #[derive(serde::Deserialize)]
 struct Answer {
-    locations: Vec<Value>,
+    locations: Vec<ItemAnswer>,
+}
+
+/// One result of create or update (SPEC §2.2, CONTRACT §10), the keys push reads.
+#[derive(serde::Deserialize)]
+struct ItemAnswer {
+    #[serde(default)]
+    location_id: String,
+    status: String,
+    #[serde(default)]
+    version: Option<u64>,
+    #[serde(default)]
+    errors: Vec<AnswerError>,
+}
+
+#[derive(serde::Deserialize)]
+struct AnswerError {
+    field: String,
+    code: String,
+    message: String,
 }
 
 /// Sends `items` (row index, item) to `path` in one request, again after a 429, a refused
