@@ -113,9 +113,18 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
         retries: args.retries,
     });
     let progress = Progress::start(total);
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Row>(4 * ITEMS_PER_REQUEST);
+    // Rows cross from the reading thread in batches: one wake-up per batch, not per row.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Row>>(4);
     let path = args.file.clone();
-    let reader = tokio::task::spawn_blocking(move || rows::scan(&path, format, |row| tx.blocking_send(row).is_ok()));
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut batch = Vec::with_capacity(ITEMS_PER_REQUEST);
+        rows::scan(&path, format, |row| {
+            batch.push(row);
+            batch.len() < ITEMS_PER_REQUEST || tx.blocking_send(std::mem::take(&mut batch)).is_ok()
+        })?;
+        let _ = tx.blocking_send(batch);
+        Ok::<(), rows::Unreadable>(())
+    });
 
     let mut flow = Flow {
         context: Arc::clone(&context),
@@ -135,7 +144,8 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     let mut chunk: Vec<Row> = Vec::new();
     let mut chunk_keys: HashSet<String> = HashSet::new();
     let mut chunk_bytes = 0usize;
-    while let Some(row) = rx.recv().await {
+    let mut pending = Vec::new().into_iter();
+    while let Some(row) = next_row(&mut rx, &mut pending).await {
         let keys = keys_of(&row);
         let full = chunk.len() >= ITEMS_PER_REQUEST || chunk_bytes + row.size() > CHUNK_BYTES;
         if !chunk.is_empty() && (full || keys.iter().any(|k| chunk_keys.contains(k))) {
@@ -183,6 +193,16 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     }
     let _ = writeln!(std::io::stdout(), "{summary}");
     Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// The next row of the file, from the batch at hand or the next one.
+async fn next_row(rx: &mut tokio::sync::mpsc::Receiver<Vec<Row>>, batch: &mut std::vec::IntoIter<Row>) -> Option<Row> {
+    loop {
+        if let Some(row) = batch.next() {
+            return Some(row);
+        }
+        *batch = rx.recv().await?.into_iter();
+    }
 }
 
 /// The names that order rows: a row waits for every earlier row with one of its names.
