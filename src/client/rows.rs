@@ -190,7 +190,7 @@ impl Lazy<'_> {
         match self {
             Lazy::Json(row, value) => Row::from_json(row, value),
             Lazy::Csv(line, layout, record) => {
-                let cells = layout.convert(record.iter());
+                let cells = layout.convert(record.iter(), record.as_slice().len());
                 Row {
                     row: line,
                     item: cells.json,

@@ -152,10 +152,14 @@ impl Layout {
     }
 
     /// Converts one row's cells (fewer than the header's are empty) into an item's JSON text,
-    /// written directly: a push converts every row, and this is most of its own work.
-    pub fn convert<'a>(&self, cells: impl IntoIterator<Item = &'a str>) -> Cells {
+    /// written directly: a push converts every row, and this is most of its own work. `size` is
+    /// the cells' length, for the text's first allocation.
+    pub fn convert<'a>(&self, cells: impl IntoIterator<Item = &'a str>, size: usize) -> Cells {
         let mut out = Cells::default();
-        let mut json = Json::default();
+        let mut json = Json {
+            buf: Vec::with_capacity(2 * size + 512),
+            first: false,
+        };
         let mut limits: Vec<(&str, &str)> = Vec::new();
         let mut days: Vec<(Weekday, &str)> = Vec::new();
         json.open('{');
@@ -301,16 +305,15 @@ impl Json {
 
     /// `HH:MM-HH:MM [break B] [cutoff C]` → a day schedule object, or the text.
     fn day_schedule(&mut self, cell: &str) {
-        let words: Vec<&str> = cell.split_whitespace().collect();
-        match day_from_words(&words) {
+        match DayCell::read(cell.split_whitespace()) {
             Some(schedule) => self.schedule(&schedule),
             None => self.string(cell),
         }
     }
 
-    fn schedule(&mut self, schedule: &[(&str, &str)]) {
+    fn schedule(&mut self, schedule: &DayCell<'_>) {
         self.open('{');
-        for (key, value) in schedule {
+        for (key, value) in schedule.entries() {
             self.key(key);
             self.string(value);
         }
@@ -319,15 +322,13 @@ impl Json {
 
     /// `YYYY-MM-DD [closed] <day>` → an `individual_schedule` element, or the text.
     fn dated_day(&mut self, element: &str) {
-        let words: Vec<&str> = element.split_whitespace().collect();
-        let Some((date, rest)) = words.split_first() else {
+        let mut words = element.split_whitespace().peekable();
+        let Some(date) = words.next() else {
             return self.string(element);
         };
-        let (is_works, rest) = match rest.split_first() {
-            Some((word, rest)) if word.eq_ignore_ascii_case("closed") => (false, rest),
-            _ => (true, rest),
-        };
-        let Some(schedule) = day_from_words(rest) else {
+        let closed = words.next_if(|w| w.eq_ignore_ascii_case("closed")).is_some();
+        let is_works = !closed;
+        let Some(schedule) = DayCell::read(words) else {
             return self.string(element);
         };
         self.open('{');
@@ -399,25 +400,49 @@ fn elements(cell: &str) -> impl Iterator<Item = &str> {
 
 /// The keys and values of a day schedule cell's words, or `None` when they do not follow the
 /// syntax.
-fn day_from_words<'a>(words: &[&'a str]) -> Option<Vec<(&'static str, &'a str)>> {
-    let (range, options) = words.split_first()?;
-    let (start, end) = range.split_once('-')?;
-    let mut schedule = vec![("time_start", start), ("time_end", end)];
-    let mut options = options.iter();
-    while let Some(word) = options.next() {
-        let key = if word.eq_ignore_ascii_case("break") {
-            "break"
-        } else if word.eq_ignore_ascii_case("cutoff") {
-            "shipping_cutoff"
-        } else {
-            return None;
+struct DayCell<'a> {
+    start: &'a str,
+    end: &'a str,
+    pause: Option<&'a str>,
+    cutoff: Option<&'a str>,
+}
+
+impl<'a> DayCell<'a> {
+    /// `HH:MM-HH:MM [break B] [cutoff C]`, as words; `None` when they do not follow the syntax.
+    fn read(mut words: impl Iterator<Item = &'a str>) -> Option<DayCell<'a>> {
+        let (start, end) = words.next()?.split_once('-')?;
+        let mut cell = DayCell {
+            start,
+            end,
+            pause: None,
+            cutoff: None,
         };
-        if schedule.iter().any(|(k, _)| *k == key) {
-            return None;
+        while let Some(word) = words.next() {
+            let slot = if word.eq_ignore_ascii_case("break") {
+                &mut cell.pause
+            } else if word.eq_ignore_ascii_case("cutoff") {
+                &mut cell.cutoff
+            } else {
+                return None;
+            };
+            if slot.replace(words.next()?).is_some() {
+                return None;
+            }
         }
-        schedule.push((key, options.next()?));
+        Some(cell)
     }
-    Some(schedule)
+
+    /// The day schedule's keys and values.
+    fn entries(&self) -> impl Iterator<Item = (&'static str, &'a str)> {
+        [
+            ("time_start", Some(self.start)),
+            ("time_end", Some(self.end)),
+            ("break", self.pause),
+            ("shipping_cutoff", self.cutoff),
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, value?)))
+    }
 }
 
 /// The cells of a record (CONTRACT §9.1) under `pulled_columns()`.
@@ -535,7 +560,7 @@ mod tests {
         );
         assert_eq!(by_name("payment_methods"), "CARD; CASH");
 
-        let back = layout().convert(cells.iter().map(String::as_str));
+        let back = layout().convert(cells.iter().map(String::as_str), 0);
         assert_eq!(back.location_id, Some(json!("L1")));
         assert_eq!(back.version, Some(json!(3)));
         assert!(!back.archived);
@@ -576,12 +601,15 @@ mod tests {
         ])
         .unwrap();
         let item = |cells: Cells| serde_json::from_str::<Value>(&cells.json).unwrap();
-        let cells = item(layout.convert([
-            "55,75",
-            "yes",
-            "9-18 lunch",
-            "2026-12-31; 2027-01-01 closed 10:00-12:00",
-        ]));
+        let cells = item(layout.convert(
+            [
+                "55,75",
+                "yes",
+                "9-18 lunch",
+                "2026-12-31; 2027-01-01 closed 10:00-12:00",
+            ],
+            0,
+        ));
         assert_eq!(cells["latitude"], "55,75");
         assert_eq!(cells["is_accepts_returns"], "yes");
         assert_eq!(cells["working_schedule"][0]["day"], "FRIDAY");
@@ -589,13 +617,13 @@ mod tests {
         assert_eq!(cells["individual_schedule"][0], "2026-12-31");
         assert_eq!(cells["individual_schedule"][1]["is_works"], false);
         let layout = Layout::new(["is_accepts_returns", "storage_period_days", "latitude", "name"]).unwrap();
-        let cells = item(layout.convert(["TRUE", " 7 ", "1e400", "\"quoted\"\n"]));
+        let cells = item(layout.convert(["TRUE", " 7 ", "1e400", "\"quoted\"\n"], 0));
         assert_eq!(cells["is_accepts_returns"], true);
         assert_eq!(cells["storage_period_days"], 7);
         assert_eq!(cells["latitude"], "1e400", "out of range: the text");
         assert_eq!(cells["name"], "\"quoted\"\n");
         assert_eq!(
-            item(Layout::new(["name"]).unwrap().convert([""])),
+            item(Layout::new(["name"]).unwrap().convert([""], 0)),
             serde_json::json!({})
         );
     }

@@ -91,10 +91,11 @@ pub async fn create(
     Ok(Json(CreateResponse { locations }))
 }
 
-/// The request's `locations`, after the request-level checks of CONTRACT §3.
+/// The request's `locations`, after the request-level checks of CONTRACT §3 (public for the fuzz
+/// targets, which drive create and update without a server).
 /// With several unknown keys the one first in byte order is named; with `locations` repeated,
 /// the last one counts.
-pub(super) fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
+pub fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
     let invalid = |message: &'static str, field: &str| ApiError::new(ErrorCode::InvalidRequest, message).field(field);
     let Value::Object(body) = body else {
         return Err(invalid("the request body must be a JSON object", ""));
