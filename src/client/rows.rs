@@ -291,43 +291,72 @@ impl<'de> DeserializeSeed<'de> for &mut Top<'_> {
     }
 }
 
-/// A reader that remembers where its line feeds are, for the line a CSV record starts on: after a
-/// `\r\n`, the csv crate places the next record at the `\n` (on the line before the record's own).
-struct LineFeeds<R> {
+/// A reader that remembers where its line breaks are (`\n`, and `\r` not followed by `\n`), for
+/// the line a CSV record starts on. The csv crate counts `\n` only, and after a `\r\n` it places
+/// the next record at the `\n`, on the line before the record's own.
+struct LineBreaks<R> {
     inner: R,
     offset: u64,
-    feeds: Rc<RefCell<VecDeque<u64>>>,
+    /// A `\r` at the end of what was read so far: a break unless a `\n` follows.
+    pending_cr: Option<u64>,
+    breaks: Rc<RefCell<Breaks>>,
 }
 
-impl<R: Read> Read for LineFeeds<R> {
+#[derive(Default)]
+struct Breaks {
+    /// Offsets of breaks not yet passed by a record.
+    ahead: VecDeque<u64>,
+    /// Breaks already passed.
+    passed: u64,
+}
+
+impl<R: Read> Read for LineBreaks<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        let mut feeds = self.feeds.borrow_mut();
-        for (i, _) in buf[..n].iter().enumerate().filter(|(_, b)| **b == b'\n') {
-            feeds.push_back(self.offset + i as u64);
+        let mut breaks = self.breaks.borrow_mut();
+        for (i, byte) in buf[..n].iter().enumerate() {
+            let at = self.offset + i as u64;
+            match (*byte, self.pending_cr.take()) {
+                (b'\n', _) => breaks.ahead.push_back(at),
+                (other, cr) => {
+                    if let Some(cr) = cr {
+                        breaks.ahead.push_back(cr);
+                    }
+                    if other == b'\r' {
+                        self.pending_cr = Some(at);
+                    }
+                }
+            }
+        }
+        if n == 0
+            && let Some(cr) = self.pending_cr.take()
+        {
+            breaks.ahead.push_back(cr);
         }
         self.offset += n as u64;
         Ok(n)
     }
 }
 
-/// The line a record starts on (1-based).
-fn start_line(position: Option<&csv::Position>, feeds: &RefCell<VecDeque<u64>>) -> u64 {
+/// The line a record that starts at `position` is on (1-based): one more than the breaks before it
+/// (a break at its very first byte is the one the csv crate left in front of it).
+fn start_line(position: Option<&csv::Position>, breaks: &RefCell<Breaks>) -> u64 {
     let Some(position) = position else { return 0 };
-    let mut feeds = feeds.borrow_mut();
-    while feeds.front().is_some_and(|f| *f < position.byte()) {
-        feeds.pop_front();
+    let mut breaks = breaks.borrow_mut();
+    while breaks.ahead.front().is_some_and(|b| *b <= position.byte()) {
+        breaks.ahead.pop_front();
+        breaks.passed += 1;
     }
-    let at_feed = feeds.front() == Some(&position.byte());
-    position.line() + u64::from(at_feed)
+    breaks.passed + 1
 }
 
 fn scan_csv(reader: impl Read, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
-    let feeds = Rc::new(RefCell::new(VecDeque::new()));
-    let reader = LineFeeds {
+    let breaks = Rc::new(RefCell::new(Breaks::default()));
+    let reader = LineBreaks {
         inner: reader,
         offset: 0,
-        feeds: Rc::clone(&feeds),
+        pending_cr: None,
+        breaks: Rc::clone(&breaks),
     };
     let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(reader);
     let csv_error = |e: csv::Error| {
@@ -338,7 +367,7 @@ fn scan_csv(reader: impl Read, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(),
     let layout = Layout::new(header.iter()).map_err(|e| Unreadable(format!("line 1: {e}")))?;
     let mut record = csv::StringRecord::new();
     while csv.read_record(&mut record).map_err(csv_error)? {
-        let line = start_line(record.position(), &feeds);
+        let line = start_line(record.position(), &breaks);
         if record.len() > layout.width() {
             return Err(Unreadable(format!(
                 "line {line}: {} cells, but the header names {} columns",
@@ -410,6 +439,10 @@ mod tests {
         // Spreadsheets end lines with CRLF, and a cell may hold a line break.
         let rows = rows_of("name,comment\r\nA,\"x\r\ny\"\r\nB,\r\n", Format::Csv).unwrap();
         assert_eq!((rows[0].row, rows[1].row), (2, 4));
+        // Old Macintosh line ends (a bare CR): each row on a line of its own (found by fuzzing).
+        let rows = rows_of("name\rA\rB\r\rC", Format::Csv).unwrap();
+        let lines: Vec<u64> = rows.iter().map(|r| r.row).collect();
+        assert_eq!(lines, [2, 3, 5]);
         let wide = rows_of("name\nA\nB,C\n", Format::Csv).unwrap_err();
         assert_eq!(wide.0, "line 3: 2 cells, but the header names 1 columns");
         let unknown = rows_of("name,colour\nA,red\n", Format::Csv).unwrap_err();
