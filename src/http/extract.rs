@@ -1,28 +1,61 @@
 //! Our own body extractor, so every malformed request is answered with the contract's body, in
 //! the contract's order (CONTRACT §3): content type, size, JSON syntax (400). Authentication ran
 //! before, in the gate.
+//!
+//! Memory stays bounded whatever a body's shape (CONTRACT §6, issue 18). A body is read only within
+//! a server-wide budget of body bytes (its declared length, else the limit), and parsed only within
+//! a budget of parsed-form bytes, estimated from the body's count of JSON tokens before parsing: a
+//! parsed value costs tens of bytes however short its text, so eight megabytes of `[0,0,…]` or of
+//! `[[[…]]]` would become hundreds. Requests over a budget wait their turn (within their 30 s);
+//! a body with more tokens than any valid request has (`MAX_TOKENS`) is refused before it is
+//! parsed, as too large. Both budgets are held until the body and its parsed form are dropped.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde::Deserialize;
+use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::error::{ApiError, ErrorCode};
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// Most JSON tokens (`{`, `[`, `:` and `,` outside strings) in a body. The largest valid request,
+/// 200 items each with 100 dated schedules and every field, has under 400,000.
+pub const MAX_TOKENS: usize = 1_000_000;
+
+/// What a parsed token costs at most, in bytes (a value, its slot in its array or object, growth).
+const BYTES_PER_TOKEN: usize = 64;
+
+/// Budgets, in KiB: bodies being read or held, and their parsed forms.
+const BODY_BUDGET_KIB: usize = 64 * 1024;
+const PARSE_BUDGET_KIB: usize = 96 * 1024;
+static BODY_BUDGET: Semaphore = Semaphore::const_new(BODY_BUDGET_KIB);
+static PARSE_BUDGET: Semaphore = Semaphore::const_new(PARSE_BUDGET_KIB);
+
 /// A request body of the right type and size, to be read as JSON with [`JsonBody::parse`]. An
 /// empty body is `{}` (its Content-Type is then not checked).
-pub struct JsonBody(Bytes);
+pub struct JsonBody {
+    bytes: Bytes,
+    /// Its share of the budgets, given back when the body (and so what was parsed from it) goes.
+    _budget: Vec<SemaphorePermit<'static>>,
+}
 
 impl JsonBody {
     const EMPTY: &'static [u8] = b"{}";
 
+    fn empty() -> JsonBody {
+        JsonBody {
+            bytes: Bytes::from_static(JsonBody::EMPTY),
+            _budget: Vec::new(),
+        }
+    }
+
     /// The body as a `T`, which may borrow from it; `MALFORMED_JSON` when it is not JSON.
     pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ApiError> {
-        serde_json::from_slice(&self.0).map_err(|e| {
+        serde_json::from_slice(&self.bytes).map_err(|e| {
             ApiError::new(ErrorCode::MalformedJson, format!("request body is not valid JSON: {e}"))
                 .detail("line", e.line())
                 .detail("column", e.column())
@@ -49,7 +82,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             .detail("max_bytes", MAX_BODY_BYTES)
         };
         match declared {
-            Some(0) => return Ok(JsonBody(Bytes::from_static(JsonBody::EMPTY))),
+            Some(0) => return Ok(JsonBody::empty()),
             Some(_) if !is_json => {
                 discard(body).await;
                 return Err(unsupported());
@@ -60,7 +93,9 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             }
             _ => {}
         }
-        // Read at most the limit: a larger body is refused without being held in memory.
+        // Read at most the limit, within the budget: a larger body is refused without being held.
+        let reading = declared.map_or(MAX_BODY_BYTES, |n| n as usize);
+        let mut budget = vec![take(&BODY_BUDGET, reading, BODY_BUDGET_KIB).await?];
         let mut body = body;
         let bytes = match Limited::new(&mut body, MAX_BODY_BYTES).collect().await {
             Ok(collected) => collected.to_bytes(),
@@ -76,13 +111,66 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             }
         };
         if bytes.is_empty() {
-            return Ok(JsonBody(Bytes::from_static(JsonBody::EMPTY)));
+            return Ok(JsonBody::empty());
         }
         if !is_json {
             return Err(unsupported());
         }
-        Ok(JsonBody(bytes))
+        let Some(tokens) = tokens(&bytes, MAX_TOKENS) else {
+            return Err(ApiError::new(
+                ErrorCode::PayloadTooLarge,
+                format!("request body must have at most {MAX_TOKENS} JSON values, keys and separators"),
+            )
+            .detail("max_tokens", MAX_TOKENS));
+        };
+        budget.push(take(&PARSE_BUDGET, tokens * BYTES_PER_TOKEN, PARSE_BUDGET_KIB).await?);
+        Ok(JsonBody { bytes, _budget: budget })
     }
+}
+
+/// `bytes` of `budget` (at least 1 KiB, at most all of it), waiting for them.
+async fn take(budget: &'static Semaphore, bytes: usize, total_kib: usize) -> Result<SemaphorePermit<'static>, ApiError> {
+    let kib = (bytes / 1024).clamp(1, total_kib);
+    let kib = u32::try_from(kib).unwrap_or(u32::MAX);
+    budget
+        .acquire_many(kib)
+        .await
+        .map_err(|_| ApiError::internal(&BudgetClosed))
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("a request budget was closed")]
+struct BudgetClosed;
+
+/// The JSON tokens of `bytes` (`{`, `[`, `:` and `,` outside strings, plus one), or `None` past
+/// `max`: an upper bound on the values and members parsing it makes, counted without parsing.
+fn tokens(bytes: &[u8], max: usize) -> Option<usize> {
+    let mut count = 1usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in bytes {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else {
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' | b':' | b',' => {
+                    count += 1;
+                    if count > max {
+                        return None;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Some(count)
 }
 
 /// Most bytes of a refused body read and dropped, so that an ordinary client, still sending,
@@ -124,6 +212,14 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(name, HeaderValue::from_static(value));
         h
+    }
+
+    #[test]
+    fn tokens_are_counted_outside_strings_and_capped() {
+        assert_eq!(tokens(br#"{"a":[1,2],"b":"x,y:{[\"]"}"#, 100), Some(7));
+        assert_eq!(tokens(b"[0,0,0,0]", 100), Some(5));
+        assert_eq!(tokens(b"[0,0,0,0]", 4), None);
+        assert_eq!(tokens(b"", 4), Some(1));
     }
 
     #[test]
