@@ -82,7 +82,7 @@ async fn change(
     let items = request_items(body.parse()?)?;
     let plan = ChangePlan::new(operation, &items);
     drop(items);
-    drop(body);
+    let _budget = body.into_budget();
     // A batch that names no location never touches the database.
     let decision = if plan.names_any() {
         state.store.change_locations(&merchant, plan, deadline).await?

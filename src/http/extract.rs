@@ -53,6 +53,12 @@ impl JsonBody {
         }
     }
 
+    /// Drops the body, keeping its share of the budgets: the answer an operation builds from a
+    /// body (an invalid item's name echoed, its errors) is then counted too, until it is dropped.
+    pub fn into_budget(self) -> Budget {
+        Budget { _permits: self._budget }
+    }
+
     /// The body as a `T`, which may borrow from it; `MALFORMED_JSON` when it is not JSON.
     pub fn parse<'a, T: Deserialize<'a>>(&'a self) -> Result<T, ApiError> {
         serde_json::from_slice(&self.bytes).map_err(|e| {
@@ -128,8 +134,17 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     }
 }
 
+/// A request's share of the memory budgets, held while what it accounts for lives.
+pub struct Budget {
+    _permits: Vec<SemaphorePermit<'static>>,
+}
+
 /// `bytes` of `budget` (at least 1 KiB, at most all of it), waiting for them.
-async fn take(budget: &'static Semaphore, bytes: usize, total_kib: usize) -> Result<SemaphorePermit<'static>, ApiError> {
+async fn take(
+    budget: &'static Semaphore,
+    bytes: usize,
+    total_kib: usize,
+) -> Result<SemaphorePermit<'static>, ApiError> {
     let kib = (bytes / 1024).clamp(1, total_kib);
     let kib = u32::try_from(kib).unwrap_or(u32::MAX);
     budget

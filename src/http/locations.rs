@@ -67,7 +67,7 @@ pub async fn create(
     let items = request_items(body.parse()?)?;
     let mut plan = Plan::new(&items);
     drop(items);
-    drop(body);
+    let _budget = body.into_budget();
     let to_store = plan.take_to_store();
     // A batch with nothing valid never touches the database.
     let outcomes = if to_store.is_empty() {

@@ -200,12 +200,104 @@ async fn a_full_disk_is_a_500_with_nothing_half_stored_and_the_service_recovers(
 }
 
 fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap()
+}
+
+/// Eight-megabyte create bodies of the shapes that cost the most memory for their size (issue 18).
+fn hostile_bodies() -> Vec<(&'static str, String)> {
+    const SIZE: usize = 8 * 1024 * 1024 - 64;
+    let keys = |n: usize| (0..n).map(|i| format!("\"k{i}\":0")).collect::<Vec<_>>().join(",");
+    let per_item = keys(SIZE / 200 / 12);
+    let deep = format!("{}{}", "[".repeat(120), "]".repeat(120));
+    vec![
+        (
+            "many keys in one item",
+            format!(r#"{{"locations":[{{{}}}]}}"#, keys(SIZE / 12)),
+        ),
+        (
+            "many keys in each of 200 items",
+            format!(
+                r#"{{"locations":[{}]}}"#,
+                vec![format!("{{{per_item}}}"); 200].join(",")
+            ),
+        ),
+        (
+            "millions of tiny array elements",
+            format!(
+                r#"{{"locations":[{{"location_types":[{}]}}]}}"#,
+                vec!["0"; SIZE / 2 - 40].join(",")
+            ),
+        ),
+        (
+            "one huge string",
+            format!(r#"{{"locations":[{{"name":"{}"}}]}}"#, "x".repeat(SIZE - 40)),
+        ),
+        (
+            "deep but allowed nesting",
+            format!(
+                r#"{{"locations":[{{"comment":[{}]}}]}}"#,
+                vec![deep; (SIZE - 40) / 241].join(",")
+            ),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn sixteen_hostile_bodies_at_once_keep_memory_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("hostile.db");
+    let key = merchant_create(&db, "hostile")["api_key"].as_str().unwrap().to_owned();
+    let server = Server::start_binary_with(
+        Path::new(env!("CARGO_BIN_EXE_storefront")),
+        &format!("sqlite://{}", db.display()),
+        &["--rate-limit", "0"],
+    );
+    let client = reqwest::Client::new();
+    let start = rss_kib(server.child.id());
+    for (shape, body) in hostile_bodies() {
+        assert!(body.len() <= 8 * 1024 * 1024, "{shape}: {} bytes", body.len());
+        let sends = (0..16).map(|_| {
+            client
+                .post(format!("{}/v1/location/create", server.base))
+                .bearer_auth(&key)
+                .header("content-type", "application/json")
+                .body(body.clone())
+                .send()
+        });
+        for response in futures_util::future::join_all(sends).await {
+            let response = response.unwrap();
+            let status = response.status();
+            let answer = response.bytes().await.unwrap();
+            // Every answer stays small, but for the one that echoes the item's name (SPEC §2.2):
+            // then it is the body's size.
+            let bound = if shape == "one huge string" {
+                body.len() + 4096
+            } else {
+                2 * 1024 * 1024
+            };
+            assert!(answer.len() <= bound, "{shape}: an answer of {} bytes", answer.len());
+            let answer: Value = serde_json::from_slice(&answer).unwrap();
+            match status.as_u16() {
+                200 => assert_eq!(answer["locations"][0]["status"], "FAILED", "{shape}"),
+                400 => assert_eq!(answer["code"], "PAYLOAD_TOO_LARGE", "{shape}: {answer}"),
+                other => panic!("{shape}: {other} {answer}"),
+            }
+        }
+        let peak = status_kib(server.child.id(), "VmHWM:");
+        eprintln!("hostile bodies: {shape}: peak RSS {peak} KiB");
+        assert!(peak <= 256 * 1024, "{shape}: peak RSS {peak} KiB");
+    }
+    let end = rss_kib(server.child.id());
+    eprintln!("hostile bodies: RSS {start} KiB at the start, {end} KiB at the end");
 }
 
 #[tokio::test]
