@@ -75,7 +75,7 @@ impl RecordRef<'_> {
             _ => out.extend_from_slice(b"null"),
         }
         out.extend_from_slice(b",\"version\":");
-        out.extend_from_slice(self.version.to_string().as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(self.version).as_bytes());
         out.extend_from_slice(b",\"created_at\":\"");
         out.extend_from_slice(&timestamp(self.created_at));
         out.extend_from_slice(b"\",\"updated_at\":\"");
@@ -93,22 +93,32 @@ fn json_string(out: &mut Vec<u8>, s: &str) {
 
 /// Unix milliseconds as RFC 3339 UTC with milliseconds: `2026-11-22T09:30:00.123Z`.
 pub fn timestamp(ms: i64) -> [u8; 24] {
-    let at = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    let mut out = *b"0000-00-00T00:00:00.000Z";
+    const DAY_MS: i64 = 86_400_000;
+    /// The Julian day number of 1970-01-01.
+    const UNIX_EPOCH_DAY: i64 = 2_440_588;
+    let mut out = *b"1970-01-01T00:00:00.000Z";
+    let date = i32::try_from(ms.div_euclid(DAY_MS) + UNIX_EPOCH_DAY)
+        .ok()
+        .and_then(|day| time::Date::from_julian_day(day).ok());
+    let Some(date) = date else {
+        return out;
+    };
     let mut put = |at: usize, width: usize, mut n: u32| {
         for i in (at..at + width).rev() {
             out[i] = b'0' + (n % 10) as u8;
             n /= 10;
         }
     };
-    put(0, 4, at.year().clamp(0, 9999).unsigned_abs());
-    put(5, 2, u32::from(u8::from(at.month())));
-    put(8, 2, u32::from(at.day()));
-    put(11, 2, u32::from(at.hour()));
-    put(14, 2, u32::from(at.minute()));
-    put(17, 2, u32::from(at.second()));
-    put(20, 3, u32::from(at.millisecond()));
+    let (year, month, day) = date.to_calendar_date();
+    put(0, 4, year.clamp(0, 9999).unsigned_abs());
+    put(5, 2, u32::from(u8::from(month)));
+    put(8, 2, u32::from(day));
+    // Within a day: below 86,400,000, so it fits.
+    let in_day = u32::try_from(ms.rem_euclid(DAY_MS)).unwrap_or(0);
+    put(11, 2, in_day / 3_600_000);
+    put(14, 2, in_day / 60_000 % 60);
+    put(17, 2, in_day / 1000 % 60);
+    put(20, 3, in_day % 1000);
     out
 }
 
@@ -121,6 +131,8 @@ mod tests {
         assert_eq!(&timestamp(0), b"1970-01-01T00:00:00.000Z");
         assert_eq!(&timestamp(1_795_339_800_123), b"2026-11-22T09:30:00.123Z");
         assert_eq!(&timestamp(951_782_400_007), b"2000-02-29T00:00:00.007Z");
+        assert_eq!(&timestamp(-1), b"1969-12-31T23:59:59.999Z");
+        assert_eq!(&timestamp(253_402_300_799_999), b"9999-12-31T23:59:59.999Z");
     }
 
     #[test]
