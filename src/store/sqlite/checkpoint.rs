@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::schema::BUSY_TIMEOUT;
+use super::schema::configure;
 use crate::store::api::StoreError;
 
 /// How often the WAL is checkpointed.
@@ -29,7 +29,7 @@ pub(super) struct Checkpointer {
 impl Checkpointer {
     pub(super) fn spawn(path: &Path) -> Result<Checkpointer, StoreError> {
         let conn = Connection::open(path)?;
-        conn.busy_timeout(BUSY_TIMEOUT)?;
+        configure(&conn)?;
         let (stop, stopped) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())

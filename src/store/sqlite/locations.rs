@@ -199,6 +199,14 @@ fn record(r: &rusqlite::Row<'_>) -> Result<StoredRecord, StoreError> {
     })
 }
 
+/// One group's records after a `seq`, in creation order: bound to (merchant, status, types, seq).
+pub(super) fn group_page_sql() -> String {
+    format!(
+        "SELECT {RECORD} FROM locations WHERE merchant_pk = ?1 AND status = ?2 AND types = ?3 AND seq > ?4 \
+         ORDER BY seq"
+    )
+}
+
 /// A page without id lists: the exact total from the merchant's group counts, and the records
 /// merged from one range of the index `(merchant, status, types, seq)` per matching group, each
 /// read from the cursor on, one record ahead at most.
@@ -223,10 +231,7 @@ pub(super) fn page_by_groups(
         });
     }
     let (groups, total) = filter.groups(counts);
-    let sql = format!(
-        "SELECT {RECORD} FROM locations WHERE merchant_pk = ?1 AND status = ?2 AND types = ?3 AND seq > ?4 \
-         ORDER BY seq"
-    );
+    let sql = group_page_sql();
     let params = |g: &Group| (merchant_pk, g.status.as_str(), g.types.bits(), after.unwrap_or(0));
     if let [group] = groups.as_slice() {
         // One group (the common case): its rows are the page, written as they are read, with no

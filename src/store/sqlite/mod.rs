@@ -286,25 +286,22 @@ impl Store for SqliteStore {
     }
 
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
+        // One read transaction: the total, the page and its records see one state.
         self.readers
-            .read(move |c| {
+            .snapshot(move |tx| {
                 let LocationQuery {
                     merchant_pk,
                     filter,
                     after,
                     limit,
                 } = query;
-                // One read transaction: the total, the page and its records see one state.
-                let tx = c.unchecked_transaction()?;
-                let page = if filter.by_ids() {
-                    let candidates = candidates(&tx, merchant_pk, &filter)?;
+                if filter.by_ids() {
+                    let candidates = candidates(tx, merchant_pk, &filter)?;
                     let keys = filter.page_of_candidates(candidates, after, limit);
-                    LocationPage::of(&records(&tx, &keys.seqs)?, keys.has_next, keys.total)
+                    Ok(LocationPage::of(&records(tx, &keys.seqs)?, keys.has_next, keys.total))
                 } else {
-                    page_by_groups(&tx, merchant_pk, &filter, after, limit)?
-                };
-                tx.finish()?;
-                Ok(page)
+                    page_by_groups(tx, merchant_pk, &filter, after, limit)
+                }
             })
             .await
     }
@@ -331,11 +328,9 @@ impl Store for SqliteStore {
 
     async fn load_taxonomy(&self) -> Result<Taxonomy, StoreError> {
         self.readers
-            .read(|c| {
-                let tx = c.unchecked_transaction()?;
-                let mut builder = taxonomy::Builder::new(taxonomy_version(&tx)?);
-                for_each_category(&tx, |category| builder.push(category))?;
-                tx.finish()?;
+            .snapshot(|tx| {
+                let mut builder = taxonomy::Builder::new(taxonomy_version(tx)?);
+                for_each_category(tx, |category| builder.push(category))?;
                 Ok(builder.finish())
             })
             .await
@@ -343,11 +338,9 @@ impl Store for SqliteStore {
 
     async fn load_categories(&self) -> Result<(i64, Vec<Category>), StoreError> {
         self.readers
-            .read(|c| {
-                let tx = c.unchecked_transaction()?;
-                let version = taxonomy_version(&tx)?;
-                let categories = read_categories(&tx)?;
-                tx.finish()?;
+            .snapshot(|tx| {
+                let version = taxonomy_version(tx)?;
+                let categories = read_categories(tx)?;
                 Ok((version, categories))
             })
             .await
@@ -420,9 +413,29 @@ impl Store for SqliteStore {
 
 #[cfg(test)]
 mod tests {
+    use rusqlite::StatementStatus;
+
     use super::keys::Version;
     use super::schema::BUSY_TIMEOUT;
     use super::*;
+
+    #[test]
+    fn a_cached_statement_is_not_prepared_again_for_other_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("plans.db");
+        drop(schema::open_writer(&db).unwrap());
+        let conn = Connection::open(&db).unwrap();
+        schema::configure(&conn).unwrap();
+        let sql = locations::group_page_sql();
+        // The first page's 0 and the later pages' larger `seq`s, as a walk binds them.
+        for after in [0_i64, 7, 0, 1_000_000, 1] {
+            let mut stmt = conn.prepare_cached(&sql).unwrap();
+            let mut rows = stmt.query(rusqlite::params![1, "ACTIVE", 1, after]).unwrap();
+            assert!(rows.next().unwrap().is_none());
+        }
+        let stmt = conn.prepare_cached(&sql).unwrap();
+        assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+    }
 
     /// What the CLI does from another process: its own connection, its own commit.
     fn revoke_elsewhere(db: &Path, key_id: &str) {
