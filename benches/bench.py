@@ -116,6 +116,34 @@ def peak_rss_mib(pids):
     return total / 1024
 
 
+class Postgres:
+    """A throwaway PostgreSQL cluster in the workdir (scripts/lib/postgres.sh), with fsync on: the
+    create workloads on PostgreSQL are compared with SQLite's synchronous=FULL."""
+
+    def __init__(self, workdir):
+        self.dir, self.port, self.n = Path(workdir) / "pg", free_port(), 0
+        self.shell(f"PG_FSYNC=on pg_start {self.dir} {self.port}")
+        self.bin = self.shell("pg_bin", capture=True).strip()
+        self.postmaster = int((self.dir / "data/postmaster.pid").read_text().split()[0])
+
+    def shell(self, command, capture=False):
+        return subprocess.run(["bash", "-c", f". {ROOT}/scripts/lib/postgres.sh && {command}"], check=True,
+                              capture_output=capture, text=True).stdout
+
+    def fresh(self, tag):
+        """An empty database's URL."""
+        self.n += 1
+        name = f"bench_{tag}_{self.n}".replace("-", "_")
+        run([f"{self.bin}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name])
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
+    def pids(self):
+        return tree(self.postmaster)
+
+    def stop(self):
+        self.shell(f"pg_stop {self.dir}")
+
+
 class Server:
     def __init__(self, kind, db, workdir, page_file=None):
         self.kind = kind
@@ -124,7 +152,8 @@ class Server:
         env = dict(os.environ, STOREFRONT_LOG_FORMAT="json")
         if kind in ("ours", "base"):
             binary = BIN if kind == "ours" else BASE_BIN
-            cmd = [str(binary), "--database", f"sqlite://{db}", "serve", "--addr", f"127.0.0.1:{self.port}", "--rate-limit", "0"]
+            url = db if str(db).startswith("postgres://") else f"sqlite://{db}"
+            cmd = [str(binary), "--database", url, "serve", "--addr", f"127.0.0.1:{self.port}", "--rate-limit", "0"]
             ready = self.base + "/readyz"
         elif kind == "ceiling":
             cmd = [str(CEILING), f"127.0.0.1:{self.port}", str(page_file)]
@@ -171,7 +200,8 @@ class Server:
 # ---- data -----------------------------------------------------------------------------------
 
 def storefront(db, *args, stdin=None, binary=None):
-    return run([str(binary or BIN), "--log-format", "json", "--database", f"sqlite://{db}", *args],
+    url = db if str(db).startswith("postgres://") else f"sqlite://{db}"
+    return run([str(binary or BIN), "--log-format", "json", "--database", url, *args],
                capture_output=True, text=True, input=stdin).stdout
 
 
@@ -391,7 +421,17 @@ def wrk(base, conns, seconds, script, args):
     raise RuntimeError(out)
 
 
-def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
+# The create workload on PostgreSQL: how many merchants its requests take turns between.
+PG_MERCHANTS = {"create-pg": 1, "create-pg8": 8}
+
+
+def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=None):
+    if workload in PG_MERCHANTS:
+        db = pg.fresh(f"{kind}_{workload}")
+        binary = BIN if kind == "ours" else BASE_BIN
+        keys = [json.loads(storefront(db, "merchant", "create", "--name", f"bench {i}", "--json", binary=binary))["api_key"]
+                for i in range(PG_MERCHANTS[workload])]
+        return measure_on(kind, workload, conns, cfg, workdir, db, ",".join(keys), page_files, bodies, pg)
     template, key = {
         "create": dbs.get({"peer": "create.peer", "base": "create.base"}.get(kind, "create")),
         "list-google": dbs.get("google.peer" if kind == "peer" else "google"),
@@ -404,9 +444,16 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
     # The location lists only read: their (large) databases are served as they are, not copied.
     reads_only = workload.startswith("locations-")
     db = template if reads_only else fresh_copy(template, workdir, f"{kind}-{workload}")
+    return measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies)
+
+
+def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies, pg=None):
+    """One closed-loop wrk run of `workload` against a server of `kind` on `db` (a SQLite file, or
+    a PostgreSQL URL whose server's CPU is counted with ours)."""
+    reads_only = workload.startswith("locations-")
     server = Server(kind, db, workdir, page_files.get(workload))
     try:
-        if workload == "create":
+        if workload == "create" or workload in PG_MERCHANTS:
             script, items = ROOT / "benches/wrk/create.lua", 200
             args = lambda tag: [key, tag]
         elif workload in ("update", "archive"):
@@ -420,15 +467,15 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies):
             body_file = bodies[(kind if kind not in ("ceiling", "base") else "ours", workload)]
             args = lambda tag: [key, str(body_file)]
         wrk(server.base, conns, cfg.warmup, script, args(f"w{time.time_ns()}"))
-        pids = server.pids()
-        cpu0 = cpu_seconds(pids)
+        pids = lambda: server.pids() + (pg.pids() if pg else [])
+        cpu0 = cpu_seconds(pids())
         result = wrk(server.base, conns, cfg.duration, script, args(f"m{time.time_ns()}"))
-        cpu = cpu_seconds(server.pids()) - cpu0
+        cpu = cpu_seconds(pids()) - cpu0
         rss = peak_rss_mib(server.pids())
     finally:
         server.stop()
         for suffix in ("", "-wal", "-shm"):
-            if not reads_only:
+            if not reads_only and not str(db).startswith("postgres://"):
                 Path(str(db) + suffix).unlink(missing_ok=True)
     seconds = result["duration_us"] / 1e6
     n = max(result["requests"], 1)
@@ -482,6 +529,8 @@ def report(results, cfg, cold, command):
              "2 workers, the same SQLite schema, one transaction per request).",
              ""]
     for workload, title in [("create", "Create: 200 distinct, valid locations per request (about 300 KB)"),
+                            ("create-pg", "Create on PostgreSQL (fsync on), one merchant: the same requests"),
+                            ("create-pg8", "Create on PostgreSQL (fsync on), eight merchants taking turns request by request"),
                             ("list-google", "List: 100-item pages at random positions, Google taxonomy (5,582 categories)"),
                             ("list-1m", f"List: 100-item pages at random positions, generated taxonomy ({cfg.big_total:,} categories)"),
                             ("update", "Update: 200 locations a request, each with another working schedule (no coordinates moved)"),
@@ -555,7 +604,13 @@ def report(results, cfg, cold, command):
               ratio(mean(push_runs, "cli_cpu_s"), mean(push_runs, "server_cpu_s")), "≤ 0.25", lambda v: v <= 0.25, "{:.3f}")
         check(f"push: the CLI's peak RSS, {PUSH_ROWS:,} rows (MiB)", max(r["cli_rss_mib"] for r in push_runs), "≤ 64 MiB",
               lambda v: v <= 64, "{:.1f}")
-    lines += ["## Targets (issues 7, 15, 16 and 17)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
+    check(f"create on PostgreSQL, one merchant, req/s ÷ create on SQLite, ours, {t} conns",
+          ratio(get("ours", "create-pg", t), get("ours", "create", t)), "≥ 0.8", lambda v: v >= 0.8)
+    check(f"create on PostgreSQL, eight merchants ÷ one merchant, req/s, ours, {t} conns",
+          ratio(get("ours", "create-pg8", t), get("ours", "create-pg", t)), "(context)", lambda v: True)
+    check(f"create on PostgreSQL, one merchant, req/s, ours ÷ base, {t} conns",
+          ratio(get("ours", "create-pg", t), get("base", "create-pg", t)), "(context)", lambda v: True)
+    lines += ["## Targets (issues 7, 15, 16, 17 and 19)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in checks]
     lines.append("")
     return "\n".join(lines)
@@ -569,7 +624,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--big", type=int, default=1_000_000, help="leaves of the generated taxonomy")
     p.add_argument("--servers", default="ours,ceiling,peer")
-    p.add_argument("--workloads", default="create,update,archive,list-google,list-1m,locations-1k,locations-1m,push")
+    p.add_argument("--workloads", default="create,create-pg,create-pg8,update,archive,list-google,list-1m,locations-1k,locations-1m,push")
     p.add_argument("--locations", type=int, default=1_000_000, help="locations of the big merchant")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create (server 'base')")
@@ -585,7 +640,11 @@ def main():
     command = "scripts/bench " + " ".join(sys.argv[1:])
 
     workdir = Path(tempfile.mkdtemp(prefix="storefront-bench-"))
+    pg = None
     try:
+        if any(w in PG_MERCHANTS for w in workloads):
+            os.chmod(workdir, 0o755)  # the cluster runs as the postgres user
+            pg = Postgres(workdir)
         dbs = prepare(workdir, cfg.big, workloads)
         bodies, page_files = {}, {}
         if ("update" in workloads or "archive" in workloads) and "ours" in servers:
@@ -647,9 +706,11 @@ def main():
                             pass  # the ceiling of a page of that size
                         elif kind != "ours" and (workload.startswith("locations-") or workload in ("update", "archive")):
                             continue  # only ours has a location list and changes
-                        if kind == "base" and workload != "create":
+                        if kind in ("ceiling", "peer") and workload in PG_MERCHANTS:
+                            continue
+                        if kind == "base" and workload != "create" and workload not in PG_MERCHANTS:
                             continue  # no target involves the peer there, and its count(*) per page takes minutes to walk
-                        r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies)
+                        r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg)
                         results.setdefault(f"{kind}|{workload}|{conns}", []).append(r)
                         log(f"   {workload:12} {kind:8} c={conns:<3} rep {rep + 1}: {r['rps']:9,.0f} req/s  p99 {r['p99_ms']:7.2f} ms  "
                             f"cpu {r['cpu_ms_per_req']:.3f} ms/req  rss {r['peak_rss_mib']:.1f} MiB  errors {r['errors']}")
@@ -659,6 +720,8 @@ def main():
         Path(cfg.out).write_text(text)
         print(text)
     finally:
+        if pg:
+            pg.stop()
         shutil.rmtree(workdir, ignore_errors=True)
 
 

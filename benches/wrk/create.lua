@@ -1,7 +1,8 @@
 -- wrk script: POST /v1/location/create with 200 realistic, valid, distinct locations per request
 -- (mixed types, full weekly schedules, holidays; about 300 KB), each with a merchant_location_id
--- never sent before, so every item is stored. Args: API_KEY RUN_TAG
-local key, tag
+-- never sent before, so every item is stored. Args: API_KEYS RUN_TAG, where API_KEYS is one key or
+-- several joined by commas (one per merchant; requests take them in turn).
+local keys, tag = {}
 local counter = 0
 -- `thread_no` is a global: wrk's setup() sets it in each thread's own Lua state.
 thread_no = 0
@@ -46,7 +47,8 @@ local warehouse = '{"merchant_location_id":"%s","location_types":["WAREHOUSE","C
   ',"is_accepts_returns":false}'
 
 function init(args)
-  key, tag = args[1], args[2]
+  for k in string.gmatch(args[1], "[^,]+") do table.insert(keys, k) end
+  tag = args[2]
   math.randomseed(os.time() + thread_no * 7919)
 end
 
@@ -69,6 +71,7 @@ function request()
     end
   end
   local body = '{"locations":[' .. table.concat(items, ",") .. ']}'
+  local key = keys[1 + counter % #keys]
   return wrk.format("POST", "/v1/location/create",
     {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. key}, body)
 end

@@ -18,7 +18,8 @@ pg_as_owner() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
-# pg_start DIR PORT: creates a cluster in DIR and starts it on 127.0.0.1:PORT.
+# pg_start DIR PORT: creates a cluster in DIR and starts it on 127.0.0.1:PORT. Without fsync (tests
+# need no durability) unless PG_FSYNC=on (the benchmark compares it with SQLite's FULL sync).
 pg_start() {
     local dir=$1 port=$2 bin
     bin=$(pg_bin) || return 1
@@ -29,7 +30,7 @@ pg_start() {
         return 1
     }
     pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=300" start >/dev/null
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${PG_FSYNC:-off} -c max_connections=300" start >/dev/null
 }
 
 # pg_stop DIR
