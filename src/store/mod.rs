@@ -1,8 +1,9 @@
 //! Storage behind one trait (`api::Store`), so the HTTP layer and the domain never see which
 //! engine runs: the trait and its types in `api`, one module per engine, the migration steps both
-//! share in `migrate`, and here the database URL and the factory that opens the right engine.
+//! share in `migrate`, their group commits' common parts in `group`, and here the database URL and the factory that opens the right engine.
 
 pub mod api;
+pub mod group;
 pub mod migrate;
 pub mod postgres;
 pub mod sqlite;

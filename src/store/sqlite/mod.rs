@@ -34,6 +34,8 @@ use readers::ReadPool;
 use schema::open_writer;
 use writer::{Job, Queued, WriterHealth, writer_loop};
 
+use super::group::Waiting;
+
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -136,7 +138,7 @@ impl SqliteStore {
         work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
-        let job = Queued::job(deadline, reply, work);
+        let job = Queued::job(Waiting::new(deadline, reply), work);
         self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }

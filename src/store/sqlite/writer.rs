@@ -7,19 +7,13 @@
 //! quarantine, versions) with the writes it depends on.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Instant;
 
 use rusqlite::{Connection, TransactionBehavior};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::store::api::StoreError;
-
-/// Most request writes committed together.
-const MAX_GROUP: usize = 64;
-
-pub(super) type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
+use crate::store::group::{MAX_GROUP, SharedError, Waiting};
 
 pub(super) enum Job {
     /// A request's write, committed in a group.
@@ -53,8 +47,7 @@ pub(super) trait GroupWrite: Send {
 
 /// The one `GroupWrite`: a closure and the reply for what it returns.
 pub(super) struct Queued<T> {
-    deadline: Instant,
-    reply: Reply<T>,
+    waiting: Waiting<T>,
     work: Option<Work<T>>,
     result: Option<Result<T, StoreError>>,
 }
@@ -63,13 +56,11 @@ type Work<T> = Box<dyn FnOnce(&Connection, &WriterHealth) -> Result<T, StoreErro
 
 impl<T: Send + 'static> Queued<T> {
     pub(super) fn job(
-        deadline: Instant,
-        reply: Reply<T>,
+        waiting: Waiting<T>,
         work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
     ) -> Job {
         Job::Grouped(Box::new(Queued {
-            deadline,
-            reply,
+            waiting,
             work: Some(Box::new(work)),
             result: None,
         }))
@@ -78,7 +69,7 @@ impl<T: Send + 'static> Queued<T> {
 
 impl<T: Send + 'static> GroupWrite for Queued<T> {
     fn abandoned(&self) -> bool {
-        self.reply.is_closed() || Instant::now() > self.deadline
+        self.waiting.abandoned()
     }
 
     fn write(&mut self, tx: &Connection, health: &WriterHealth) -> bool {
@@ -96,12 +87,8 @@ impl<T: Send + 'static> GroupWrite for Queued<T> {
     }
 
     fn finish(self: Box<Self>, committed: Result<(), StoreError>) {
-        let answer = match (committed, self.result) {
-            (Ok(()), Some(result)) => result,
-            (Ok(()), None) => Err(StoreError::DeadlinePassed),
-            (Err(e), _) => Err(e),
-        };
-        let _ = self.reply.send(answer);
+        let result = self.result.unwrap_or(Err(StoreError::DeadlinePassed));
+        self.waiting.finish(result, committed);
     }
 }
 
@@ -142,14 +129,13 @@ pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, h
 /// Writes several requests in one transaction, each in its own savepoint, and answers each only
 /// after the commit.
 fn commit_group(conn: &mut Connection, group: Vec<Box<dyn GroupWrite>>, health: &WriterHealth) {
-    let shared = |e: &Arc<rusqlite::Error>| StoreError::backend(SharedError(Arc::clone(e)));
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
             health.write_failed.store(true, Ordering::SeqCst);
-            let e = Arc::new(e);
+            let e = SharedError::new(e);
             for job in group {
-                job.finish(Err(shared(&e)));
+                job.finish(Err(e.to_store()));
             }
             return;
         }
@@ -188,25 +174,13 @@ fn commit_group(conn: &mut Connection, group: Vec<Box<dyn GroupWrite>>, health: 
         }
         Err(e) => {
             health.write_failed.store(true, Ordering::SeqCst);
-            let e = Arc::new(e);
+            let e = SharedError::new(e);
             for job in written {
-                job.finish(Err(shared(&e)));
+                job.finish(Err(e.to_store()));
             }
         }
     }
 }
-
-/// One error reported to every request of a failed group.
-#[derive(Debug)]
-struct SharedError(Arc<rusqlite::Error>);
-
-impl std::fmt::Display for SharedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl std::error::Error for SharedError {}
 
 /// The test failpoint of `fail_after_inserts`: fails the insert that brings it to 1. Compiled
 /// into debug builds (the tests') only: a release build's insert path has no failpoint.
