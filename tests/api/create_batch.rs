@@ -311,3 +311,55 @@ async fn two_hundred_items_are_stored_in_one_request() {
         assert_eq!(a["location_id"], b["location_id"]);
     }
 }
+
+/// Requests of one merchant that arrive together are written together (one group commit on
+/// either engine), yet each decides as if alone after the ones before it: the shared id is stored
+/// once and every later request is its safe retry; of the locations all requests put at one spot
+/// beside it, the first written is quarantined by the shared one and every other by that first
+/// one (the nearest, at 0 m).
+#[tokio::test]
+async fn concurrent_requests_of_one_merchant_decide_one_after_another() {
+    let app = TestApp::spawn().await;
+    let shared = warehouse(1);
+    let requests = (0..12).map(|i| {
+        let beside = with(
+            north_of(warehouse(1), 10.0),
+            "/merchant_location_id",
+            Some(json!(format!("beside-{i}"))),
+        );
+        app.create(vec![shared.clone(), beside])
+    });
+    let answers = futures_util::future::join_all(requests).await;
+    let first = id(&answers[0][0]).to_owned();
+    let named = |result: &Value| {
+        let message = result["errors"][0]["message"].as_str().unwrap().to_owned();
+        answers
+            .iter()
+            .map(|r| id(&r[0]))
+            .chain(answers.iter().map(|r| id(&r[1])))
+            .find(|id| message.contains(id))
+            .unwrap()
+            .to_owned()
+    };
+    for results in &answers {
+        assert_eq!(results[0]["status"], "ACTIVE", "{results:#?}");
+        assert_eq!(id(&results[0]), first, "one location for the shared id");
+        assert_eq!(results[1]["status"], "QUARANTINE", "{results:#?}");
+    }
+    let by_shared: Vec<&Value> = answers.iter().map(|r| &r[1]).filter(|r| named(r) == first).collect();
+    assert_eq!(
+        by_shared.len(),
+        1,
+        "only the first beside it is quarantined by the shared one"
+    );
+    let first_beside = id(by_shared[0]).to_owned();
+    for results in &answers {
+        if id(&results[1]) != first_beside {
+            assert_eq!(named(&results[1]), first_beside, "{results:#?}");
+        }
+    }
+    let beside: std::collections::HashSet<&str> = answers.iter().map(|r| id(&r[1])).collect();
+    assert_eq!(beside.len(), 12, "every request's own location is stored");
+    let page = app.post("/v1/location/list", &json!({})).await;
+    assert_eq!(page.body["pagination"]["total"], 13);
+}

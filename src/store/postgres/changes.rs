@@ -2,14 +2,13 @@
 //! and the operators' quarantine review.
 
 use deadpool_postgres::{GenericClient, Pool};
-use futures_util::future::try_join_all;
 
-use super::locations::{count, neighbours};
+use super::locations::{count, neighbours_of};
 use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::stored_status as status;
-use crate::store::api::{Approval, MerchantRef, QuarantinedLocation, StoreError, now_ms};
+use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
 
 pub(super) const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
                        quarantined_by, approved, body";
@@ -61,16 +60,11 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
     Ok(())
 }
 
-pub(super) async fn change_locations(
-    pool: &Pool,
-    merchant: &MerchantRef,
+pub(super) async fn change_in_tx(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
     plan: ChangePlan,
-    deadline: std::time::Instant,
 ) -> Result<Decision, StoreError> {
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
-    // The merchant's writes take turns (see the module's notes), across every instance.
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant.pk]).await?;
     let (by_id, by_merchant_id) = plan.lookups();
     let targets = tx
         .query(
@@ -78,7 +72,7 @@ pub(super) async fn change_locations(
                 "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 \
                  AND (location_id = ANY($2) OR merchant_location_id = ANY($3))"
             ),
-            &[&merchant.pk, &by_id, &by_merchant_id],
+            &[&merchant_pk, &by_id, &by_merchant_id],
         )
         .await?
         .iter()
@@ -91,29 +85,21 @@ pub(super) async fn change_locations(
                 "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 AND quarantined_by = ANY($2) \
                  AND status = $3 AND NOT (location_id = ANY($2))"
             ),
-            &[&merchant.pk, &target_ids, &Status::Quarantine.as_str()],
+            &[&merchant_pk, &target_ids, &Status::Quarantine.as_str()],
         )
         .await?
         .iter()
         .map(current_of)
         .collect::<Result<Vec<_>, _>>()?;
     let probes = plan.probes(&targets, &dependents);
-    let nearby = try_join_all(
-        probes
-            .iter()
-            .map(|(latitude, longitude)| neighbours(&tx, merchant.pk, *latitude, *longitude)),
-    )
-    .await?
-    .into_iter()
-    .flatten()
-    .collect();
+    let nearby = neighbours_of(tx, merchant_pk, &probes)
+        .await?
+        .into_iter()
+        .flatten()
+        .collect();
     let decision = plan.decide(targets, dependents, nearby);
-    write_changes(&tx, &decision.writes, now_ms()).await?;
-    count(&tx, merchant.pk, &decision.counts).await?;
-    if std::time::Instant::now() > deadline {
-        return Err(StoreError::DeadlinePassed);
-    }
-    tx.commit().await?;
+    write_changes(tx, &decision.writes, now_ms()).await?;
+    count(tx, merchant_pk, &decision.counts).await?;
     Ok(decision)
 }
 

@@ -4,8 +4,6 @@
 use std::collections::HashMap;
 
 use deadpool_postgres::{GenericClient, Pool};
-use futures_util::future::try_join_all;
-use tokio_postgres::types::ToSql;
 
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
@@ -13,7 +11,7 @@ use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, L
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::stored_status as status;
-use crate::store::api::{MerchantRef, StoreError, now_ms};
+use crate::store::api::{StoreError, now_ms};
 use crate::store::migrate;
 
 /// The merchant's live locations in one search box (index `locations_nearby`).
@@ -23,40 +21,67 @@ pub(super) async fn neighbours(
     latitude: f64,
     longitude: f64,
 ) -> Result<Vec<Neighbour>, StoreError> {
-    let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
-    let stmt = client
-        .prepare_cached(
-            "SELECT location_id, latitude, longitude, types, seq, status FROM locations \
-             WHERE merchant_pk = $1 AND band = $2 AND longitude BETWEEN $3 AND $4 AND status = ANY($5)",
-        )
-        .await?;
-    let mut scans = Vec::new();
-    for band in search.bands.0..=search.bands.1 {
-        for (west, east) in &search.longitudes {
-            scans.push((band, *west, *east));
+    Ok(neighbours_of(client, merchant_pk, &[(latitude, longitude)])
+        .await?
+        .pop()
+        .unwrap_or_default())
+}
+
+/// The merchant's live locations in the search box of each point, in the points' order: one
+/// statement for all the points (a range scan of `locations_nearby` per band and longitude
+/// interval of each box), not a round trip and a statement each: a create of 200 new locations
+/// asked PostgreSQL 200 to 800 queries. `OFFSET 0` keeps the subquery a nested loop of index
+/// scans, one per box: pulled up into a join, the planner (its statistics stale after a burst of
+/// inserts) hashed all the merchant's rows instead, 85 ms against 0.5 at 50,000 rows.
+pub(super) async fn neighbours_of(
+    client: &impl GenericClient,
+    merchant_pk: i64,
+    points: &[(f64, f64)],
+) -> Result<Vec<Vec<Neighbour>>, StoreError> {
+    let mut found = vec![Vec::new(); points.len()];
+    if points.is_empty() {
+        return Ok(found);
+    }
+    let (mut point, mut bands, mut wests, mut easts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, (latitude, longitude)) in points.iter().enumerate() {
+        let search = geo::search_box(*latitude, *longitude, QUARANTINE_RADIUS_M);
+        for band in search.bands.0..=search.bands.1 {
+            for (west, east) in &search.longitudes {
+                point.push(i32::try_from(i).unwrap_or(i32::MAX));
+                bands.push(band);
+                wests.push(*west);
+                easts.push(*east);
+            }
         }
     }
+    let stmt = client
+        .prepare_cached(
+            "SELECT b.i, l.location_id, l.latitude, l.longitude, l.types, l.seq, l.status \
+             FROM UNNEST($2::int4[], $3::int8[], $4::float8[], $5::float8[]) AS b(i, band, west, east) \
+             CROSS JOIN LATERAL (SELECT location_id, latitude, longitude, types, seq, status FROM locations \
+              WHERE merchant_pk = $1 AND band = b.band AND longitude BETWEEN b.west AND b.east \
+              AND status = ANY($6) OFFSET 0) l",
+        )
+        .await?;
     let live = Status::LIVE.map(Status::as_str);
-    let live = &live[..];
-    let params: Vec<[&(dyn ToSql + Sync); 5]> = scans
-        .iter()
-        .map(|(band, west, east)| [&merchant_pk as &(dyn ToSql + Sync), band, west, east, &live])
-        .collect();
-    let results = try_join_all(params.iter().map(|p| client.query(&stmt, p))).await?;
-    results
-        .into_iter()
-        .flatten()
-        .map(|row| {
-            Ok(Neighbour {
-                location_id: row.get(0),
-                latitude: row.get(1),
-                longitude: row.get(2),
-                types: TypeSet::from_bits(i64::from(row.get::<_, i32>(3))),
-                seq: row.get(4),
-                status: status(row.get(5))?,
-            })
-        })
-        .collect()
+    let rows = client
+        .query(&stmt, &[&merchant_pk, &point, &bands, &wests, &easts, &&live[..]])
+        .await?;
+    for row in rows {
+        let i = usize::try_from(row.get::<_, i32>(0)).unwrap_or(usize::MAX);
+        let neighbour = Neighbour {
+            location_id: row.get(1),
+            latitude: row.get(2),
+            longitude: row.get(3),
+            types: TypeSet::from_bits(i64::from(row.get::<_, i32>(4))),
+            seq: row.get(5),
+            status: status(row.get(6))?,
+        };
+        if let Some(near) = found.get_mut(i) {
+            near.push(neighbour);
+        }
+    }
+    Ok(found)
 }
 
 /// Migration 3's step (see the SQLite store's `upgrade_records`).
@@ -257,19 +282,17 @@ pub(super) async fn records(tx: &impl GenericClient, seqs: &[i64]) -> Result<Vec
     .collect()
 }
 
-pub(super) async fn create_locations(
-    pool: &Pool,
-    merchant: &MerchantRef,
-    items: Vec<NewLocation>,
-    deadline: std::time::Instant,
+/// One create request inside its group's transaction (see `groups`): fetch what the domain's
+/// decision needs (the stored rows with the items' `merchant_location_id`s, the live neighbours
+/// of each new item), let `batch::decide` decide, write what it decided.
+pub(super) async fn create_in_tx(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    items: &[NewLocation],
 ) -> Result<Vec<Outcome>, StoreError> {
     if items.is_empty() {
         return Ok(Vec::new());
     }
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant.pk]).await?;
-
     let ids: Vec<&str> = items
         .iter()
         .filter_map(|i| i.location.merchant_location_id.as_deref())
@@ -280,7 +303,7 @@ pub(super) async fn create_locations(
             .query(
                 "SELECT merchant_location_id, location_id, status, body FROM locations \
                  WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)",
-                &[&merchant.pk, &ids],
+                &[&merchant_pk, &ids],
             )
             .await?
         {
@@ -295,25 +318,33 @@ pub(super) async fn create_locations(
             );
         }
     }
-    // Items that are retries need no neighbours; the rest are searched concurrently.
-    let nearby = try_join_all(items.iter().map(|item| {
-        let is_retry = item
-            .location
-            .merchant_location_id
-            .as_ref()
-            .is_some_and(|id| stored.contains_key(id));
-        let tx = &tx;
-        async move {
-            if is_retry {
-                Ok(Vec::new())
-            } else {
-                neighbours(tx, merchant.pk, item.location.latitude, item.location.longitude).await
-            }
-        }
-    }))
-    .await?;
+    // Items that are retries need no neighbours; the rest are searched in one statement.
+    let is_new: Vec<bool> = items
+        .iter()
+        .map(|item| {
+            !item
+                .location
+                .merchant_location_id
+                .as_ref()
+                .is_some_and(|id| stored.contains_key(id))
+        })
+        .collect();
+    let points: Vec<(f64, f64)> = items
+        .iter()
+        .zip(&is_new)
+        .filter(|(_, new)| **new)
+        .map(|(item, _)| (item.location.latitude, item.location.longitude))
+        .collect();
+    let mut searched = neighbours_of(tx, merchant_pk, &points).await?.into_iter();
+    let nearby = is_new
+        .iter()
+        .map(|new| match new {
+            true => searched.next().unwrap_or_default(),
+            false => Vec::new(),
+        })
+        .collect();
 
-    let (outcomes, inserts) = batch::decide(&items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
+    let (outcomes, inserts) = batch::decide(items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
     if !inserts.is_empty() {
         let now = now_ms();
         let location_ids: Vec<&str> = inserts.iter().map(|i| i.location_id.as_str()).collect();
@@ -340,7 +371,7 @@ pub(super) async fn create_locations(
              AS u(l, m, s, t, la, lo, b, bo, q)",
             &[
                 &location_ids,
-                &merchant.pk,
+                &merchant_pk,
                 &mlids,
                 &statuses,
                 &types,
@@ -354,13 +385,8 @@ pub(super) async fn create_locations(
         )
         .await?;
         let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
-        count(&tx, merchant.pk, &counted).await?;
+        count(tx, merchant_pk, &counted).await?;
     }
-    if std::time::Instant::now() > deadline {
-        // Dropping the transaction rolls it back.
-        return Err(StoreError::DeadlinePassed);
-    }
-    tx.commit().await?;
     Ok(outcomes)
 }
 

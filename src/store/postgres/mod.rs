@@ -1,10 +1,13 @@
 //! The PostgreSQL backend: for deployments where several `storefront serve` instances share one
 //! database (CONTRACT §8).
 //!
-//! **Concurrency.** A create request runs in one transaction that first takes a transaction-level
-//! advisory lock on its merchant, so creates of one merchant are serialised across every instance:
-//! the safe-retry/conflict lookup and the quarantine check see everything committed before, and
-//! the unique index on `(merchant, merchant_location_id)` stays a backstop that never fires in
+//! **Concurrency.** A merchant's create and change requests are written by a task of that
+//! merchant's, in groups (`groups`): the requests that queued while its last transaction was
+//! committing go into one transaction that first takes a transaction-level advisory lock on the
+//! merchant, each in a savepoint of its own, with one commit (and one fsync) for the group. So a
+//! merchant's writes are serialised across every instance: the safe-retry/conflict lookup and the
+//! quarantine check see everything committed before and every request before them in the group,
+//! and the unique index on `(merchant, merchant_location_id)` stays a backstop that never fires in
 //! normal operation. Different merchants never wait for each other.
 //!
 //! **Round trips.** Inside the lock: one query for the stored rows of all the request's ids, the
@@ -15,14 +18,17 @@
 //! **Recovery.** Connections come from a pool that drops broken ones, so when the database comes
 //! back the service recovers without a restart; while it is away, requests fail with a 500.
 //!
-//! A file a job: here the pool, the migrations and the trait's plumbing; `locations`, `changes`
-//! and `categories` hold their SQL. Changes take the same merchant lock as creates.
+//! A file a job: here the pool, the migrations and the trait's plumbing; `groups` the merchants'
+//! group commits; `locations`, `changes` and `categories` hold their SQL. An operator's approval
+//! takes the same merchant lock, in a transaction of its own.
 
 mod categories;
 mod changes;
+mod groups;
 mod locations;
 
 use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
+use groups::MerchantGroups;
 use locations::snapshot;
 
 use std::time::Duration;
@@ -66,6 +72,7 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 
 pub struct PgStore {
     pool: Pool,
+    groups: MerchantGroups,
 }
 
 impl PgStore {
@@ -88,7 +95,10 @@ impl PgStore {
             .recycle_timeout(Some(TIMEOUT))
             .build()
             .map_err(StoreError::backend)?;
-        let store = PgStore { pool };
+        let store = PgStore {
+            groups: MerchantGroups::new(pool.clone()),
+            pool,
+        };
         store.migrate().await?;
         Ok(store)
     }
@@ -218,7 +228,7 @@ impl Store for PgStore {
         items: Vec<NewLocation>,
         deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
-        locations::create_locations(&self.pool, merchant, items, deadline).await
+        self.groups.create(merchant.pk, items, deadline).await
     }
 
     async fn change_locations(
@@ -227,7 +237,7 @@ impl Store for PgStore {
         plan: ChangePlan,
         deadline: std::time::Instant,
     ) -> Result<Decision, StoreError> {
-        changes::change_locations(&self.pool, merchant, plan, deadline).await
+        self.groups.change(merchant.pk, plan, deadline).await
     }
 
     async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {
