@@ -27,6 +27,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import free_port  # noqa: E402  (one definition for both scripts)
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target/release/storefront"
 OUT = ROOT / "target/soak"
@@ -35,14 +38,6 @@ SAMPLE_EVERY = 10
 
 def log(*args):
     print(*args, file=sys.stderr, flush=True)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Stats:

@@ -4,16 +4,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use storefront::domain::location::batch::{Outcome, Plan};
-use storefront::http::locations::request_items;
 
 #[path = "items.rs"]
 mod items;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(body) = serde_json::from_slice::<serde_json_borrow::Value>(data) else {
-        return;
-    };
-    let Ok(values) = request_items(body) else {
+    let Some(values) = items::items_of(data) else {
         return;
     };
     let mut plan = Plan::new(&values);

@@ -5,16 +5,12 @@
 
 use libfuzzer_sys::fuzz_target;
 use storefront::domain::location::change::{ChangePlan, Operation};
-use storefront::http::locations::request_items;
 
 #[path = "items.rs"]
 mod items;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(body) = serde_json::from_slice::<serde_json_borrow::Value>(data) else {
-        return;
-    };
-    let Ok(values) = request_items(body) else {
+    let Some(values) = items::items_of(data) else {
         return;
     };
     for operation in [Operation::Update, Operation::Archive, Operation::Restore] {

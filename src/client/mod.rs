@@ -10,7 +10,9 @@ pub mod report;
 pub mod rows;
 pub mod sheet;
 
+use std::io::Write;
 use std::path::Path;
+use std::process::ExitCode;
 
 use anyhow::anyhow;
 use serde::Deserialize;
@@ -28,6 +30,27 @@ pub enum Exit {
     NothingSent(anyhow::Error),
     /// Something went wrong after sending began: exit 1.
     Failed(anyhow::Error),
+}
+
+impl Exit {
+    /// Prints the error (and, when nothing was sent, `nothing_sent` after it) and returns the
+    /// process's exit code: 2 when nothing was sent, else 1.
+    fn report(self, nothing_sent: Option<&str>) -> ExitCode {
+        let mut stderr = std::io::stderr();
+        match self {
+            Exit::NothingSent(e) => {
+                let _ = writeln!(stderr, "error: {e:#}");
+                if let Some(note) = nothing_sent {
+                    let _ = writeln!(stderr, "{note}");
+                }
+                ExitCode::from(2)
+            }
+            Exit::Failed(e) => {
+                let _ = writeln!(stderr, "error: {e:#}");
+                ExitCode::FAILURE
+            }
+        }
+    }
 }
 
 /// The format named by `--format`, else by the file's extension.

@@ -45,14 +45,7 @@ pub async fn run(args: PullArgs) -> ExitCode {
             let _ = writeln!(std::io::stderr(), "pulled {count} locations");
             ExitCode::SUCCESS
         }
-        Err(Exit::NothingSent(e)) => {
-            let _ = writeln!(std::io::stderr(), "error: {e:#}");
-            ExitCode::from(2)
-        }
-        Err(Exit::Failed(e)) => {
-            let _ = writeln!(std::io::stderr(), "error: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(exit) => exit.report(None),
     }
 }
 

@@ -82,14 +82,7 @@ struct Stored {
 pub async fn run(args: PushArgs) -> ExitCode {
     match push(args).await {
         Ok(code) => code,
-        Err(Exit::NothingSent(e)) => {
-            let _ = writeln!(std::io::stderr(), "error: {e:#}\nnothing was sent");
-            ExitCode::from(2)
-        }
-        Err(Exit::Failed(e)) => {
-            let _ = writeln!(std::io::stderr(), "error: {e:#}");
-            ExitCode::FAILURE
-        }
+        Err(exit) => exit.report(Some("nothing was sent")),
     }
 }
 

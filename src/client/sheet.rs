@@ -185,23 +185,13 @@ impl Layout {
                 }
                 Kind::List => {
                     json.key(column.name);
-                    json.open('[');
-                    for element in elements(cell) {
-                        json.next();
-                        json.string(element);
-                    }
-                    json.close(']');
+                    json.array(elements(cell), Json::string);
                 }
                 Kind::Limit(key) => limits.push((key, cell)),
                 Kind::Day(day) => days.push((day, cell)),
                 Kind::Dated => {
                     json.key(column.name);
-                    json.open('[');
-                    for element in elements(cell) {
-                        json.next();
-                        json.dated_day(element);
-                    }
-                    json.close(']');
+                    json.array(elements(cell), Json::dated_day);
                 }
                 Kind::LocationId => out.location_id = Some(Value::String(cell.to_owned())),
                 Kind::Version => {
@@ -261,6 +251,16 @@ impl Json {
     fn close(&mut self, bracket: char) {
         self.buf.push(bracket as u8);
         self.first = false;
+    }
+
+    /// An array of `elements`, each written by `write`.
+    fn array<'a>(&mut self, elements: impl Iterator<Item = &'a str>, write: impl Fn(&mut Json, &'a str)) {
+        self.open('[');
+        for element in elements {
+            self.next();
+            write(self, element);
+        }
+        self.close(']');
     }
 
     /// Before an array element.
