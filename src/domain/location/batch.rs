@@ -109,6 +109,21 @@ pub struct ToInsert {
     pub quarantined_by: Option<String>,
 }
 
+/// Which items need their neighbours looked up for `decide`: those that are not a retry of (or a
+/// conflict with) a stored location, which `decide` answers from `stored` alone.
+pub fn searched(items: &[NewLocation], stored: &HashMap<String, Stored>) -> Vec<bool> {
+    items
+        .iter()
+        .map(|item| {
+            !item
+                .location
+                .merchant_location_id
+                .as_ref()
+                .is_some_and(|id| stored.contains_key(id))
+        })
+        .collect()
+}
+
 /// CONTRACT §4.1 steps 4–6 for a store that looks everything up first: `stored` holds the
 /// merchant's stored locations with the items' `merchant_location_id`s, `nearby[i]` the merchant's
 /// stored live locations in item `i`'s search box. Items created earlier in the same batch count

@@ -319,27 +319,18 @@ pub(super) async fn create_in_tx(
         }
     }
     // Items that are retries need no neighbours; the rest are searched in one statement.
-    let is_new: Vec<bool> = items
-        .iter()
-        .map(|item| {
-            !item
-                .location
-                .merchant_location_id
-                .as_ref()
-                .is_some_and(|id| stored.contains_key(id))
-        })
-        .collect();
+    let searched = batch::searched(items, &stored);
     let points: Vec<(f64, f64)> = items
         .iter()
-        .zip(&is_new)
-        .filter(|(_, new)| **new)
+        .zip(&searched)
+        .filter(|(_, searched)| **searched)
         .map(|(item, _)| (item.location.latitude, item.location.longitude))
         .collect();
-    let mut searched = neighbours_of(tx, merchant_pk, &points).await?.into_iter();
-    let nearby = is_new
+    let mut found = neighbours_of(tx, merchant_pk, &points).await?.into_iter();
+    let nearby = searched
         .iter()
-        .map(|new| match new {
-            true => searched.next().unwrap_or_default(),
+        .map(|searched| match searched {
+            true => found.next().unwrap_or_default(),
             false => Vec::new(),
         })
         .collect();

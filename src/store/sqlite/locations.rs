@@ -46,16 +46,10 @@ pub(super) fn create_in_tx(
         }
     }
     let mut nearby = Vec::with_capacity(items.len());
-    for item in items {
-        let is_retry = item
-            .location
-            .merchant_location_id
-            .as_ref()
-            .is_some_and(|id| stored.contains_key(id));
-        nearby.push(if is_retry {
-            Vec::new()
-        } else {
-            neighbours(tx, merchant_pk, item.location.latitude, item.location.longitude)?
+    for (item, searched) in items.iter().zip(batch::searched(items, &stored)) {
+        nearby.push(match searched {
+            true => neighbours(tx, merchant_pk, item.location.latitude, item.location.longitude)?,
+            false => Vec::new(),
         });
     }
 

@@ -34,8 +34,6 @@ use readers::ReadPool;
 use schema::open_writer;
 use writer::{Job, Queued, WriterHealth, writer_loop};
 
-use super::group::Waiting;
-
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -48,6 +46,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms};
+use super::group::Waiting;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
