@@ -128,18 +128,18 @@ class Load:
                 del self.created[:-2000]
 
     def category_page(self):
-        cursor = self.rng.choice(self.category_cursors)
-        body = {"pagination": {"limit": 50, **({"cursor": cursor} if cursor else {})}}
-        answer = request(self.base, "/v1/categories/list", self.key, body, self.stats, "categories")
-        if answer and answer["pagination"]["next_cursor"] and len(self.category_cursors) < 500:
-            self.category_cursors.append(answer["pagination"]["next_cursor"])
+        self.page("/v1/categories/list", self.category_cursors, 50, "categories")
 
     def location_page(self):
-        cursor = self.rng.choice(self.location_cursors)
-        body = {"pagination": {"limit": 100, **({"cursor": cursor} if cursor else {})}}
-        answer = request(self.base, "/v1/location/list", self.key, body, self.stats, "locations")
-        if answer and answer["pagination"]["next_cursor"] and len(self.location_cursors) < 500:
-            self.location_cursors.append(answer["pagination"]["next_cursor"])
+        self.page("/v1/location/list", self.location_cursors, 100, "locations")
+
+    def page(self, path, cursors, limit, label):
+        """A page at a cursor met before (or the first); its next cursor joins them, up to 500."""
+        cursor = self.rng.choice(cursors)
+        body = {"pagination": {"limit": limit, **({"cursor": cursor} if cursor else {})}}
+        answer = request(self.base, path, self.key, body, self.stats, label)
+        if answer and answer["pagination"]["next_cursor"] and len(cursors) < 500:
+            cursors.append(answer["pagination"]["next_cursor"])
 
     def change(self, kind):
         with self.lock:
