@@ -4,6 +4,7 @@
 use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
+use super::{execute, query};
 use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};
@@ -46,7 +47,8 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
     let lats: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.latitude)).collect();
     let lons: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.longitude)).collect();
     let bands: Vec<Option<i64>> = lats.iter().map(|lat| lat.map(geo::band)).collect();
-    tx.execute(
+    execute(
+        tx,
         "UPDATE locations l SET status = u.s, quarantined_by = u.q, version = u.v, approved = u.a, updated_at = $1, \
          body = COALESCE(u.b, l.body), latitude = COALESCE(u.la, l.latitude), \
          longitude = COALESCE(u.lo, l.longitude), band = COALESCE(u.bd, l.band) \
@@ -66,8 +68,8 @@ pub(super) async fn change_in_tx(
     plan: ChangePlan,
 ) -> Result<Decision, StoreError> {
     let (by_id, by_merchant_id) = plan.lookups();
-    let targets = tx
-        .query(
+    let targets = query(
+        tx,
             &format!(
                 "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 \
                  AND (location_id = ANY($2) OR merchant_location_id = ANY($3))"
@@ -79,8 +81,8 @@ pub(super) async fn change_in_tx(
         .map(current_of)
         .collect::<Result<Vec<_>, _>>()?;
     let target_ids: Vec<&str> = targets.iter().map(|t| t.location_id.as_str()).collect();
-    let dependents = tx
-        .query(
+    let dependents = query(
+        tx,
             &format!(
                 "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 AND quarantined_by = ANY($2) \
                  AND status = $3 AND NOT (location_id = ANY($2))"

@@ -14,6 +14,8 @@ use crate::store::api::stored_status as status;
 use crate::store::api::{StoreError, now_ms};
 use crate::store::migrate;
 
+use super::{Params, execute, query};
+
 /// The merchant's live locations in one search box (index `locations_nearby`).
 pub(super) async fn neighbours(
     client: &impl GenericClient,
@@ -54,19 +56,17 @@ pub(super) async fn neighbours_of(
             }
         }
     }
-    let stmt = client
-        .prepare_cached(
-            "SELECT b.i, l.location_id, l.latitude, l.longitude, l.types, l.seq, l.status \
-             FROM UNNEST($2::int4[], $3::int8[], $4::float8[], $5::float8[]) AS b(i, band, west, east) \
-             CROSS JOIN LATERAL (SELECT location_id, latitude, longitude, types, seq, status FROM locations \
-              WHERE merchant_pk = $1 AND band = b.band AND longitude BETWEEN b.west AND b.east \
-              AND status = ANY($6) OFFSET 0) l",
-        )
-        .await?;
     let live = Status::LIVE.map(Status::as_str);
-    let rows = client
-        .query(&stmt, &[&merchant_pk, &point, &bands, &wests, &easts, &&live[..]])
-        .await?;
+    let rows = query(
+        client,
+        "SELECT b.i, l.location_id, l.latitude, l.longitude, l.types, l.seq, l.status \
+         FROM UNNEST($2::int4[], $3::int8[], $4::float8[], $5::float8[]) AS b(i, band, west, east) \
+         CROSS JOIN LATERAL (SELECT location_id, latitude, longitude, types, seq, status FROM locations \
+          WHERE merchant_pk = $1 AND band = b.band AND longitude BETWEEN b.west AND b.east \
+          AND status = ANY($6) OFFSET 0) l",
+        &[&merchant_pk, &point, &bands, &wests, &easts, &&live[..]],
+    )
+    .await?;
     for row in rows {
         let i = usize::try_from(row.get::<_, i32>(0)).unwrap_or(usize::MAX);
         let neighbour = Neighbour {
@@ -146,7 +146,8 @@ pub(super) async fn count(
         .map(|(_, t, _)| i32::try_from(t.bits()).unwrap_or(0))
         .collect();
     let deltas: Vec<i64> = changes.iter().map(|(_, _, n)| *n).collect();
-    tx.execute(
+    execute(
+        tx,
         "INSERT INTO location_counts (merchant_pk, status, types, n) \
          SELECT $1, s, t, n FROM UNNEST($2::text[], $3::int4[], $4::int8[]) AS u(s, t, n) \
          ON CONFLICT (merchant_pk, status, types) DO UPDATE SET n = location_counts.n + excluded.n",
@@ -299,13 +300,13 @@ pub(super) async fn create_in_tx(
         .collect();
     let mut stored = HashMap::new();
     if !ids.is_empty() {
-        for row in tx
-            .query(
-                "SELECT merchant_location_id, location_id, status, body FROM locations \
-                 WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)",
-                &[&merchant_pk, &ids],
-            )
-            .await?
+        for row in query(
+            tx,
+            "SELECT merchant_location_id, location_id, status, body FROM locations \
+             WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)",
+            &[&merchant_pk, &ids],
+        )
+        .await?
         {
             let status_text: String = row.get(2);
             stored.insert(
@@ -354,29 +355,31 @@ pub(super) async fn create_in_tx(
         let bands: Vec<i64> = lats.iter().map(|&lat| geo::band(lat)).collect();
         let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
         let by: Vec<Option<&str>> = inserts.iter().map(|i| i.quarantined_by.as_deref()).collect();
-        tx.execute(
+        let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
+        // Sent together: the counts' update does not wait for the insert's answer.
+        let params: Params<'_> = &[
+            &location_ids,
+            &merchant_pk,
+            &mlids,
+            &statuses,
+            &types,
+            &lats,
+            &lons,
+            &bands,
+            &bodies,
+            &now,
+            &by,
+        ];
+        let insert = execute(
+            tx,
             "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
              longitude, band, body, created_at, updated_at, quarantined_by) \
              SELECT l, $2, m, s, t, la, lo, b, bo, $10, $10, q FROM UNNEST($1::text[], $3::text[], $4::text[], \
              $5::int4[], $6::float8[], $7::float8[], $8::int8[], $9::text[], $11::text[]) \
              AS u(l, m, s, t, la, lo, b, bo, q)",
-            &[
-                &location_ids,
-                &merchant_pk,
-                &mlids,
-                &statuses,
-                &types,
-                &lats,
-                &lons,
-                &bands,
-                &bodies,
-                &now,
-                &by,
-            ],
-        )
-        .await?;
-        let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
-        count(tx, merchant_pk, &counted).await?;
+            params,
+        );
+        tokio::try_join!(insert, count(tx, merchant_pk, &counted))?;
     }
     Ok(outcomes)
 }

@@ -10,10 +10,11 @@
 //! and the unique index on `(merchant, merchant_location_id)` stays a backstop that never fires in
 //! normal operation. Different merchants never wait for each other.
 //!
-//! **Round trips.** Inside the lock: one query for the stored rows of all the request's ids, the
-//! neighbour queries of all new items pipelined on the connection, the decisions in memory
-//! (`batch::decide`, which also counts items created earlier in the same request), and one
-//! multi-row insert.
+//! **Round trips.** Inside the lock: one query for the stored rows of all the request's ids, one
+//! for the neighbours of all its new items, the decisions in memory (`batch::decide`, which also
+//! counts items created earlier in the same request), then the multi-row insert and the counts'
+//! update sent together. Every statement of the write path is prepared once per connection
+//! (`query`, `execute`): not parsed and planned again at each use, and one round trip, not two.
 //!
 //! **Recovery.** Connections come from a pool that drops broken ones, so when the database comes
 //! back the service recovers without a restart; while it is away, requests fail with a 500.
@@ -46,10 +47,30 @@ use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 
+/// A statement's parameters.
+type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+/// Runs `sql`, prepared once per connection (the pool's statement cache).
+pub(super) async fn query(
+    client: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query(&statement, params).await?)
+}
+
+/// Executes `sql`, prepared once per connection (the pool's statement cache).
+pub(super) async fn execute(client: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.execute(&statement, params).await?)
+}
+
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0001_init.sql"),
     include_str!("../../../migrations/postgres/0002_categories.sql"),
     include_str!("../../../migrations/postgres/0003_location_records.sql"),
+    include_str!("../../../migrations/postgres/0004_body_compression.sql"),
 ];
 const POOL_SIZE: usize = 16;
 const TIMEOUT: Duration = Duration::from_secs(5);
