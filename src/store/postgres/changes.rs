@@ -70,29 +70,29 @@ pub(super) async fn change_in_tx(
     let (by_id, by_merchant_id) = plan.lookups();
     let targets = query(
         tx,
-            &format!(
-                "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 \
+        &format!(
+            "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 \
                  AND (location_id = ANY($2) OR merchant_location_id = ANY($3))"
-            ),
-            &[&merchant_pk, &by_id, &by_merchant_id],
-        )
-        .await?
-        .iter()
-        .map(current_of)
-        .collect::<Result<Vec<_>, _>>()?;
+        ),
+        &[&merchant_pk, &by_id, &by_merchant_id],
+    )
+    .await?
+    .iter()
+    .map(current_of)
+    .collect::<Result<Vec<_>, _>>()?;
     let target_ids: Vec<&str> = targets.iter().map(|t| t.location_id.as_str()).collect();
     let dependents = query(
         tx,
-            &format!(
-                "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 AND quarantined_by = ANY($2) \
+        &format!(
+            "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 AND quarantined_by = ANY($2) \
                  AND status = $3 AND NOT (location_id = ANY($2))"
-            ),
-            &[&merchant_pk, &target_ids, &Status::Quarantine.as_str()],
-        )
-        .await?
-        .iter()
-        .map(current_of)
-        .collect::<Result<Vec<_>, _>>()?;
+        ),
+        &[&merchant_pk, &target_ids, &Status::Quarantine.as_str()],
+    )
+    .await?
+    .iter()
+    .map(current_of)
+    .collect::<Result<Vec<_>, _>>()?;
     let probes = plan.probes(&targets, &dependents);
     let nearby = neighbours_of(tx, merchant_pk, &probes)
         .await?

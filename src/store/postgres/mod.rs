@@ -70,7 +70,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0001_init.sql"),
     include_str!("../../../migrations/postgres/0002_categories.sql"),
     include_str!("../../../migrations/postgres/0003_location_records.sql"),
-    include_str!("../../../migrations/postgres/0004_body_compression.sql"),
+    include_str!("../../../migrations/postgres/0004_write_path.sql"),
 ];
 const POOL_SIZE: usize = 16;
 const TIMEOUT: Duration = Duration::from_secs(5);
