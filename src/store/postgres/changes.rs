@@ -4,7 +4,7 @@
 use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
-use super::{execute, query};
+use super::sql::{execute, query};
 use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};

@@ -14,7 +14,7 @@ use crate::store::api::stored_status as status;
 use crate::store::api::{StoreError, now_ms};
 use crate::store::migrate;
 
-use super::{Params, execute, query};
+use super::sql::{Params, execute, query};
 
 /// The merchant's live locations in one search box (index `locations_nearby`).
 pub(super) async fn neighbours(

@@ -14,7 +14,7 @@
 //! for the neighbours of all its new items, the decisions in memory (`batch::decide`, which also
 //! counts items created earlier in the same request), then the multi-row insert and the counts'
 //! update sent together. Every statement of the write path is prepared once per connection
-//! (`query`, `execute`): not parsed and planned again at each use, and one round trip, not two.
+//! (`sql::query`, `sql::execute`): not parsed and planned again at each use, and one round trip, not two.
 //!
 //! **Recovery.** Connections come from a pool that drops broken ones, so when the database comes
 //! back the service recovers without a restart; while it is away, requests fail with a 500.
@@ -27,6 +27,7 @@ mod categories;
 mod changes;
 mod groups;
 mod locations;
+mod sql;
 
 use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
 use groups::MerchantGroups;
@@ -46,25 +47,6 @@ use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
-
-/// A statement's parameters.
-type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
-
-/// Runs `sql`, prepared once per connection (the pool's statement cache).
-pub(super) async fn query(
-    client: &impl GenericClient,
-    sql: &str,
-    params: Params<'_>,
-) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-    let statement = client.prepare_cached(sql).await?;
-    Ok(client.query(&statement, params).await?)
-}
-
-/// Executes `sql`, prepared once per connection (the pool's statement cache).
-pub(super) async fn execute(client: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
-    let statement = client.prepare_cached(sql).await?;
-    Ok(client.execute(&statement, params).await?)
-}
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0001_init.sql"),

@@ -1,0 +1,25 @@
+//! Running a statement of the write path: prepared once per connection (the pool's statement
+//! cache), so it is not parsed and planned again at each use and runs in one round trip, not two.
+
+use deadpool_postgres::GenericClient;
+
+use crate::store::api::StoreError;
+
+/// A statement's parameters.
+pub(super) type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
+
+/// Runs `sql`, prepared once per connection (the pool's statement cache).
+pub(super) async fn query(
+    client: &impl GenericClient,
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.query(&statement, params).await?)
+}
+
+/// Executes `sql`, prepared once per connection (the pool's statement cache).
+pub(super) async fn execute(client: &impl GenericClient, sql: &str, params: Params<'_>) -> Result<u64, StoreError> {
+    let statement = client.prepare_cached(sql).await?;
+    Ok(client.execute(&statement, params).await?)
+}
