@@ -4,7 +4,7 @@
 use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
-use super::sql::{execute, query};
+use super::sql::{execute, lock_merchant, query};
 use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};
@@ -139,7 +139,7 @@ pub(super) async fn approve_location(pool: &Pool, location_id: &str) -> Result<A
         return Ok(Approval::NotFound);
     };
     let merchant_pk: i64 = row.get(0);
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&merchant_pk]).await?;
+    lock_merchant(&tx, merchant_pk).await?;
     let row = tx
         .query_one(
             &format!("SELECT {CURRENT} FROM locations WHERE location_id = $1"),

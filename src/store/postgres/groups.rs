@@ -230,7 +230,7 @@ async fn commit_group(pool: &Pool, merchant_pk: i64, group: Vec<Job>) {
         Err(e) => return fail_all(group, Vec::new(), SharedError::new(e)),
     };
     // The merchant's writes take turns across every instance (see the module's notes).
-    if let Err(e) = super::sql::execute(&tx, "SELECT pg_advisory_xact_lock($1)", &[&merchant_pk]).await {
+    if let Err(e) = super::sql::lock_merchant(&tx, merchant_pk).await {
         return fail_all(group, Vec::new(), SharedError::new(e));
     }
     let mut done = Vec::with_capacity(group.len());

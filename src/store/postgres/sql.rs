@@ -23,3 +23,10 @@ pub(super) async fn execute(client: &impl GenericClient, sql: &str, params: Para
     let statement = client.prepare_cached(sql).await?;
     Ok(client.execute(&statement, params).await?)
 }
+
+/// Takes the merchant's lock until the end of `tx`: a merchant's writes (its groups, an operator's
+/// approval) take turns across every instance.
+pub(super) async fn lock_merchant(tx: &impl GenericClient, merchant_pk: i64) -> Result<(), StoreError> {
+    execute(tx, "SELECT pg_advisory_xact_lock($1)", &[&merchant_pk]).await?;
+    Ok(())
+}
