@@ -12,7 +12,7 @@ use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
+use governor::clock::{Clock, MonotonicClock};
 use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
@@ -59,7 +59,12 @@ pub struct Refusal {
     pub headers: Headers,
 }
 
-type Keyed = RateLimiter<i64, DashMapStateStore<i64>, DefaultClock, StateInformationMiddleware>;
+/// The limiter's clock is the standard library's monotonic one, not governor's default (`quanta`,
+/// read from the CPU's TSC): on a virtual machine whose cores' TSCs disagree, a check made on
+/// another core can see time jump and refuse with `RATE_LIMITED` far below the budget. Once in
+/// CI here, the PostgreSQL suite's two-instance race got a 429 after about 17 requests of a
+/// 100-request burst (a known failure of TSC clocks under virtualisation).
+type Keyed = RateLimiter<i64, DashMapStateStore<i64>, MonotonicClock, StateInformationMiddleware>;
 
 pub struct RateLimits {
     limiter: Option<Keyed>,
@@ -82,7 +87,9 @@ impl RateLimits {
         .map(|q| q.allow_burst(burst_nz));
         RateLimits {
             refill_secs: quota.map_or(0, |q| ceil_secs(q.replenish_interval() * burst_nz.get())),
-            limiter: quota.map(|q| RateLimiter::dashmap(q).with_middleware::<StateInformationMiddleware>()),
+            limiter: quota.map(|q| {
+                RateLimiter::dashmap_with_clock(q, MonotonicClock).with_middleware::<StateInformationMiddleware>()
+            }),
             burst: burst_nz.get(),
         }
     }
