@@ -6,8 +6,7 @@
 //! panic is a 500 and the server keeps serving) → routes, whose 404/405 answer in the contract's
 //! body; the `/v1` routes pass the gate (authentication, requests in flight, rate limit) first.
 //!
-//! The accept loop is hyper-util's, not `axum::serve`, so that connections get a header read
-//! timeout: a client that drips its request headers is cut off instead of holding a connection.
+//! The accept loop and the discipline of connections are `crate::server`'s.
 
 use std::any::Any;
 use std::future::Future;
@@ -19,10 +18,6 @@ use axum::http::Response;
 use axum::middleware::{self, Next};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tower::ServiceBuilder;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -32,12 +27,13 @@ pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{categories, changes, gate, locations, openapi, ops, request_id};
 use crate::state::STORE_MARGIN;
-pub use crate::state::{AppState, Deadline, ServedMerchant};
+pub use crate::state::{AppState, BodyTiming, Deadline, ServedMerchant};
 
 /// How often a server checks whether the stored taxonomy changed.
 pub const TAXONOMY_POLL: Duration = Duration::from_secs(1);
-/// A client must send its request headers within this time.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long before a request's time cap its body must be complete: enough for the 408 to be the
+/// answer rather than the cap's 500.
+const BODY_MARGIN: Duration = Duration::from_millis(250);
 /// How often idle merchants are dropped from the rate limiter.
 const FORGET_IDLE_EVERY: Duration = Duration::from_secs(60);
 
@@ -59,6 +55,8 @@ async fn upkeep(state: AppState) {
         }
         if last_forget.elapsed() >= FORGET_IDLE_EVERY {
             state.limits.forget_idle();
+            state.keys.forget_expired();
+            crate::http::extract::forget_idle_merchants();
             last_forget = Instant::now();
         }
     }
@@ -118,9 +116,12 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let method = request.method().clone();
     let route = route_of(&request);
     let timeout = state.settings.request_timeout;
-    request.extensions_mut().insert(Deadline(
-        started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2)),
-    ));
+    let deadline = started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2));
+    request.extensions_mut().insert(Deadline(deadline));
+    request.extensions_mut().insert(BodyTiming {
+        deadline: started + timeout.saturating_sub(BODY_MARGIN.min(timeout / 4)),
+        stall: state.settings.body_stall_timeout,
+    });
     let mut response = request_id::scope(id.clone(), async move {
         match tokio::time::timeout(timeout, next.run(request)).await {
             Ok(response) => response,
@@ -171,8 +172,9 @@ fn panic_response(panic: Box<dyn Any + Send + 'static>) -> Response<axum::body::
 #[error("handler panicked: {0}")]
 struct Panicked(String);
 
-/// Serves `state` on `listener` until `shutdown` resolves, then stops accepting and lets
-/// in-flight requests finish. Keeps the taxonomy fresh meanwhile.
+/// Serves `state` on `listener` until `shutdown` resolves, then stops accepting, closes idle
+/// connections and lets the requests in progress finish (`crate::server`). Keeps the taxonomy
+/// fresh meanwhile.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
@@ -180,40 +182,8 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let _ = crate::telemetry::metrics();
     let upkeep = tokio::spawn(upkeep(state.clone()));
-    let app = router(state);
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    builder.http2().timer(TokioTimer::new());
-    let graceful = GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, _peer) = match accepted {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // Out of file descriptors and the like: wait, do not spin.
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let _ = stream.set_nodelay(true);
-                let service = TowerToHyperService::new(app.clone());
-                let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned();
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    let _ = connection.await;
-                });
-            }
-            () = &mut shutdown => break,
-        }
-    }
-    drop(listener);
-    graceful.shutdown().await;
+    let limits = state.settings.connections.clone();
+    let served = crate::server::run(listener, router(state), limits, shutdown).await;
     upkeep.abort();
-    Ok(())
+    served
 }

@@ -57,6 +57,9 @@ wire_enum! {
         InvalidApiKey => "INVALID_API_KEY",
         RateLimited => "RATE_LIMITED",
         Internal => "INTERNAL",
+        RequestTimeout => "REQUEST_TIMEOUT",
+        OutcomeUnknown => "OUTCOME_UNKNOWN",
+        Forbidden => "FORBIDDEN",
         NotFound => "NOT_FOUND",
         MethodNotAllowed => "METHOD_NOT_ALLOWED",
     }
@@ -69,7 +72,10 @@ impl ErrorCode {
         match self {
             UnsupportedMediaType | PayloadTooLarge | MalformedJson | InvalidRequest | TooManyItems | InvalidFilter
             | InvalidPagination | InvalidCursor => 400,
+            RequestTimeout => 408,
             Unauthenticated | InvalidApiKey => 401,
+            Forbidden => 403,
+            OutcomeUnknown => 503,
             RateLimited => 429,
             Internal => 500,
             NotFound => 404,
@@ -80,10 +86,10 @@ impl ErrorCode {
     /// Its `error_type` (SPEC §7.2), by its status.
     pub const fn error_type(self) -> ErrorType {
         match self.status() {
-            400 => ErrorType::BadRequest,
-            401 => ErrorType::Unauthorized,
+            400 | 408 => ErrorType::BadRequest,
+            401 | 403 => ErrorType::Unauthorized,
             429 => ErrorType::RateLimit,
-            500 => ErrorType::Internal,
+            500 | 503 => ErrorType::Internal,
             _ => ErrorType::Unspecified,
         }
     }

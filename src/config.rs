@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 
 use crate::rate_limit::Rate;
+use crate::server::ConnectionLimits;
 use crate::store::DatabaseUrl;
 
 #[derive(Args, Debug, Clone)]
@@ -40,6 +41,20 @@ pub struct ServeArgs {
     /// Most /v1 requests in flight at once; more are answered 429 rather than queued.
     #[arg(long, env = "STOREFRONT_MAX_IN_FLIGHT", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight: u64,
+    /// Most connections open at once (lowered at start when the open-file limit is too low).
+    #[arg(long, env = "STOREFRONT_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: u64,
+    /// Most connections open at once from one client address; 0 for no such limit (behind a load
+    /// balancer whose address every client shares).
+    #[arg(long, env = "STOREFRONT_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 256)]
+    pub max_connections_per_client: u64,
+    /// Requests with an unknown or revoked key (401s) per client address: N/s or N/min; 0
+    /// disables. Past it the address is answered 429 without a lookup.
+    #[arg(long, env = "STOREFRONT_AUTH_FAILURE_LIMIT", default_value = "20/s")]
+    pub auth_failure_limit: Rate,
+    /// 401s a client address may get at once before `--auth-failure-limit` applies.
+    #[arg(long, env = "STOREFRONT_AUTH_FAILURE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub auth_failure_burst: u32,
 }
 
 impl ServeArgs {
@@ -48,6 +63,14 @@ impl ServeArgs {
             rate: self.rate_limit,
             burst: self.rate_burst,
             max_in_flight: usize::try_from(self.max_in_flight).unwrap_or(usize::MAX),
+            connections: ConnectionLimits {
+                max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+                max_per_client: usize::try_from(self.max_connections_per_client).unwrap_or(usize::MAX),
+                ..ConnectionLimits::default()
+            }
+            .fit_descriptors(),
+            auth_failure_rate: self.auth_failure_limit,
+            auth_failure_burst: self.auth_failure_burst,
             ..Settings::default()
         }
     }
@@ -62,6 +85,13 @@ pub struct Settings {
     pub max_in_flight: usize,
     /// A request's time in the server; after it the answer is 500 and nothing is stored.
     pub request_timeout: Duration,
+    /// A body that stops arriving for this long is answered 408 (CONTRACT §17).
+    pub body_stall_timeout: Duration,
+    /// The accept loop's limits (CONTRACT §17).
+    pub connections: ConnectionLimits,
+    /// 401s per client address (CONTRACT §17).
+    pub auth_failure_rate: Rate,
+    pub auth_failure_burst: u32,
 }
 
 impl Default for Settings {
@@ -72,6 +102,10 @@ impl Default for Settings {
             burst: 100,
             max_in_flight: 512,
             request_timeout: Duration::from_secs(30),
+            body_stall_timeout: Duration::from_secs(10),
+            connections: ConnectionLimits::default(),
+            auth_failure_rate: Rate::PerSecond(std::num::NonZeroU32::new(20).unwrap_or(std::num::NonZeroU32::MIN)),
+            auth_failure_burst: 100,
         }
     }
 }

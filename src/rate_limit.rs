@@ -1,13 +1,15 @@
-//! Per-merchant rate limiting (CONTRACT §6): a keyed GCRA limiter from `governor`.
+//! Rate limiting (CONTRACT §6, §17): a keyed GCRA limiter from `governor`, one per budget: the
+//! merchant's (keyed by merchant), and the 401 budget of a client address (`"unauthenticated"`).
 //!
 //! Every authenticated `/v1` request that is not refused spends one unit of its merchant's
 //! budget. The answer carries the IETF httpapi draft's headers:
-//! `RateLimit-Policy: "merchant";q=<burst>;w=<seconds to refill the burst>` and
-//! `RateLimit: "merchant";r=<units left>;t=<seconds until one more unit>` (whole seconds, rounded
+//! `RateLimit-Policy: "<policy>";q=<burst>;w=<seconds to refill the burst>` and
+//! `RateLimit: "<policy>";r=<units left>;t=<seconds until one more unit>` (whole seconds, rounded
 //! up). `t` comes from asking the limiter, without spending, when `r + 1` units would conform.
 //! Idle merchants' state is dropped by `retain_recent`, called periodically, so memory does not
 //! grow with the number of merchants ever seen.
 
+use std::hash::Hash;
 use std::num::NonZeroU32;
 use std::str::FromStr;
 use std::time::Duration;
@@ -64,10 +66,12 @@ pub struct Refusal {
 /// another core can see time jump and refuse with `RATE_LIMITED` far below the budget. Once in
 /// CI here, the PostgreSQL suite's two-instance race got a 429 after about 17 requests of a
 /// 100-request burst (a known failure of TSC clocks under virtualisation).
-type Keyed = RateLimiter<i64, DashMapStateStore<i64>, MonotonicClock, StateInformationMiddleware>;
+type Keyed<K> = RateLimiter<K, DashMapStateStore<K>, MonotonicClock, StateInformationMiddleware>;
 
-pub struct RateLimits {
-    limiter: Option<Keyed>,
+/// One budget per key (a merchant, a client address), named `policy` in the headers.
+pub struct RateLimits<K: Hash + Eq + Clone = i64> {
+    limiter: Option<Keyed<K>>,
+    policy: &'static str,
     burst: u32,
     refill_secs: u64,
 }
@@ -76,8 +80,8 @@ fn ceil_secs(d: Duration) -> u64 {
     d.as_nanos().div_ceil(1_000_000_000) as u64
 }
 
-impl RateLimits {
-    pub fn new(rate: Rate, burst: u32) -> Self {
+impl<K: Hash + Eq + Clone> RateLimits<K> {
+    pub fn new(policy: &'static str, rate: Rate, burst: u32) -> Self {
         let burst_nz = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
         let quota = match rate {
             Rate::Off => None,
@@ -90,6 +94,7 @@ impl RateLimits {
             limiter: quota.map(|q| {
                 RateLimiter::dashmap_with_clock(q, MonotonicClock).with_middleware::<StateInformationMiddleware>()
             }),
+            policy,
             burst: burst_nz.get(),
         }
     }
@@ -100,48 +105,50 @@ impl RateLimits {
 
     fn headers(&self, left: u32, next_unit: Duration) -> Headers {
         Headers {
-            policy: format!("\"merchant\";q={};w={}", self.burst, self.refill_secs),
-            state: format!("\"merchant\";r={left};t={}", ceil_secs(next_unit)),
+            policy: format!("\"{}\";q={};w={}", self.policy, self.burst, self.refill_secs),
+            state: format!("\"{}\";r={left};t={}", self.policy, ceil_secs(next_unit)),
         }
     }
 
-    /// Spends one unit of `merchant`'s budget, or refuses. `None` when limiting is off.
-    pub fn check(&self, merchant: i64) -> Option<Result<Headers, Refusal>> {
+    /// Spends one unit of `key`'s budget, or refuses. `None` when limiting is off.
+    pub fn check(&self, key: &K) -> Option<Result<Headers, Refusal>> {
         let limiter = self.limiter.as_ref()?;
-        Some(match limiter.check_key(&merchant) {
+        Some(match limiter.check_key(key) {
             Ok(snapshot) => {
                 let left = snapshot.remaining_burst_capacity();
                 let next_unit = if left >= self.burst {
                     Duration::ZERO
                 } else {
-                    self.time_until(limiter, merchant, left + 1)
+                    self.time_until(limiter, key, left + 1)
                 };
                 Ok(self.headers(left, next_unit))
             }
-            Err(not_until) => {
-                let wait = not_until.wait_time_from(limiter.clock().now());
-                Err(Refusal {
-                    retry_after: wait,
-                    headers: self.headers(0, wait),
-                })
-            }
+            Err(not_until) => Err(self.refusal(not_until.wait_time_from(limiter.clock().now()))),
         })
+    }
+
+    /// The refusal of a key with no unit left for `wait` more.
+    pub fn refusal(&self, wait: Duration) -> Refusal {
+        Refusal {
+            retry_after: wait,
+            headers: self.headers(0, wait),
+        }
     }
 
     /// How long until `units` would conform, asked without spending any (a refused check does
     /// not change the limiter's state).
-    fn time_until(&self, limiter: &Keyed, merchant: i64, units: u32) -> Duration {
+    fn time_until(&self, limiter: &Keyed<K>, key: &K, units: u32) -> Duration {
         let Some(n) = NonZeroU32::new(units) else {
             return Duration::ZERO;
         };
-        match limiter.check_key_n(&merchant, n) {
+        match limiter.check_key_n(key, n) {
             Ok(Err(not_until)) => not_until.wait_time_from(limiter.clock().now()),
             // Conformed meanwhile (it was spent: a rare race with refill), or more than a burst.
             _ => Duration::ZERO,
         }
     }
 
-    /// Forgets merchants whose budget is full again.
+    /// Forgets keys whose budget is full again.
     pub fn forget_idle(&self) {
         if let Some(limiter) = &self.limiter {
             limiter.retain_recent();
@@ -149,7 +156,7 @@ impl RateLimits {
         }
     }
 
-    /// How many merchants the limiter holds state for.
+    /// How many keys the limiter holds state for.
     pub fn tracked(&self) -> usize {
         self.limiter.as_ref().map_or(0, RateLimiter::len)
     }
@@ -177,8 +184,12 @@ mod tests {
 
     #[test]
     fn burst_then_refusal_with_exact_headers() {
-        let limits = RateLimits::new(Rate::PerMinute(NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN)), 3);
-        let first = limits.check(1).and_then(Result::ok);
+        let limits = RateLimits::new(
+            "merchant",
+            Rate::PerMinute(NonZeroU32::new(6).unwrap_or(NonZeroU32::MIN)),
+            3,
+        );
+        let first = limits.check(&1).and_then(Result::ok);
         let first = first.unwrap_or_else(|| Headers {
             policy: String::new(),
             state: String::new(),
@@ -187,16 +198,19 @@ mod tests {
         assert!(first.state.starts_with("\"merchant\";r=2;t="), "{}", first.state);
         let t: u64 = first.state.rsplit('=').next().and_then(|t| t.parse().ok()).unwrap_or(0);
         assert!((1..=10).contains(&t), "one unit every 10 s: {t}");
-        assert!(matches!(limits.check(1), Some(Ok(_))));
-        assert!(matches!(limits.check(1), Some(Ok(_))));
-        match limits.check(1) {
+        assert!(matches!(limits.check(&1), Some(Ok(_))));
+        assert!(matches!(limits.check(&1), Some(Ok(_))));
+        match limits.check(&1) {
             Some(Err(refusal)) => {
                 assert!(refusal.retry_after > Duration::from_secs(9) && refusal.retry_after <= Duration::from_secs(10));
                 assert_eq!(refusal.headers.state, "\"merchant\";r=0;t=10");
             }
             other => panic!("expected a refusal, got {other:?}"),
         }
-        assert!(matches!(limits.check(2), Some(Ok(_))), "another merchant is unaffected");
-        assert_eq!(RateLimits::new(Rate::Off, 10).check(1), None);
+        assert!(
+            matches!(limits.check(&2), Some(Ok(_))),
+            "another merchant is unaffected"
+        );
+        assert_eq!(RateLimits::<i64>::new("merchant", Rate::Off, 10).check(&1), None);
     }
 }

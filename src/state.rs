@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::Settings;
 use crate::domain::category::taxonomy::Taxonomy;
+use crate::key_verdicts::KeyVerdicts;
 use crate::pagination::Cursors;
 use crate::rate_limit::RateLimits;
 use crate::store::{Store, StoreError};
@@ -18,6 +19,23 @@ use crate::store::{Store, StoreError};
 /// begun in time is committed before the request is answered 500.
 #[derive(Clone, Copy, Debug)]
 pub struct Deadline(pub Instant);
+
+/// When a request's body must have arrived by, and the longest pause allowed between its parts
+/// (CONTRACT §17: 408 otherwise): the request's time cap, less the margin its 408 needs.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyTiming {
+    pub deadline: Instant,
+    pub stall: Duration,
+}
+
+impl Default for BodyTiming {
+    fn default() -> Self {
+        BodyTiming {
+            deadline: Instant::now() + Duration::from_secs(29),
+            stall: Duration::from_secs(10),
+        }
+    }
+}
 
 /// How long before a request's time cap its store work must be done.
 pub const STORE_MARGIN: Duration = Duration::from_secs(5);
@@ -32,6 +50,8 @@ pub struct Services {
     pub taxonomy: ArcSwap<Taxonomy>,
     pub cursors: Cursors,
     pub limits: RateLimits,
+    /// Presented keys' verdicts and client addresses' 401 budgets (CONTRACT §17).
+    pub keys: KeyVerdicts,
     pub in_flight: Arc<Semaphore>,
     pub settings: Settings,
 }
@@ -53,7 +73,8 @@ impl AppState {
             store,
             taxonomy: ArcSwap::from_pointee(taxonomy),
             cursors,
-            limits: RateLimits::new(settings.rate, settings.burst),
+            limits: RateLimits::new("merchant", settings.rate, settings.burst),
+            keys: KeyVerdicts::new(settings.auth_failure_rate, settings.auth_failure_burst),
             in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
             settings,
         })))

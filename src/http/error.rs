@@ -90,7 +90,7 @@ impl From<StoreError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(mut self) -> Response {
-        if self.code == ErrorCode::Internal
+        if matches!(self.code, ErrorCode::Internal | ErrorCode::OutcomeUnknown)
             && let Some(id) = super::request_id::current()
         {
             self.details.insert("request_id".to_owned(), Value::String(id));

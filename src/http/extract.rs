@@ -3,7 +3,9 @@
 //! before, in the gate.
 //!
 //! Memory stays bounded whatever a body's shape (CONTRACT §6, issue 18). A body is read only within
-//! a server-wide budget of body bytes (its declared length, else the limit), and parsed only within
+//! a server-wide budget of body bytes, of which one merchant's bodies in flight hold at most a
+//! quarter (CONTRACT §17); a body that stalls for 10 s or is not complete within the request's
+//! time is answered 408 `REQUEST_TIMEOUT`. It is parsed only within
 //! a budget of parsed-form bytes, estimated from the body's count of JSON tokens before parsing: a
 //! parsed value costs tens of bytes however short its text, so eight megabytes of `[0,0,…]` or of
 //! `[[[…]]]` would become hundreds. Requests over a budget wait their turn (within their 30 s);
@@ -13,11 +15,16 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use std::sync::{Arc, LazyLock};
+
+use dashmap::DashMap;
+use http_body_util::BodyExt;
 use serde::Deserialize;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
 use super::error::{ApiError, ErrorCode};
+use crate::state::BodyTiming;
+use crate::store::MerchantRef;
 
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -40,7 +47,7 @@ static PARSE_BUDGET: Semaphore = Semaphore::const_new(PARSE_BUDGET_KIB);
 pub struct JsonBody {
     bytes: Bytes,
     /// Its share of the budgets, given back when the body (and so what was parsed from it) goes.
-    _budget: Vec<SemaphorePermit<'static>>,
+    _budget: Vec<Held>,
 }
 
 impl JsonBody {
@@ -75,6 +82,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     async fn from_request(request: Request, _state: &S) -> Result<Self, ApiError> {
         let (parts, body) = request.into_parts();
         let is_json = is_json(&parts.headers);
+        let timing = parts.extensions.get::<BodyTiming>().copied().unwrap_or_default();
         let declared = parts
             .headers
             .get(header::CONTENT_LENGTH)
@@ -90,26 +98,30 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
         match declared {
             Some(0) => return Ok(JsonBody::empty()),
             Some(_) if !is_json => {
-                discard(body).await;
+                discard(body, timing).await;
                 return Err(unsupported());
             }
             Some(n) if n > MAX_BODY_BYTES as u64 => {
-                discard(body).await;
+                discard(body, timing).await;
                 return Err(too_large());
             }
             _ => {}
         }
-        // Read at most the limit, within the budget: a larger body is refused without being held.
-        let reading = declared.map_or(MAX_BODY_BYTES, |n| n as usize);
-        let mut budget = vec![take(&BODY_BUDGET, reading, BODY_BUDGET_KIB).await?];
-        let mut body = body;
-        let bytes = match Limited::new(&mut body, MAX_BODY_BYTES).collect().await {
-            Ok(collected) => collected.to_bytes(),
-            Err(e) if e.downcast_ref::<LengthLimitError>().is_some() => {
-                discard(body).await;
-                return Err(if is_json { too_large() } else { unsupported() });
+        let merchant = parts.extensions.get::<MerchantRef>().map_or(0, |m| m.pk);
+        let (bytes, mut budget) = match read(body, declared, merchant, timing).await {
+            Ok(read) => read,
+            Err(Unread::TooLarge) => return Err(if is_json { too_large() } else { unsupported() }),
+            Err(Unread::Late(why)) => {
+                tracing::warn!(
+                    request_id = super::request_id::current().as_deref().unwrap_or_default(),
+                    "{why}: answered 408"
+                );
+                return Err(ApiError::new(
+                    ErrorCode::RequestTimeout,
+                    format!("{why}; send the whole body without pausing"),
+                ));
             }
-            Err(_) => {
+            Err(Unread::Broken) => {
                 return Err(ApiError::new(
                     ErrorCode::InvalidRequest,
                     "the request body could not be read",
@@ -129,14 +141,107 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             )
             .detail("max_tokens", MAX_TOKENS));
         };
-        budget.push(take(&PARSE_BUDGET, tokens * BYTES_PER_TOKEN, PARSE_BUDGET_KIB).await?);
+        budget.push(Held::Shared(
+            take(&PARSE_BUDGET, tokens * BYTES_PER_TOKEN, PARSE_BUDGET_KIB).await?,
+        ));
         Ok(JsonBody { bytes, _budget: budget })
     }
 }
 
 /// A request's share of the memory budgets, held while what it accounts for lives.
 pub struct Budget {
-    _permits: Vec<SemaphorePermit<'static>>,
+    _permits: Vec<Held>,
+}
+
+/// A share of the server's body or parse budget.
+enum Held {
+    Shared(#[allow(dead_code)] SemaphorePermit<'static>),
+}
+
+/// Why a body was not read.
+enum Unread {
+    /// Over `MAX_BODY_BYTES`, or over its declared length (the rest was read and dropped, up to
+    /// `DISCARD_LIMIT`).
+    TooLarge,
+    /// It stalled or was not complete in time (CONTRACT §17): the reason, for the answer.
+    Late(&'static str),
+    /// The connection broke, or the client sent something that is not a body.
+    Broken,
+}
+
+/// Reads a body within its budgets: its declared size (else the limit) is reserved whole, first
+/// from its merchant's quarter of the body budget, then from the server's, each at once (a body
+/// never holds part of a budget while it waits for more, so bodies cannot starve one another).
+/// One merchant's bodies in flight thus hold at most a quarter of the budget: a merchant that
+/// drips sixteen 8 MiB bodies holds 16 MiB and waits for its own quarter, never for the others'.
+/// A pause of `timing.stall` between frames, or a body (its wait for budget included) not
+/// complete by `timing.deadline`, is `Late`.
+async fn read(
+    mut body: axum::body::Body,
+    declared: Option<u64>,
+    merchant: i64,
+    timing: BodyTiming,
+) -> Result<(Bytes, Vec<Held>), Unread> {
+    let limit = declared.map_or(MAX_BODY_BYTES, |n| (n as usize).min(MAX_BODY_BYTES));
+    let kib = limit.div_ceil(1024).max(1);
+    let quarter = merchant_budget(merchant);
+    let taking = async {
+        let mine = quarter.acquire_many_owned(permits(kib.min(BODY_BUDGET_KIB / 4))).await;
+        let shared = BODY_BUDGET.acquire_many(permits(kib.min(BODY_BUDGET_KIB))).await;
+        (mine, shared)
+    };
+    let (mine, shared) = match tokio::time::timeout_at(timing.deadline.into(), taking).await {
+        Err(_) => return Err(Unread::Late("the request body was not complete in time")),
+        Ok((Ok(mine), Ok(shared))) => (mine, shared),
+        Ok(_) => return Err(Unread::Broken),
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(limit.min(BUFFER_START));
+    loop {
+        let frame = tokio::time::timeout_at(timing.deadline.into(), tokio::time::timeout(timing.stall, body.frame()));
+        let frame = match frame.await {
+            Err(_) => return Err(Unread::Late("the request body was not complete in time")),
+            Ok(Err(_)) => return Err(Unread::Late("the request body stopped arriving")),
+            Ok(Ok(None)) => break,
+            Ok(Ok(Some(Err(_)))) => return Err(Unread::Broken),
+            Ok(Ok(Some(Ok(frame)))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if buf.len() + data.len() > limit {
+            drop((buf, mine, shared));
+            discard(body, timing).await;
+            return Err(Unread::TooLarge);
+        }
+        buf.extend_from_slice(&data);
+    }
+    // Complete: the merchant's quarter bounds bodies in flight, so it goes back now; the
+    // server's budget stays held for as long as the body and what is built from it live.
+    drop(mine);
+    Ok((Bytes::from(buf), vec![Held::Shared(shared)]))
+}
+
+/// A body's buffer starts this large and grows as bytes arrive (never to more than reserved).
+const BUFFER_START: usize = 64 * 1024;
+
+fn permits(kib: usize) -> u32 {
+    u32::try_from(kib).unwrap_or(u32::MAX)
+}
+
+/// Each merchant's quarter of the body budget, while it has a body in flight.
+static MERCHANT_BODIES: LazyLock<DashMap<i64, Arc<Semaphore>>> = LazyLock::new(DashMap::new);
+
+fn merchant_budget(merchant: i64) -> Arc<Semaphore> {
+    let quarter = MERCHANT_BODIES
+        .entry(merchant)
+        .or_insert_with(|| Arc::new(Semaphore::new(BODY_BUDGET_KIB / 4)));
+    Arc::clone(quarter.value())
+}
+
+/// Forgets the quarters of merchants with no body in flight (periodic upkeep).
+pub fn forget_idle_merchants() {
+    MERCHANT_BODIES
+        .retain(|_, quarter| Arc::strong_count(quarter) > 1 || quarter.available_permits() < BODY_BUDGET_KIB / 4);
 }
 
 /// `bytes` of `budget` (at least 1 KiB, at most all of it), waiting for them.
@@ -192,12 +297,14 @@ fn tokens(bytes: &[u8], max: usize) -> Option<usize> {
 /// gets the answer rather than a broken connection; past this the connection is closed.
 const DISCARD_LIMIT: usize = 32 * 1024 * 1024;
 
-/// Reads and drops what is left of a refused body, up to `DISCARD_LIMIT`, holding none of it.
-async fn discard(mut body: axum::body::Body) {
+/// Reads and drops what is left of a refused body, up to `DISCARD_LIMIT`, holding none of it,
+/// for as long as it keeps arriving in time.
+async fn discard(mut body: axum::body::Body, timing: BodyTiming) {
     let mut dropped = 0usize;
     while dropped < DISCARD_LIMIT {
-        match body.frame().await {
-            Some(Ok(frame)) => dropped += frame.data_ref().map_or(0, |d| d.len()),
+        let frame = tokio::time::timeout_at(timing.deadline.into(), tokio::time::timeout(timing.stall, body.frame()));
+        match frame.await {
+            Ok(Ok(Some(Ok(frame)))) => dropped += frame.data_ref().map_or(0, |d| d.len()),
             _ => break,
         }
     }

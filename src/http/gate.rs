@@ -1,7 +1,13 @@
 //! The gate every `/v1` request passes before its handler (CONTRACT §3 order, after routing):
 //! authentication (401, the body not read), the bound on requests in flight (429, nothing spent),
 //! the merchant's rate limit (429), then the handler; the answer gets the rate-limit headers.
+//!
+//! Authentication answers from memory where it can (CONTRACT §17, `crate::key_verdicts`): a
+//! client address whose 401 budget is spent gets 429 without a lookup (unless its key was served
+//! lately), a key found unknown within the last minute gets 401 without one. Every 401 spends a
+//! unit of the address's budget; 401s and those 429s are logged with the address.
 
+use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
 
 use axum::extract::{FromRequestParts, Request, State};
@@ -12,7 +18,9 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ErrorCode};
 use crate::auth;
+use crate::key_verdicts::Presented;
 use crate::rate_limit::{self, Refusal};
+use crate::server::ClientAddr;
 use crate::state::{AppState, ServedMerchant};
 use crate::store::MerchantRef;
 
@@ -20,9 +28,13 @@ const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy")
 const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
 pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let merchant = match authenticate(&state, request.headers()).await {
+    let client = request
+        .extensions()
+        .get::<ClientAddr>()
+        .map_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED), |c| c.0.ip());
+    let merchant = match authenticate(&state, client, request.headers()).await {
         Ok(merchant) => merchant,
-        Err(e) => return e.into_response(),
+        Err(refused) => return refused,
     };
     let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
         return rate_limited(
@@ -31,7 +43,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             None,
         );
     };
-    let headers = match state.limits.check(merchant.pk) {
+    let headers = match state.limits.check(&merchant.pk) {
         None => None,
         Some(Ok(headers)) => Some(headers),
         Some(Err(Refusal { retry_after, headers })) => {
@@ -70,11 +82,49 @@ fn rate_limited(message: &'static str, wait: Duration, headers: Option<rate_limi
     response
 }
 
-async fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<MerchantRef, ApiError> {
-    let token = bearer_token(headers)?;
-    auth::authenticate(state.store.as_ref(), token)
-        .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::InvalidApiKey, "unknown or revoked API key"))
+/// The merchant of the request's key, or the answer refusing it (401, or 429 past the address's
+/// 401 budget).
+async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> Result<MerchantRef, Response> {
+    let token = bearer_token(headers);
+    let presented = token.as_ref().ok().map(|token| Presented::new(token));
+    if let Some(refusal) = state.keys.refusal(client, presented.as_ref()) {
+        return Err(unauthenticated_limited(client, refusal));
+    }
+    let unknown = || ApiError::new(ErrorCode::InvalidApiKey, "unknown or revoked API key");
+    let refused = match (token, presented) {
+        (Err(e), _) => e,
+        (Ok(_), Some(presented)) if state.keys.is_unknown(&presented) => unknown(),
+        (Ok(token), Some(presented)) => match auth::authenticate(state.store.as_ref(), token).await {
+            Ok(Some(merchant)) => {
+                state.keys.remember_valid(&presented);
+                return Ok(merchant);
+            }
+            Ok(None) => {
+                state.keys.remember_unknown(&presented);
+                unknown()
+            }
+            Err(e) => return Err(ApiError::from(e).into_response()),
+        },
+        (Ok(_), None) => unknown(),
+    };
+    Err(match state.keys.spend_failure(client) {
+        Ok(()) => {
+            tracing::info!(client = %client, code = refused.code().as_str(), "request refused: not authenticated");
+            refused.into_response()
+        }
+        Err(refusal) => unauthenticated_limited(client, refusal),
+    })
+}
+
+/// 429 for an address that spent its 401 budget.
+fn unauthenticated_limited(client: IpAddr, refusal: Refusal) -> Response {
+    metrics::counter!("rate_limited_total").increment(1);
+    tracing::info!(client = %client, "request refused: too many unauthenticated requests from this address");
+    rate_limited(
+        "too many requests with a missing or invalid API key from this address",
+        refusal.retry_after,
+        Some(refusal.headers),
+    )
 }
 
 /// `Authorization: Bearer <token>` (the scheme word in any case).

@@ -43,9 +43,18 @@ use crate::domain::location::change::ChangeResult;
 )]
 pub struct ApiDoc;
 
-/// What every `/v1` operation answers besides its own 200 and 400 (CONTRACT §3, §6): the headers
-/// of a 200, and 401, 429 and 500 in the error body. Written here once for every operation.
+/// What every `/v1` operation answers besides its own 200 and 400 (CONTRACT §3, §6, §17): the
+/// headers of a 200, and 401, 408, 429 and 500 in the error body, and 503 for the operations that
+/// write. Written here once for every operation.
 struct CommonAnswers;
+
+/// The operations that store: their answer may be 503 `OUTCOME_UNKNOWN` (CONTRACT §17).
+const WRITES: [&str; 4] = [
+    "/v1/location/create",
+    "/v1/location/update",
+    "/v1/location/archive",
+    "/v1/location/restore",
+];
 
 impl Modify for CommonAnswers {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
@@ -96,8 +105,22 @@ impl Modify for CommonAnswers {
             }
             answers.insert("401".into(), error("UNAUTHENTICATED or INVALID_API_KEY").build().into());
             answers.insert(
+                "408".into(),
+                error("REQUEST_TIMEOUT: the body stopped arriving for 10 s, or was not complete within the request's 30 s; nothing is stored")
+                    .build()
+                    .into(),
+            );
+            if WRITES.contains(&path.as_str()) {
+                answers.insert(
+                    "503".into(),
+                    error("OUTCOME_UNKNOWN: the connection to the database broke while the write was committing, so the server cannot tell whether it was stored; retry it safely (by merchant_location_id or expected_version)")
+                        .build()
+                        .into(),
+                );
+            }
+            answers.insert(
                 "429".into(),
-                error("RATE_LIMITED")
+                error("RATE_LIMITED: the merchant's budget (policy \"merchant\"), or the client address's budget of 401s (policy \"unauthenticated\")")
                     .header("Retry-After", retry_after.clone())
                     .build()
                     .into(),

@@ -18,3 +18,4 @@ mod properties;
 mod push;
 mod request;
 mod sqlite_faults;
+mod staying_up;

@@ -280,6 +280,8 @@ async fn readyz_reflects_the_database() {
 pub struct FaultyStore {
     inner: Arc<dyn Store>,
     fault: Fault,
+    /// How many times an API key was looked up.
+    key_lookups: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -292,7 +294,18 @@ pub enum Fault {
 
 impl FaultyStore {
     pub fn wrap(inner: Arc<dyn Store>, fault: Fault) -> Arc<dyn Store> {
-        Arc::new(FaultyStore { inner, fault })
+        FaultyStore::wrap_counting(inner, fault).0
+    }
+
+    /// The store, and the count of its key lookups.
+    pub fn wrap_counting(inner: Arc<dyn Store>, fault: Fault) -> (Arc<dyn Store>, Arc<std::sync::atomic::AtomicUsize>) {
+        let key_lookups = Arc::default();
+        let store = FaultyStore {
+            inner,
+            fault,
+            key_lookups: Arc::clone(&key_lookups),
+        };
+        (Arc::new(store), key_lookups)
     }
 }
 
@@ -320,6 +333,7 @@ impl Store for FaultyStore {
         self.inner.revoke_key(key_id).await
     }
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+        self.key_lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.find_key(key_id).await
     }
     async fn create_locations(

@@ -1,0 +1,372 @@
+//! The accept loop and the discipline every connection keeps (CONTRACT §17, *Connections*).
+//!
+//! hyper-util serves each connection (HTTP/1.1, or HTTP/2 after its preface); what it does not
+//! bound, this module does, with one small watchdog task per connection:
+//! - **first head**: a connection on which no request head has arrived `head_timeout` after it
+//!   opened is closed, whatever it sent. hyper's own header timeout starts only with the first
+//!   byte, and HTTP/2 has none, so silent connections and bare prefaces are cut off here.
+//! - **idle**: a connection with no request in progress for `idle_timeout` is closed, both
+//!   protocols (hyper closes neither). HTTP/2 keep-alive pings find peers that vanished.
+//! - **admission**: at most `max_connections` open at once and `max_per_client` from one client
+//!   address; one more is closed as soon as it is accepted, the open ones undisturbed. At start
+//!   the process raises its file-descriptor limit and lowers `max_connections` to fit it.
+//! - **shutdown**: connections with no request in progress close at once; the others finish the
+//!   request in progress (HTTP/1.1 closes after it, HTTP/2 gets GOAWAY) and then close, so the
+//!   process exits as soon as the last request in progress ends.
+//!
+//! The watchdog sleeps until the one instant that matters next (the head deadline, or the idle
+//! deadline while nothing is in progress) and is woken when a request begins or ends: no polling.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tower::ServiceExt;
+
+/// A client must send its request headers within this time (CONTRACT §17).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// A connection with no request in progress for this long is closed (CONTRACT §17).
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How often an HTTP/2 connection is pinged, and how long a ping may go unanswered.
+const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
+/// File descriptors kept for everything but client connections: the listener, database files
+/// and connections, the log, the process's own.
+pub const RESERVED_FDS: u64 = 256;
+
+/// The peer address of the connection a request came on (for per-client budgets and logs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClientAddr(pub SocketAddr);
+
+/// The limits of the accept loop.
+#[derive(Clone, Debug)]
+pub struct ConnectionLimits {
+    pub max_connections: usize,
+    /// `0`: no per-client limit (behind a load balancer whose address every client shares).
+    pub max_per_client: usize,
+    pub head_timeout: Duration,
+    pub idle_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    /// CONTRACT §17's defaults.
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: 4096,
+            max_per_client: 256,
+            head_timeout: HEAD_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+        }
+    }
+}
+
+impl ConnectionLimits {
+    /// Raises the process's soft limit on open files as far as the hard limit allows, and lowers
+    /// `max_connections` (with a warning) when even that leaves too few for them.
+    pub fn fit_descriptors(mut self) -> Self {
+        let soft = match rlimit::increase_nofile_limit(u64::MAX) {
+            Ok(soft) => soft,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read or raise the open-file limit");
+                return self;
+            }
+        };
+        let room = usize::try_from(soft.saturating_sub(RESERVED_FDS))
+            .unwrap_or(usize::MAX)
+            .max(1);
+        if room < self.max_connections {
+            tracing::warn!(
+                open_file_limit = soft,
+                requested = self.max_connections,
+                max_connections = room,
+                "the open-file limit leaves room for fewer connections than --max-connections; lowered"
+            );
+            self.max_connections = room;
+        }
+        self
+    }
+}
+
+/// Who may open one more connection: a permit of the total and a count per client address.
+struct Admission {
+    total: Arc<Semaphore>,
+    per_client: Mutex<HashMap<IpAddr, usize>>,
+    max_per_client: usize,
+}
+
+/// An admitted connection's place, given back when it closes.
+struct Admitted {
+    admission: Arc<Admission>,
+    client: IpAddr,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Admission {
+    fn new(limits: &ConnectionLimits) -> Arc<Self> {
+        Arc::new(Admission {
+            total: Arc::new(Semaphore::new(limits.max_connections.max(1))),
+            per_client: Mutex::new(HashMap::new()),
+            max_per_client: limits.max_per_client,
+        })
+    }
+
+    fn clients(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, usize>> {
+        // Only counts change under the lock; nothing can panic half-way.
+        self.per_client.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A place for one more connection from `client`, or why not.
+    fn admit(self: &Arc<Self>, client: IpAddr) -> Result<Admitted, &'static str> {
+        let permit = Arc::clone(&self.total)
+            .try_acquire_owned()
+            .map_err(|_| "max_connections")?;
+        if self.max_per_client > 0 {
+            let mut clients = self.clients();
+            let open = clients.entry(client).or_insert(0);
+            if *open >= self.max_per_client {
+                return Err("max_connections_per_client");
+            }
+            *open += 1;
+        }
+        Ok(Admitted {
+            admission: Arc::clone(self),
+            client,
+            _permit: permit,
+        })
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        if self.admission.max_per_client > 0 {
+            let mut clients = self.admission.clients();
+            if let Some(open) = clients.get_mut(&self.client) {
+                *open -= 1;
+                if *open == 0 {
+                    clients.remove(&self.client);
+                }
+            }
+        }
+    }
+}
+
+/// What a connection's watchdog knows of its requests.
+#[derive(Default)]
+struct Activity {
+    /// A request head arrived (its service was called) at least once.
+    headed: AtomicBool,
+    in_progress: AtomicUsize,
+    /// A request began or ended.
+    changed: Notify,
+}
+
+/// A request in progress on its connection, from its head until its answer is handed over.
+struct InProgress(Arc<Activity>);
+
+impl InProgress {
+    fn begin(activity: &Arc<Activity>) -> Self {
+        activity.headed.store(true, Ordering::Release);
+        activity.in_progress.fetch_add(1, Ordering::AcqRel);
+        activity.changed.notify_one();
+        InProgress(Arc::clone(activity))
+    }
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
+        self.0.changed.notify_one();
+    }
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves, then stops accepting, closes idle
+/// connections and returns once the requests in progress have been answered.
+pub async fn run(
+    listener: TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.head_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_KEEP_ALIVE)
+        .keep_alive_timeout(H2_KEEP_ALIVE);
+    let builder = Arc::new(builder);
+    let admission = Admission::new(&limits);
+    let stopping = CancellationToken::new();
+    let connections = TaskTracker::new();
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, do not spin.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let admitted = match admission.admit(peer.ip()) {
+            Ok(admitted) => admitted,
+            Err(limit) => {
+                // Dropping the stream closes it; the open connections are not disturbed.
+                metrics::counter!("connections_refused_total", "limit" => limit).increment(1);
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        connections.spawn(connection(
+            stream,
+            ClientAddr(peer),
+            app.clone(),
+            Arc::clone(&builder),
+            limits.clone(),
+            stopping.clone(),
+            admitted,
+        ));
+    }
+    drop(listener);
+    stopping.cancel();
+    connections.close();
+    connections.wait().await;
+    Ok(())
+}
+
+/// Serves one connection under its watchdog (see the module's notes).
+async fn connection(
+    stream: TcpStream,
+    client: ClientAddr,
+    app: Router,
+    builder: Arc<auto::Builder<TokioExecutor>>,
+    limits: ConnectionLimits,
+    stopping: CancellationToken,
+    _admitted: Admitted,
+) {
+    let opened = Instant::now();
+    let activity = Arc::new(Activity::default());
+    let service = {
+        let activity = Arc::clone(&activity);
+        tower::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+            let in_progress = InProgress::begin(&activity);
+            request.extensions_mut().insert(client);
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(request.map(axum::body::Body::new)).await;
+                drop(in_progress);
+                Ok::<_, Infallible>(match response {
+                    Ok(response) => response,
+                    Err(never) => match never {},
+                })
+            }
+        })
+    };
+    let service = hyper_util::service::TowerToHyperService::new(service);
+    let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(stream), service));
+    let mut idle_since = opened;
+    let mut draining = false;
+    loop {
+        let busy = activity.in_progress.load(Ordering::Acquire) > 0;
+        if !busy && draining {
+            return;
+        }
+        let wake = if !activity.headed.load(Ordering::Acquire) {
+            Some(opened + limits.head_timeout)
+        } else if busy {
+            None
+        } else {
+            Some(idle_since + limits.idle_timeout)
+        };
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            () = activity.changed.notified() => {
+                if activity.in_progress.load(Ordering::Acquire) == 0 {
+                    idle_since = Instant::now();
+                }
+            }
+            () = sleep_until(wake) => {
+                // No head in time, or idle for too long: dropping the connection closes it.
+                return;
+            }
+            () = stopping.cancelled(), if !draining => {
+                if !busy {
+                    return;
+                }
+                // Let the request in progress finish; HTTP/1.1 closes after it, HTTP/2 sends GOAWAY.
+                conn.as_mut().graceful_shutdown();
+                draining = true;
+            }
+        }
+    }
+}
+
+async fn sleep_until(wake: Option<Instant>) {
+    match wake {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(total: usize, per_client: usize) -> ConnectionLimits {
+        ConnectionLimits {
+            max_connections: total,
+            max_per_client: per_client,
+            ..ConnectionLimits::default()
+        }
+    }
+
+    #[test]
+    fn admission_counts_per_client_and_in_total_and_gives_places_back() {
+        let admission = Admission::new(&limits(3, 2));
+        let a: IpAddr = [127, 0, 0, 2].into();
+        let b: IpAddr = [127, 0, 0, 3].into();
+        let a1 = admission.admit(a);
+        let a2 = admission.admit(a);
+        assert!(a1.is_ok() && a2.is_ok());
+        assert_eq!(admission.admit(a).err(), Some("max_connections_per_client"));
+        let b1 = admission.admit(b);
+        assert!(b1.is_ok());
+        assert_eq!(admission.admit(b).err(), Some("max_connections"));
+        drop(a1);
+        assert!(admission.admit(b).is_ok(), "a closed connection gives its place back");
+        drop((a2, b1));
+        assert!(
+            admission.clients().len() <= 1,
+            "clients with no connection are forgotten"
+        );
+    }
+
+    #[test]
+    fn no_per_client_limit_when_zero() {
+        let admission = Admission::new(&limits(10, 0));
+        let a: IpAddr = [127, 0, 0, 2].into();
+        let held: Vec<_> = (0..10).map(|_| admission.admit(a)).collect();
+        assert!(held.iter().all(Result::is_ok));
+        assert_eq!(admission.admit(a).err(), Some("max_connections"));
+    }
+}

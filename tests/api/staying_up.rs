@@ -1,0 +1,456 @@
+//! CONTRACT §17: what one client sends never takes the service from the others. Each test plays
+//! an attacker on one loopback address (127.0.0.2) and a victim merchant on another (127.0.0.3),
+//! and checks the rule's answer and that the victim keeps being served (the contract's "served":
+//! the 99th percentile of its requests within 1 s, with the right answer).
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use reqwest::Client;
+use serde_json::{Value, json};
+use storefront::app::{self, AppState, Settings};
+use storefront::rate_limit::Rate;
+use storefront::server::ConnectionLimits;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+
+use crate::helpers::*;
+use crate::request::{Fault, FaultyStore};
+
+const ATTACKER: [u8; 4] = [127, 0, 0, 2];
+const VICTIM: [u8; 4] = [127, 0, 0, 3];
+const LIST: &str = "/v1/categories/list";
+
+fn server_addr(app: &TestApp) -> SocketAddr {
+    app.base.strip_prefix("http://").unwrap().parse().unwrap()
+}
+
+/// A TCP connection to `app` from the loopback address `from`.
+async fn connect_from(from: [u8; 4], to: SocketAddr) -> TcpStream {
+    let socket = TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::from((from, 0))).unwrap();
+    socket.connect(to).await.unwrap()
+}
+
+/// An HTTP client whose connections come from `from`.
+fn client_from(from: [u8; 4]) -> Client {
+    Client::builder().local_address(IpAddr::from(from)).build().unwrap()
+}
+
+/// Whether the server closes `stream` within `within` (reads until EOF, an error, or the wait).
+async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    let mut buf = [0u8; 4096];
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match tokio::time::timeout(left, stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {}
+            Err(_) => return false,
+        }
+    }
+}
+
+/// Sends `n` requests as the victim, one after another, each asserted 200; their 99th
+/// percentile latency (the contract's measure of being served).
+async fn victim_p99(app: &TestApp, key: &str, n: usize) -> Duration {
+    let client = client_from(VICTIM);
+    let mut latencies = Vec::with_capacity(n);
+    for _ in 0..n {
+        let started = Instant::now();
+        let request = client
+            .post(format!("{}{LIST}", app.base))
+            .bearer_auth(key)
+            .header("content-type", "application/json")
+            .body("{}")
+            .timeout(Duration::from_secs(10));
+        let answer = read(request).await;
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+        latencies.push(started.elapsed());
+    }
+    latencies.sort();
+    latencies[(n * 99).div_ceil(100) - 1]
+}
+
+fn settings(connections: ConnectionLimits) -> Settings {
+    Settings {
+        rate: Rate::Off,
+        connections,
+        ..Settings::default()
+    }
+}
+
+#[tokio::test]
+async fn silent_connections_and_bare_http2_prefaces_are_closed_when_no_head_arrives_in_time() {
+    let app = TestApp::spawn_with_settings(settings(ConnectionLimits {
+        head_timeout: Duration::from_secs(1),
+        ..ConnectionLimits::default()
+    }))
+    .await;
+    let addr = server_addr(&app);
+    let mut silent = connect_from(ATTACKER, addr).await;
+    let mut preface = connect_from(ATTACKER, addr).await;
+    preface.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    let mut partial = connect_from(ATTACKER, addr).await;
+    partial
+        .write_all(b"POST /v1/categories/list HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    for (what, stream) in [
+        ("silent", &mut silent),
+        ("preface", &mut preface),
+        ("partial head", &mut partial),
+    ] {
+        assert!(
+            closed_within(stream, Duration::from_secs(8)).await,
+            "{what}: still open"
+        );
+    }
+    // A connection that sends its request in time is served as usual.
+    assert_eq!(app.list(&json!({})).await.status, 200);
+}
+
+#[tokio::test]
+async fn a_connection_with_no_request_in_progress_is_closed_after_the_idle_timeout() {
+    let app = TestApp::spawn_with_settings(settings(ConnectionLimits {
+        idle_timeout: Duration::from_secs(1),
+        ..ConnectionLimits::default()
+    }))
+    .await;
+    let mut stream = connect_from(VICTIM, server_addr(&app)).await;
+    let body = "{}";
+    let request = format!(
+        "POST {LIST} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        app.key,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = [0u8; 64];
+    let n = stream.read(&mut answer).await.unwrap();
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+    assert!(
+        closed_within(&mut stream, Duration::from_secs(8)).await,
+        "idle keep-alive connection still open"
+    );
+}
+
+#[tokio::test]
+async fn one_client_at_its_connection_cap_is_refused_more_while_another_is_served() {
+    let app = TestApp::spawn_with_settings(settings(ConnectionLimits {
+        max_per_client: 16,
+        ..ConnectionLimits::default()
+    }))
+    .await;
+    let addr = server_addr(&app);
+    let mut held = Vec::new();
+    for _ in 0..16 {
+        held.push(connect_from(ATTACKER, addr).await);
+    }
+    // The next one from the same address is closed at once; the held ones are not disturbed.
+    let mut one_more = connect_from(ATTACKER, addr).await;
+    assert!(
+        closed_within(&mut one_more, Duration::from_secs(5)).await,
+        "the 17th was kept"
+    );
+    let mut still_open = held.pop().unwrap();
+    assert!(!closed_within(&mut still_open, Duration::from_millis(300)).await);
+    held.push(still_open);
+    assert!(victim_p99(&app, &app.key, 20).await <= Duration::from_secs(1));
+    // A held connection that sends a request is served.
+    let mut first = held.remove(0);
+    first.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut answer = [0u8; 32];
+    let n = first.read(&mut answer).await.unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"));
+}
+
+#[tokio::test]
+async fn a_body_that_stops_arriving_is_answered_408_and_stores_nothing() {
+    let app = TestApp::spawn_with_settings(Settings {
+        rate: Rate::Off,
+        body_stall_timeout: Duration::from_secs(1),
+        ..Settings::default()
+    })
+    .await;
+    let body = json!({"locations": [warehouse(1)]}).to_string();
+    let mut stream = connect_from(ATTACKER, server_addr(&app)).await;
+    let head = format!(
+        "POST /v1/location/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        app.key,
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body.as_bytes()[..body.len() / 2]).await.unwrap();
+    let answer = read_raw_answer(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let json: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(json["code"], "REQUEST_TIMEOUT");
+    assert_eq!(json["error_type"], "ERROR_TYPE_BAD_REQUEST");
+    let listed = app.list_locations(&json!({})).await;
+    assert_eq!(listed.body["locations"], json!([]), "nothing stored");
+    let metrics = app.get_text("/metrics").await;
+    assert!(
+        metrics.contains("http_requests_total{route=\"/v1/location/create\",status=\"408\"}"),
+        "counted under 408"
+    );
+}
+
+#[tokio::test]
+async fn a_body_that_drips_past_the_request_time_is_answered_408() {
+    let app = TestApp::spawn_with_settings(Settings {
+        rate: Rate::Off,
+        request_timeout: Duration::from_secs(4),
+        body_stall_timeout: Duration::from_secs(1),
+        ..Settings::default()
+    })
+    .await;
+    let mut stream = connect_from(ATTACKER, server_addr(&app)).await;
+    let head = format!(
+        "POST /v1/location/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
+        app.key
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let dripping = async {
+        // A byte every 200 ms: never a stall, never complete.
+        for _ in 0..100 {
+            if stream.write_all(b" ").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let mut buf = [0u8; 4096];
+            if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(1), stream.read(&mut buf)).await {
+                return String::from_utf8_lossy(&buf[..n]).into_owned();
+            }
+        }
+        String::new()
+    };
+    let answer = dripping.await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+}
+
+async fn read_raw_answer(stream: &mut TcpStream) -> String {
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await {
+            Ok(Ok(0) | Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => {
+                answer.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&answer);
+                if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length: ")
+                                .map(str::to_owned)
+                        })
+                        .and_then(|n| n.trim().parse::<usize>().ok());
+                    if length.is_some_and(|length| body.len() >= length) {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn sixteen_slow_large_bodies_of_one_merchant_leave_another_merchant_served() {
+    let app = TestApp::spawn_with_settings(Settings {
+        rate: Rate::Off,
+        ..Settings::default()
+    })
+    .await;
+    let attacker_key = app.merchant_key("attacker").await;
+    let addr = server_addr(&app);
+    let mut slow = Vec::new();
+    for _ in 0..16 {
+        let mut stream = connect_from(ATTACKER, addr).await;
+        let head = format!(
+            "POST /v1/location/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {attacker_key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            8 * 1024 * 1024
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&vec![b' '; 2 * 1024 * 1024]).await.unwrap();
+        slow.push(stream);
+    }
+    // Keep them dripping (a byte every half second each) while the victim works.
+    let drip = tokio::spawn(async move {
+        for _ in 0..40 {
+            for stream in &mut slow {
+                let _ = stream.write_all(b" ").await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    let victim = app.merchant_key("victim").await;
+    let client = client_from(VICTIM);
+    let mut latencies = Vec::new();
+    for n in 0..20 {
+        let started = Instant::now();
+        let answer = read(
+            client
+                .post(format!("{}/v1/location/create", app.base))
+                .bearer_auth(&victim)
+                .header("content-type", "application/json")
+                .body(json!({"locations": [warehouse(n)]}).to_string())
+                .timeout(Duration::from_secs(30)),
+        )
+        .await;
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+        assert_eq!(answer.body["locations"][0]["status"], "ACTIVE");
+        latencies.push(started.elapsed());
+    }
+    latencies.sort();
+    assert!(
+        latencies[19] <= Duration::from_secs(1),
+        "victim p99 {:?}",
+        latencies[19]
+    );
+    drip.abort();
+}
+
+#[tokio::test]
+async fn made_up_keys_cost_a_lookup_once_and_spend_the_address_budget_then_429_without_lookups() {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = open_store(&fresh_database_url(dir.path()).await).await;
+    let (store, lookups) = FaultyStore::wrap_counting(inner, Fault::Slow(Duration::ZERO));
+    let app = TestApp::spawn_configured(
+        store,
+        dir,
+        Settings {
+            rate: Rate::Off,
+            auth_failure_rate: Rate::PerMinute(std::num::NonZeroU32::new(1).unwrap()),
+            auth_failure_burst: 5,
+            ..Settings::default()
+        },
+    )
+    .await;
+    let attacker = client_from(ATTACKER);
+    let post = |key: &str| {
+        attacker
+            .post(format!("{}{LIST}", app.base))
+            .bearer_auth(key)
+            .header("content-type", "application/json")
+            .body("{}")
+    };
+    // The attacker's own valid key, served once before the flood: known valid from then on.
+    assert_eq!(read(post(&app.key)).await.status, 200);
+    let made_up = "sf_0123456789abcdef01234567_madeup";
+    let before = lookups.load(Ordering::SeqCst);
+    for _ in 0..5 {
+        let answer = read(post(made_up)).await;
+        assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", "INVALID_API_KEY");
+    }
+    assert_eq!(
+        lookups.load(Ordering::SeqCst) - before,
+        1,
+        "one lookup for one made-up key"
+    );
+    let refused = read(post(made_up)).await;
+    let details = assert_error(&refused, 429, "ERROR_TYPE_RATE_LIMIT", "RATE_LIMITED");
+    assert!(details["retry_after_ms"].as_u64().unwrap() > 0);
+    assert!(refused.headers["retry-after"].to_str().unwrap().parse::<u64>().unwrap() >= 1);
+    assert_eq!(
+        refused.headers["ratelimit-policy"].to_str().unwrap(),
+        "\"unauthenticated\";q=5;w=300"
+    );
+    let before = lookups.load(Ordering::SeqCst);
+    for n in 0..20 {
+        let answer = read(post(&format!("sf_0123456789abcdef0123{n:04}_other"))).await;
+        assert_eq!(answer.status, 429);
+    }
+    assert_eq!(read(post("Basic x")).await.status, 429, "a malformed header too");
+    assert_eq!(
+        lookups.load(Ordering::SeqCst),
+        before,
+        "no lookup while the budget is spent"
+    );
+    // A key served within the last minute passes; another address has its budget whole.
+    assert_eq!(read(post(&app.key)).await.status, 200);
+    let victim = client_from(VICTIM);
+    let answer = read(
+        victim
+            .post(format!("{}{LIST}", app.base))
+            .bearer_auth(made_up)
+            .header("content-type", "application/json")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(answer.status, 401);
+    assert!(victim_p99(&app, &app.key, 20).await <= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_flood_of_made_up_keys_leaves_another_merchant_served() {
+    let app = TestApp::spawn().await;
+    let base = app.base.clone();
+    let flood = tokio::spawn(async move {
+        let attacker = client_from(ATTACKER);
+        let mut codes = std::collections::BTreeSet::new();
+        for n in 0..2000u32 {
+            let answer = attacker
+                .post(format!("{base}{LIST}"))
+                .bearer_auth(format!("sf_0123456789abcdef{n:08}_x"))
+                .body("{}")
+                .send()
+                .await;
+            if let Ok(answer) = answer {
+                codes.insert(answer.status().as_u16());
+            }
+        }
+        codes
+    });
+    assert!(victim_p99(&app, &app.key, 50).await <= Duration::from_secs(1));
+    let codes = flood.await.unwrap();
+    assert_eq!(codes, [401, 429].into(), "401s until the budget is spent, then 429s");
+}
+
+#[tokio::test]
+async fn on_shutdown_idle_connections_close_at_once_and_the_server_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&fresh_database_url(dir.path()).await).await;
+    let key = storefront::auth::create_merchant(store.as_ref(), "m")
+        .await
+        .unwrap()
+        .api_key;
+    let state = AppState::load(Arc::clone(&store), settings(ConnectionLimits::default()))
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(app::serve(listener, state, async move {
+        let _ = stopped.await;
+    }));
+    // An HTTP/1.1 keep-alive connection idle after a request, an HTTP/2 one (preface and
+    // settings), and a silent one.
+    let h1 = Client::new();
+    let answer = read(
+        h1.post(format!("http://{addr}{LIST}"))
+            .bearer_auth(&key)
+            .header("content-type", "application/json")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(answer.status, 200);
+    let mut h2 = connect_from(ATTACKER, addr).await;
+    h2.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")
+        .await
+        .unwrap();
+    let mut silent = connect_from(ATTACKER, addr).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _ = stop.send(());
+    let returned = tokio::time::timeout(Duration::from_secs(5), server).await;
+    assert!(returned.is_ok(), "idle connections held the server past 5 s");
+    assert!(closed_within(&mut silent, Duration::from_secs(1)).await);
+    assert!(closed_within(&mut h2, Duration::from_secs(1)).await);
+}
