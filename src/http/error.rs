@@ -84,7 +84,17 @@ impl ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
-        ApiError::internal(&e)
+        match e {
+            StoreError::OutcomeUnknown(_) => {
+                let request_id = super::request_id::current();
+                tracing::error!(error = %ErrorChain(&e), request_id = request_id.as_deref().unwrap_or_default(), "outcome of a write unknown");
+                ApiError::new(
+                    ErrorCode::OutcomeUnknown,
+                    "the connection to the database broke while this write was committing: it may or may not be stored; retry it safely, or read it back",
+                )
+            }
+            e => ApiError::internal(&e),
+        }
     }
 }
 

@@ -71,8 +71,11 @@ pub enum StoreError {
     NotFound(String),
     #[error("the store is closed or its writer stopped")]
     Unavailable,
-    #[error("the request's deadline passed before its write could begin")]
+    #[error("the request's deadline passed before its write was committed; nothing was stored")]
     DeadlinePassed,
+    /// The connection broke while the transaction was committing: it may or may not be stored.
+    #[error("the database connection broke during the commit; the write may or may not be stored")]
+    OutcomeUnknown(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("database error")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -109,6 +112,11 @@ impl From<rusqlite::Error> for StoreError {
 pub trait Store: Send + Sync + 'static {
     /// Whether the database answers.
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// Test hook (a failpoint, in debug builds only): the next request write stalls this long
+    /// inside its transaction, so that a test can make it overrun its deadline.
+    #[doc(hidden)]
+    fn delay_next_write(&self, _by: std::time::Duration) {}
 
     /// The durability settings in force, as `name=value` pairs for the startup log.
     async fn durability(&self) -> Result<Vec<(String, String)>, StoreError>;

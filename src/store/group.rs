@@ -1,9 +1,19 @@
 //! What both engines' group commits share: requests of one writer (SQLite's writer thread, or one
 //! PostgreSQL merchant) that queue up while a commit is in flight are written in one transaction,
 //! each in a savepoint of its own, and each answered only after that transaction committed.
+//!
+//! **The deadline rule** (CONTRACT §17: a 500 has stored nothing, then or later), one for both
+//! engines, in [`GroupDeadline`]: a group's deadline is the earliest deadline of the requests
+//! written into it. A request is not begun after its own deadline; a group whose deadline passes
+//! while it writes is rolled back whole and every request in it answered `DeadlinePassed` (500),
+//! so no group ever commits a request whose answer may already have gone out as 500 (the request's
+//! time cap is `STORE_MARGIN` after its deadline); and a group commits what it has before
+//! beginning one more request once less than `COMMIT_RESERVE` is left, so that one late request
+//! does not take the earlier ones with it. Each engine also stops its statements at the group's
+//! deadline (SQLite's progress handler, PostgreSQL's `statement_timeout`).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
@@ -11,6 +21,39 @@ use super::api::StoreError;
 
 /// Most request writes committed together.
 pub const MAX_GROUP: usize = 64;
+
+/// A group commits what it has rather than begin another request with less than this left.
+pub const COMMIT_RESERVE: Duration = Duration::from_secs(1);
+
+/// The earliest deadline among the requests written into a group (see the module's notes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct GroupDeadline(Option<Instant>);
+
+impl GroupDeadline {
+    /// A request with `deadline` is written into the group.
+    pub fn include(&mut self, deadline: Instant) {
+        self.0 = Some(self.0.map_or(deadline, |d| d.min(deadline)));
+    }
+
+    pub fn at(&self) -> Option<Instant> {
+        self.0
+    }
+
+    /// The deadline passed: the group must be rolled back, not committed.
+    pub fn missed(&self) -> bool {
+        self.0.is_some_and(|d| Instant::now() > d)
+    }
+
+    /// Too little is left to begin another request: commit what the group has first.
+    pub fn nearly_due(&self) -> bool {
+        self.0.is_some_and(|d| Instant::now() + COMMIT_RESERVE > d)
+    }
+
+    /// How long is left (zero when it passed; `None` when no request is in the group).
+    pub fn left(&self) -> Option<Duration> {
+        self.0.map(|d| d.saturating_duration_since(Instant::now()))
+    }
+}
 
 /// Where a request waits for its write's result.
 pub type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
@@ -39,6 +82,28 @@ impl<T> Waiting<T> {
 }
 
 /// One error reported to every request of a group that failed to commit.
+/// Test hook (a failpoint, in debug builds only): how long the next request's write stalls inside
+/// its transaction, in milliseconds (0: none), so that a test can make a write overrun its
+/// deadline on either engine.
+#[derive(Debug, Default)]
+pub struct WriteDelay(std::sync::atomic::AtomicU64);
+
+impl WriteDelay {
+    pub fn set(&self, by: Duration) {
+        let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        self.0.store(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The delay to apply now (once), in debug builds; always zero in release builds.
+    pub fn take(&self) -> Duration {
+        if cfg!(debug_assertions) {
+            Duration::from_millis(self.0.swap(0, std::sync::atomic::Ordering::SeqCst))
+        } else {
+            Duration::ZERO
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SharedError(Arc<dyn std::error::Error + Send + Sync>);
 
@@ -60,3 +125,25 @@ impl std::fmt::Display for SharedError {
 }
 
 impl std::error::Error for SharedError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_s_deadline_is_its_earliest_request_s() {
+        let mut group = GroupDeadline::default();
+        assert!(!group.missed() && !group.nearly_due() && group.left().is_none());
+        let now = Instant::now();
+        group.include(now + Duration::from_secs(20));
+        group.include(now + Duration::from_secs(10));
+        group.include(now + Duration::from_secs(30));
+        assert_eq!(group.at(), Some(now + Duration::from_secs(10)));
+        assert!(!group.missed() && !group.nearly_due());
+        group.include(now + Duration::from_millis(500));
+        assert!(group.nearly_due() && !group.missed());
+        group.include(now.checked_sub(Duration::from_millis(1)).unwrap_or(now));
+        assert!(group.missed());
+        assert_eq!(group.left(), Some(Duration::ZERO));
+    }
+}

@@ -6,6 +6,22 @@
 
 use crate::domain::location::Location;
 
+use super::api::StoreError;
+
+/// Refuses a database migrated further than this binary knows (`known` migrations): serving it
+/// could write what a newer schema forbids, or misread what it stores.
+pub fn refuse_newer(applied: i64, known: usize) -> Result<(), StoreError> {
+    if applied > known as i64 {
+        return Err(StoreError::Backend(
+            format!(
+                "the database is at schema version {applied}, newer than this storefront knows ({known}): run the newer storefront that migrated it"
+            )
+            .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The migration after which `upgraded_body` runs over every location.
 pub const RECORD_MIGRATION: usize = 3;
 /// Rows rewritten per statement batch.
@@ -32,5 +48,13 @@ mod tests {
         );
         assert_eq!(upgraded_body(&new), None);
         assert_eq!(upgraded_body("not json"), None);
+    }
+
+    #[test]
+    fn a_database_newer_than_the_binary_is_refused() {
+        assert!(refuse_newer(4, 4).is_ok());
+        assert!(refuse_newer(0, 4).is_ok());
+        let refused = refuse_newer(5, 4).err().map(|e| format!("{:?}", e));
+        assert!(refused.is_some_and(|e| e.contains("schema version 5")));
     }
 }

@@ -6,6 +6,11 @@
 //! Every request is answered after the commit that holds it. Within the transaction a request
 //! sees what the requests before it wrote, so retries, conflicts and the quarantine check decide
 //! exactly as they would one transaction each, in the order the requests were queued.
+//!
+//! A group keeps the deadline rule of `store::group`: its transaction's `statement_timeout` and
+//! `lock_timeout` end at the group's deadline, a group whose deadline passed is rolled back whole,
+//! and a commit whose connection broke (no answer from the server) is `OutcomeUnknown` (503),
+//! never a plain failure: the server may have committed it.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
@@ -20,7 +25,7 @@ use super::locations::create_in_tx;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::store::api::StoreError;
-use crate::store::group::{MAX_GROUP, SharedError, Waiting};
+use crate::store::group::{GroupDeadline, MAX_GROUP, SharedError, Waiting, WriteDelay};
 
 /// A request's write, queued for its merchant's next group.
 enum Job {
@@ -42,6 +47,13 @@ impl Job {
         }
     }
 
+    fn deadline(&self) -> Instant {
+        match self {
+            Job::Create(_, waiting) => waiting.deadline,
+            Job::Change(_, waiting) => waiting.deadline,
+        }
+    }
+
     /// Answers `e` without writing anything.
     fn fail(self, e: StoreError) {
         self.done_with(e).finish(Ok(()));
@@ -49,7 +61,12 @@ impl Job {
 
     /// Writes the job in a savepoint of `tx`: released when it succeeded before its deadline,
     /// else rolled back. An error of the savepoint itself leaves `tx` unusable: returned as is.
-    async fn write(self, tx: &mut Transaction<'_>, merchant_pk: i64) -> Result<Done, (Done, tokio_postgres::Error)> {
+    async fn write(
+        self,
+        tx: &mut Transaction<'_>,
+        merchant_pk: i64,
+        delay: &WriteDelay,
+    ) -> Result<Done, (Done, tokio_postgres::Error)> {
         let savepoint = match tx.transaction().await {
             Ok(savepoint) => savepoint,
             Err(e) => return Err((self.done_with(StoreError::Unavailable), e)),
@@ -63,8 +80,8 @@ impl Job {
                 let result = change_in_tx(&savepoint, merchant_pk, plan).await;
                 Done::Changed(waiting, result)
             }
-        }
-        .unless_late();
+        };
+        tokio::time::sleep(delay.take()).await;
         let ended = if done.succeeded() {
             savepoint.commit().await
         } else {
@@ -93,16 +110,6 @@ impl Done {
         }
     }
 
-    /// `DeadlinePassed` in place of a result finished after the deadline.
-    fn unless_late(self) -> Done {
-        let late = |deadline: Instant| Instant::now() > deadline;
-        match self {
-            Done::Created(w, Ok(_)) if late(w.deadline) => Done::Created(w, Err(StoreError::DeadlinePassed)),
-            Done::Changed(w, Ok(_)) if late(w.deadline) => Done::Changed(w, Err(StoreError::DeadlinePassed)),
-            done => done,
-        }
-    }
-
     /// Answers: its result when the group committed, else the commit's error.
     fn finish(self, committed: Result<(), StoreError>) {
         match self {
@@ -119,6 +126,8 @@ type Queues = Arc<Mutex<HashMap<i64, VecDeque<Job>>>>;
 pub(super) struct MerchantGroups {
     pool: Pool,
     queues: Queues,
+    /// Test hook: the next request's write stalls this long inside its transaction.
+    pub(super) delay: Arc<WriteDelay>,
 }
 
 impl MerchantGroups {
@@ -126,6 +135,7 @@ impl MerchantGroups {
         MerchantGroups {
             pool,
             queues: Arc::default(),
+            delay: Arc::default(),
         }
     }
 
@@ -167,7 +177,12 @@ impl MerchantGroups {
             }
         };
         if start {
-            tokio::spawn(write_groups(self.pool.clone(), Arc::clone(&self.queues), merchant_pk));
+            tokio::spawn(write_groups(
+                self.pool.clone(),
+                Arc::clone(&self.queues),
+                merchant_pk,
+                Arc::clone(&self.delay),
+            ));
         }
     }
 }
@@ -194,7 +209,7 @@ impl Drop for Running {
 }
 
 /// The merchant's task: writes groups of its queue until the queue is empty.
-async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64) {
+async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<WriteDelay>) {
     let mut running = Running {
         queues,
         merchant_pk,
@@ -215,43 +230,78 @@ async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64) {
             let n = queue.len().min(MAX_GROUP);
             queue.drain(..n).collect()
         };
-        commit_group(&pool, merchant_pk, group).await;
+        let mut group = group.into_iter().peekable();
+        while group.peek().is_some() {
+            commit_group(&pool, merchant_pk, &mut group, &delay).await;
+        }
     }
 }
 
-/// Writes one group in one transaction under the merchant's lock and answers every job.
-async fn commit_group(pool: &Pool, merchant_pk: i64, group: Vec<Job>) {
+/// Writes jobs of `jobs` in one transaction under the merchant's lock, until they run out or the
+/// group's deadline is near, and answers each (see the module's notes).
+async fn commit_group(pool: &Pool, merchant_pk: i64, jobs: &mut impl Iterator<Item = Job>, delay: &WriteDelay) {
     let mut client = match pool.get().await {
         Ok(client) => client,
-        Err(e) => return fail_all(group, Vec::new(), SharedError::new(e)),
+        Err(e) => return fail_all(jobs.collect(), Vec::new(), SharedError::new(e)),
     };
     let mut tx = match client.transaction().await {
         Ok(tx) => tx,
-        Err(e) => return fail_all(group, Vec::new(), SharedError::new(e)),
+        Err(e) => return fail_all(jobs.collect(), Vec::new(), SharedError::new(e)),
     };
-    // The merchant's writes take turns across every instance (see the module's notes).
-    if let Err(e) = super::sql::lock_merchant(&tx, merchant_pk).await {
-        return fail_all(group, Vec::new(), SharedError::new(e));
-    }
-    let mut done = Vec::with_capacity(group.len());
-    let mut jobs = group.into_iter();
-    while let Some(job) = jobs.next() {
+    let mut deadline = GroupDeadline::default();
+    let mut done = Vec::new();
+    while !deadline.nearly_due() {
+        let Some(job) = jobs.next() else { break };
         if job.abandoned() {
             job.fail(StoreError::DeadlinePassed);
             continue;
         }
-        match job.write(&mut tx, merchant_pk).await {
+        if deadline.at().is_none() {
+            // The first job sets the group's deadline; later ones (queued after it) only end later.
+            deadline.include(job.deadline());
+            let left = deadline.left().unwrap_or_default().as_millis().max(1);
+            let timeouts = format!("SET LOCAL statement_timeout = {left}; SET LOCAL lock_timeout = {left}");
+            if let Err(e) = tx.batch_execute(&timeouts).await {
+                return fail_all(std::iter::once(job).chain(jobs).collect(), done, SharedError::new(e));
+            }
+            // The merchant's writes take turns across every instance (see the module's notes).
+            if let Err(e) = super::sql::lock_merchant(&tx, merchant_pk).await {
+                return fail_all(std::iter::once(job).chain(jobs).collect(), done, SharedError::new(e));
+            }
+        }
+        deadline.include(job.deadline());
+        match job.write(&mut tx, merchant_pk, delay).await {
             Ok(written) => done.push(written),
             Err((written, e)) => {
                 // The transaction is lost with the savepoint: nothing of the group is stored.
                 done.push(written);
-                return fail_all(jobs.collect(), done, SharedError::new(e));
+                // The jobs not begun go into the next transaction.
+                return fail_all(Vec::new(), done, SharedError::new(e));
             }
         }
+        if deadline.missed() {
+            break;
+        }
     }
-    let committed = tx.commit().await.map_err(SharedError::new);
+    if deadline.missed() {
+        // Dropping the transaction rolls it back: nothing of the group is stored.
+        drop(tx);
+        for written in done {
+            written.finish(Err(StoreError::DeadlinePassed));
+        }
+        return;
+    }
+    let committed = tx.commit().await.map_err(|e| {
+        // No answer from the server (the connection broke): it may have committed.
+        let unknown = e.code().is_none();
+        (unknown, SharedError::new(e))
+    });
     for written in done {
-        written.finish(committed.as_ref().map(|_| ()).map_err(SharedError::to_store));
+        written.finish(match &committed {
+            Ok(()) => Ok(()),
+            Err((true, e)) => Err(StoreError::OutcomeUnknown(Box::new(e.clone()))),
+            Err((false, e)) => Err(e.to_store()),
+        });
     }
 }
 

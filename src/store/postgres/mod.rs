@@ -54,7 +54,20 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0003_location_records.sql"),
     include_str!("../../../migrations/postgres/0004_write_path.sql"),
 ];
+/// Connections per instance, unless `STOREFRONT_PG_POOL_SIZE` says otherwise.
 const POOL_SIZE: usize = 16;
+/// The longest a session may hold a lock, run a statement or idle in a transaction: a request's
+/// time cap (CONTRACT §6, §17). A request's group sets tighter limits for its own transaction.
+const SESSION_LIMIT: Duration = Duration::from_secs(30);
+
+/// `STOREFRONT_PG_POOL_SIZE` (1..=1000), else `POOL_SIZE`.
+fn pool_size() -> usize {
+    std::env::var("STOREFRONT_PG_POOL_SIZE")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| (1..=1000).contains(n))
+        .unwrap_or(POOL_SIZE)
+}
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// Advisory lock (two-key form, so never equal to a merchant's one-key lock) held by migrations.
 const MIGRATION_LOCK: (i32, i32) = (0x5f, 1);
@@ -82,7 +95,25 @@ impl PgStore {
     /// Connects (creating and migrating the schema when needed).
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         let mut config: tokio_postgres::Config = url.parse()?;
-        config.application_name("storefront").connect_timeout(TIMEOUT);
+        // No session holds a lock, runs a statement or sits in a transaction longer than a
+        // request may take (CONTRACT §17), and a peer that vanished is noticed by TCP keep-alives
+        // within about half a minute rather than the kernel's two hours.
+        let limits = format!(
+            "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={ms}",
+            ms = SESSION_LIMIT.as_millis()
+        );
+        let options = match config.get_options() {
+            Some(given) if !given.is_empty() => format!("{given} {limits}"),
+            _ => limits,
+        };
+        config
+            .application_name("storefront")
+            .connect_timeout(TIMEOUT)
+            .options(&options)
+            .keepalives(true)
+            .keepalives_idle(Duration::from_secs(10))
+            .keepalives_interval(Duration::from_secs(5))
+            .keepalives_retries(3);
         let manager = Manager::from_config(
             config,
             NoTls,
@@ -91,7 +122,7 @@ impl PgStore {
             },
         );
         let pool = Pool::builder(manager)
-            .max_size(POOL_SIZE)
+            .max_size(pool_size())
             .runtime(Runtime::Tokio1)
             .wait_timeout(Some(TIMEOUT))
             .create_timeout(Some(TIMEOUT))
@@ -114,12 +145,17 @@ impl PgStore {
             &[&MIGRATION_LOCK.0, &MIGRATION_LOCK.1],
         )
         .await?;
-        tx.batch_execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)")
-            .await?;
+        // A migration may rewrite every row: no request's time limits here.
+        tx.batch_execute(
+            "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0; \
+             CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY)",
+        )
+        .await?;
         let applied: i32 = tx
             .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[])
             .await?
             .get(0);
+        migrate::refuse_newer(i64::from(applied), MIGRATIONS.len())?;
         for (version, sql) in (1_i32..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
             tx.batch_execute(sql).await?;
             if version == migrate::RECORD_MIGRATION as i32 {
@@ -144,6 +180,10 @@ async fn taxonomy_snapshot(
 
 #[async_trait]
 impl Store for PgStore {
+    fn delay_next_write(&self, by: std::time::Duration) {
+        self.groups.delay.set(by);
+    }
+
     async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
         let client = self.pool.get().await?;
         let mut settings = Vec::new();
@@ -318,6 +358,9 @@ impl Store for PgStore {
     ) -> Result<Result<Imported, Vec<Problem>>, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        // An import replaces a whole taxonomy: no request's time limits here.
+        tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0")
+            .await?;
         tx.execute(
             "SELECT pg_advisory_xact_lock($1, $2)",
             &[&IMPORT_LOCK.0, &IMPORT_LOCK.1],

@@ -164,6 +164,10 @@ impl SqliteStore {
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn delay_next_write(&self, by: std::time::Duration) {
+        self.health.delay.set(by);
+    }
+
     async fn durability(&self) -> Result<Vec<(String, String)>, StoreError> {
         self.write(|tx| {
             let mode: String = tx.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;

@@ -69,6 +69,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    crate::store::migrate::refuse_newer(applied, MIGRATIONS.len())?;
     for (version, sql) in (1_i64..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
         tx.execute_batch(sql)?;
         if version == migrate::RECORD_MIGRATION as i64 {

@@ -5,15 +5,22 @@
 //! answered only after the commit that holds it returned, so with `synchronous=FULL` an answered
 //! write is on disk. Being the only writer also serialises every decision (retry, conflict,
 //! quarantine, versions) with the writes it depends on.
+//!
+//! A group keeps the deadline rule of `store::group` (a group past its deadline is rolled back
+//! whole, never committed): SQLite's progress handler interrupts any statement still running at
+//! the group's deadline, so an overrunning request cannot hold the writer, and every merchant's
+//! writes behind it, for long.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Instant;
 
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::mpsc;
 
 use crate::store::api::StoreError;
-use crate::store::group::{MAX_GROUP, SharedError, Waiting};
+use crate::store::group::{GroupDeadline, MAX_GROUP, SharedError, Waiting, WriteDelay};
 
 pub(super) enum Job {
     /// A request's write, committed in a group.
@@ -30,6 +37,39 @@ pub(super) struct WriterHealth {
     pub(super) write_failed: AtomicBool,
     /// Test hook: when non-zero, the insert that brings it to 1 fails (see `fail_after_inserts`).
     pub(super) failpoint: AtomicU64,
+    /// Test hook: the next request's write stalls this long inside its transaction.
+    pub(super) delay: WriteDelay,
+}
+
+/// When the statements of the group being written must stop: SQLite's progress handler reads it
+/// every `PROGRESS_STEPS` virtual-machine steps (a few microseconds).
+struct Interrupt {
+    base: Instant,
+    /// Milliseconds after `base`; `u64::MAX`: none.
+    at_ms: AtomicU64,
+}
+
+const PROGRESS_STEPS: std::ffi::c_int = 10_000;
+
+impl Interrupt {
+    fn new() -> Arc<Self> {
+        Arc::new(Interrupt {
+            base: Instant::now(),
+            at_ms: AtomicU64::new(u64::MAX),
+        })
+    }
+
+    fn set(&self, deadline: GroupDeadline) {
+        let ms = deadline.at().map_or(u64::MAX, |at| {
+            u64::try_from(at.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX)
+        });
+        self.at_ms.store(ms, Ordering::Relaxed);
+    }
+
+    fn due(&self) -> bool {
+        let at = self.at_ms.load(Ordering::Relaxed);
+        at != u64::MAX && u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX) > at
+    }
 }
 
 /// A request's write waiting for the writer: its work, run inside the group's transaction, and
@@ -37,6 +77,8 @@ pub(super) struct WriterHealth {
 pub(super) trait GroupWrite: Send {
     /// Its caller stopped waiting, or its deadline passed: it must not begin.
     fn abandoned(&self) -> bool;
+    /// When its write must be done by.
+    fn deadline(&self) -> Instant;
     /// Does the work (in a savepoint of its own); whether it succeeded.
     fn write(&mut self, tx: &Connection, health: &WriterHealth) -> bool;
     /// Its work is lost (its savepoint could not be taken or released): it answers `e`.
@@ -72,6 +114,10 @@ impl<T: Send + 'static> GroupWrite for Queued<T> {
         self.waiting.abandoned()
     }
 
+    fn deadline(&self) -> Instant {
+        self.waiting.deadline
+    }
+
     fn write(&mut self, tx: &Connection, health: &WriterHealth) -> bool {
         let result = match self.work.take() {
             Some(work) => work(tx, health),
@@ -93,6 +139,11 @@ impl<T: Send + 'static> GroupWrite for Queued<T> {
 }
 
 pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, health: &WriterHealth) {
+    let interrupt = Interrupt::new();
+    let handler = Arc::clone(&interrupt);
+    if let Err(e) = conn.progress_handler(PROGRESS_STEPS, Some(move || handler.due())) {
+        tracing::warn!(error = %e, "could not install the writer's progress handler");
+    }
     let mut next = None;
     loop {
         let Some(job) = next.take().or_else(|| jobs.blocking_recv()) else {
@@ -120,48 +171,77 @@ pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, h
                         Err(_) => break,
                     }
                 }
-                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| commit_group(&mut conn, group, health)));
+                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    let mut jobs = group.into_iter().peekable();
+                    while jobs.peek().is_some() {
+                        commit_group(&mut conn, &mut jobs, health, &interrupt);
+                    }
+                }));
+                interrupt.set(GroupDeadline::default());
             }
         }
     }
 }
 
-/// Writes several requests in one transaction, each in its own savepoint, and answers each only
-/// after the commit.
-fn commit_group(conn: &mut Connection, group: Vec<Box<dyn GroupWrite>>, health: &WriterHealth) {
+/// Writes requests of `jobs` in one transaction, each in its own savepoint, until they run out or
+/// the group's deadline is near (`store::group`), and answers each only after the commit; a group
+/// whose deadline passed is rolled back whole, its requests answered `DeadlinePassed`.
+fn commit_group(
+    conn: &mut Connection,
+    jobs: &mut impl Iterator<Item = Box<dyn GroupWrite>>,
+    health: &WriterHealth,
+    interrupt: &Interrupt,
+) {
     let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
         Ok(tx) => tx,
         Err(e) => {
             health.write_failed.store(true, Ordering::SeqCst);
             let e = SharedError::new(e);
-            for job in group {
+            for job in jobs {
                 job.finish(Err(e.to_store()));
             }
             return;
         }
     };
-    let mut written = Vec::with_capacity(group.len());
+    let mut deadline = GroupDeadline::default();
+    let mut written = Vec::new();
     let mut all_ok = true;
-    for mut job in group {
+    while !deadline.nearly_due() {
+        let Some(mut job) = jobs.next() else { break };
         if job.abandoned() {
             job.finish(Err(StoreError::DeadlinePassed));
             continue;
         }
+        deadline.include(job.deadline());
+        interrupt.set(deadline);
         let ok = match tx.savepoint() {
             Ok(sp) => {
                 // A failed write's savepoint is dropped, which rolls back what it did.
-                job.write(&sp, health) && sp.commit().map_err(|e| job.fail(e.into())).is_ok()
+                let ok = job.write(&sp, health);
+                std::thread::sleep(health.delay.take());
+                ok && sp.commit().map_err(|e| job.fail(e.into())).is_ok()
             }
             Err(e) => {
                 job.fail(e.into());
                 false
             }
         };
+        written.push(job);
+        if deadline.missed() {
+            break;
+        }
         if !ok {
             all_ok = false;
             health.write_failed.store(true, Ordering::SeqCst);
         }
-        written.push(job);
+    }
+    if deadline.missed() {
+        // Dropping the transaction rolls it back: nothing of the group is stored.
+        drop(tx);
+        for job in written {
+            job.finish(Err(StoreError::DeadlinePassed));
+        }
+        return;
     }
     match tx.commit() {
         Ok(()) => {
