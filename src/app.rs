@@ -81,7 +81,8 @@ pub fn router(state: AppState) -> Router {
                     utoipa_swagger_ui::Config::from("/openapi.json")
                         .validator_url("none")
                         .try_it_out_enabled(true)
-                        .persist_authorization(true),
+                        // A key typed into the page is not kept in the browser's storage (§17).
+                        .persist_authorization(false),
                 ),
         )
         .route("/healthz", get(ops::healthz))
@@ -130,6 +131,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     })
     .await;
     response.headers_mut().insert(request_id::HEADER, id_header);
+    security_headers(&route, response.headers_mut());
     let latency = started.elapsed();
     let status = response.status().as_u16();
     record_metrics(route.clone(), status, latency);
@@ -146,6 +148,20 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     }
     .log();
     response
+}
+
+/// What a browser may do with an answer (CONTRACT §17): nothing sniffed, never framed, and a page
+/// runs only what the service itself serves (`/docs` needs Swagger UI's inline styles and data
+/// images); an API answer runs nothing at all.
+fn security_headers(route: &str, headers: &mut axum::http::HeaderMap) {
+    use axum::http::{HeaderValue, header};
+    const PAGE: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; \
+                        object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+    const API: &str = "default-src 'none'; frame-ancestors 'none'";
+    let policy = if route.starts_with("/docs") { PAGE } else { API };
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
 }
 
 /// `http_requests_total{route,status}` and `http_request_duration_seconds{route}` (route: the

@@ -38,18 +38,35 @@ impl DatabaseUrl {
     }
 }
 
-/// The URL with any password replaced, for messages and logs.
+/// The URL with any password replaced, for messages and logs: the one of `user:pass@` and the
+/// value of every query parameter whose name holds `password` (`?password=`, `&sslpassword=`).
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let mut out = match (base.find("://"), base.rfind('@')) {
         (Some(scheme_end), Some(at)) if at > scheme_end => {
-            let credentials = &url[scheme_end + 3..at];
+            let credentials = &base[scheme_end + 3..at];
             match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme_end + 3], &url[at..]),
-                None => url.to_owned(),
+                Some((user, _)) => format!("{}{user}:***{}", &base[..scheme_end + 3], &base[at..]),
+                None => base.to_owned(),
             }
         }
-        _ => url.to_owned(),
+        _ => base.to_owned(),
+    };
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|param| match param.split_once('=') {
+                Some((name, _)) if name.to_ascii_lowercase().contains("password") => format!("{name}=***"),
+                _ => param.to_owned(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
     }
+    out
 }
 
 impl std::fmt::Debug for DatabaseUrl {
@@ -85,6 +102,15 @@ mod tests {
         );
         assert!(DatabaseUrl::parse("mysql://x").is_err());
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(
+            redact("postgres://u@h/db?sslmode=disable&password=secret&sslpassword=x"),
+            "postgres://u@h/db?sslmode=disable&password=***&sslpassword=***"
+        );
+        assert_eq!(
+            redact("postgres://u:a@b@h/db?Password=s"),
+            "postgres://u:***@h/db?Password=***"
+        );
+        assert_eq!(redact("postgres://h/db"), "postgres://h/db");
         assert_eq!(
             format!("{:?}", DatabaseUrl::Postgres("postgres://u:pw@h/db".into())),
             "postgres://u:***@h/db"

@@ -10,13 +10,18 @@ use tracing_subscriber::fmt::MakeWriter;
 pub(super) const FLUSH_AT: usize = 64 * 1024;
 /// ...or once its first line is this old.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(50);
-/// Past this many unwritten bytes (stderr is slower than the lines come), loggers wait for the
-/// writer instead of a line being dropped.
+/// Past this many unwritten bytes (stderr is slower than the lines come, or blocked), a line is
+/// dropped and counted in `log_lines_dropped_total` rather than a request waiting for the log
+/// (CONTRACT §17).
 pub(super) const MAX_PENDING: usize = 4 * 1024 * 1024;
+
+/// Lines dropped since the process started (also the metric `log_lines_dropped_total`).
+pub static DROPPED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Where log lines go: appended whole to a shared buffer (one short lock, no thread woken per
 /// line) and written out in batches by a background thread, off the requests' path. A line is
-/// written at most [`FLUSH_EVERY`] after it is logged, and no line is ever dropped; dropping the
+/// written at most [`FLUSH_EVERY`] after it is logged, unless [`MAX_PENDING`] bytes are already
+/// waiting: then it is dropped and counted, so that logging never blocks a request. Dropping the
 /// sink writes what is left and stops the thread.
 pub struct LogSink {
     shared: Arc<Shared>,
@@ -29,8 +34,6 @@ pub(super) struct Shared {
     out: Mutex<Box<dyn Write + Send>>,
     /// Signalled when a batch starts (the buffer was empty), when it reaches `FLUSH_AT` and on close.
     wake: Condvar,
-    /// Signalled when the writer has taken the buffer (loggers waiting at `MAX_PENDING`).
-    taken: Condvar,
 }
 
 #[derive(Default)]
@@ -56,7 +59,6 @@ impl LogSink {
             pending: Mutex::new(Pending::default()),
             out: Mutex::new(Box::new(out)),
             wake: Condvar::new(),
-            taken: Condvar::new(),
         });
         let thread = std::thread::Builder::new()
             .name("log-writer".into())
@@ -108,7 +110,6 @@ pub(super) fn write_batches(shared: &Shared) {
             // writes its line after this batch, not before it.
             (shared.out(), pending.closing)
         };
-        shared.taken.notify_all();
         // A failed write (stderr closed) loses those lines, never the server.
         let _ = out.write_all(&batch).and_then(|()| out.flush());
         drop(out);
@@ -135,8 +136,11 @@ impl SinkWriter {
     fn write_line(&self, line: &[u8]) -> std::io::Result<usize> {
         let shared = &self.0;
         let mut pending = shared.lock();
-        while pending.lines.len() >= MAX_PENDING && !pending.closing {
-            pending = shared.taken.wait(pending).unwrap_or_else(PoisonError::into_inner);
+        if pending.lines.len() >= MAX_PENDING && !pending.closing {
+            drop(pending);
+            DROPPED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            metrics::counter!("log_lines_dropped_total").increment(1);
+            return Ok(line.len());
         }
         if pending.closing {
             // The writer is gone or going: this line is written here, after what it had.
@@ -170,5 +174,47 @@ impl<'a> MakeWriter<'a> for SinkWriter {
 
     fn make_writer(&'a self) -> SinkWriter {
         self.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+
+    /// An output that blocks until told to go on.
+    struct Blocked(Arc<(Mutex<bool>, Condvar)>);
+
+    impl Write for Blocked {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let (open, cv) = &*self.0;
+            let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
+            while !*open {
+                open = cv.wait(open).unwrap_or_else(PoisonError::into_inner);
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_blocked_output_never_blocks_a_logger_lines_past_the_buffer_are_dropped_and_counted() {
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let sink = LogSink::start(Blocked(Arc::clone(&gate)));
+        let writer = sink.writer();
+        let line = vec![b'x'; 1024];
+        let before = DROPPED.load(Ordering::Relaxed);
+        // Twice the buffer: the first batch is taken by the (blocked) writer, the buffer fills,
+        // and the rest is dropped; none of this waits.
+        for _ in 0..(3 * MAX_PENDING / line.len()) {
+            writer.append(&line);
+        }
+        assert!(DROPPED.load(Ordering::Relaxed) - before >= (MAX_PENDING / line.len()) as u64 / 2);
+        *gate.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        gate.1.notify_all();
+        drop(sink);
     }
 }

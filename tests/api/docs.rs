@@ -138,3 +138,27 @@ async fn metrics_count_requests_by_route_and_status_and_created_locations() {
     assert!(has("locations_created_total{status=\"ACTIVE\"}"));
     assert!(has("locations_created_total{status=\"QUARANTINE\"}"));
 }
+
+#[tokio::test]
+async fn pages_and_answers_carry_the_browser_security_headers_and_docs_keep_no_key() {
+    let app = TestApp::spawn().await;
+    let page = app.request(Method::GET, "/docs/").send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap().to_owned();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(csp.contains("default-src 'self'"), "{csp}");
+    assert_eq!(page.headers()["x-content-type-options"], "nosniff");
+    let answer = app.list(&serde_json::json!({})).await;
+    assert_eq!(answer.headers["x-content-type-options"], "nosniff");
+    assert_eq!(
+        answer.headers["content-security-policy"],
+        "default-src 'none'; frame-ancestors 'none'"
+    );
+    let initializer = app.get_text("/docs/swagger-initializer.js").await;
+    assert!(initializer.contains("persistAuthorization"), "{initializer}");
+    assert!(
+        !initializer.contains("\"persistAuthorization\": true")
+            && !initializer.contains("\"persistAuthorization\":true"),
+        "the page would keep the key in the browser: {initializer}"
+    );
+}
