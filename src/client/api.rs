@@ -2,10 +2,12 @@
 //! of a request came to, and the waits between attempts.
 //!
 //! An attempt's outcome decides what may be sent again. A 429 was not processed: wait its
-//! `retry_after_ms` and send it again. A refused connection never reached the service, and a 500
-//! `INTERNAL` stored nothing (CONTRACT §3): send again after a backoff. A timeout, a cut connection
-//! or another 5xx may or may not have been processed: only what is safe to repeat is sent again
-//! (the caller decides which items). Any other answer is final.
+//! `retry_after_ms` and send it again, as long as the waits of one request add up to at most
+//! `MAX_RATE_WAIT`. A refused connection never reached the service, and a 500 `INTERNAL` or a 408
+//! `REQUEST_TIMEOUT` stored nothing (CONTRACT §3, §17): send again after a backoff. A timeout, a
+//! cut connection, a 503 `OUTCOME_UNKNOWN` or another 5xx may or may not have been processed: only
+//! what is safe to repeat is sent again (the caller decides which items). Any other answer is
+//! final.
 
 use std::time::Duration;
 
@@ -42,6 +44,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first backoff; each next one doubles, up to `MAX_BACKOFF`.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The most one request waits out 429s in all before it gives up.
+pub const MAX_RATE_WAIT: Duration = Duration::from_secs(300);
 
 /// A request-level error answer (CONTRACT §3).
 #[derive(Clone, Debug, Serialize)]
@@ -158,6 +162,12 @@ impl Api {
             (StatusCode::INTERNAL_SERVER_ERROR, _, Some(e)) if e.code == "INTERNAL" => {
                 Attempt::NotStored(format!("500 INTERNAL: {}", e.message))
             }
+            (StatusCode::REQUEST_TIMEOUT, _, Some(e)) if e.code == "REQUEST_TIMEOUT" => {
+                Attempt::NotStored(format!("408 REQUEST_TIMEOUT: {}", e.message))
+            }
+            (StatusCode::SERVICE_UNAVAILABLE, _, Some(e)) if e.code == "OUTCOME_UNKNOWN" => {
+                Attempt::Unknown(format!("503 OUTCOME_UNKNOWN: {}", e.message))
+            }
             (s, _, Some(e)) if s.is_client_error() && !e.code.is_empty() => Attempt::Refused(e),
             (s, _, _) => Attempt::Unknown(format!("answered {s} without the service's answer")),
         }
@@ -175,7 +185,11 @@ impl Api {
             match self.attempt(path, body).await {
                 Attempt::Answered(body) => return Ok(body),
                 Attempt::Refused(e) => return Err(Failed::Refused(e)),
-                Attempt::Wait(wait) => tokio::time::sleep(wait).await,
+                Attempt::Wait(wait) => {
+                    if !backoff.wait_out(wait).await {
+                        return Err(Failed::GaveUp(backoff.rate_limited()));
+                    }
+                }
                 Attempt::NotStored(why) | Attempt::Unknown(why) => {
                     if !backoff.pause().await {
                         return Err(Failed::GaveUp(why));
@@ -198,11 +212,13 @@ fn describe(e: &reqwest::Error) -> String {
     text
 }
 
-/// Exponential backoff with jitter, at most `retries` pauses.
+/// Exponential backoff with jitter, at most `retries` pauses; and the 429 waits of one request,
+/// at most `MAX_RATE_WAIT` in all.
 #[derive(Debug)]
 pub struct Backoff {
     left: u32,
     next: Duration,
+    rate_waited: Duration,
 }
 
 impl Backoff {
@@ -210,7 +226,26 @@ impl Backoff {
         Backoff {
             left: retries,
             next: FIRST_BACKOFF,
+            rate_waited: Duration::ZERO,
         }
+    }
+
+    /// Waits out a 429's `wait`; `false` (at once) when that would pass `MAX_RATE_WAIT` in all.
+    pub async fn wait_out(&mut self, wait: Duration) -> bool {
+        if self.rate_waited + wait > MAX_RATE_WAIT {
+            return false;
+        }
+        self.rate_waited += wait;
+        tokio::time::sleep(wait).await;
+        true
+    }
+
+    /// Why a request that kept being answered 429 was given up.
+    pub fn rate_limited(&self) -> String {
+        format!(
+            "still rate limited (429) after waiting {} s; try again later or ask for a higher --rate-limit",
+            self.rate_waited.as_secs()
+        )
     }
 
     /// Waits before the next attempt; `false` (at once) when no retry is left.

@@ -71,7 +71,11 @@ async fn probe(api: &Api, retries: u32) -> anyhow::Result<()> {
     loop {
         match api.attempt("/v1/location/list", &body).await {
             Attempt::Answered(_) => return Ok(()),
-            Attempt::Wait(wait) => tokio::time::sleep(wait).await,
+            Attempt::Wait(wait) => {
+                if !backoff.wait_out(wait).await {
+                    return Err(anyhow!("the service keeps refusing: {}", backoff.rate_limited()));
+                }
+            }
             Attempt::Refused(e) if e.status == 401 => {
                 return Err(anyhow!("the service refused the API key ({}: {})", e.code, e.message));
             }

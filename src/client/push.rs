@@ -561,7 +561,13 @@ async fn send(
                     out.extend(items.drain(..).map(|(i, _)| (i, Sent::Unknown(why.clone()))));
                 }
             }
-            Attempt::Wait(wait) => tokio::time::sleep(wait).await,
+            Attempt::Wait(wait) => {
+                if !backoff.wait_out(wait).await {
+                    // A 429 processed nothing: the items were not stored.
+                    let error = RowError::new("", "NOT_SENT", backoff.rate_limited());
+                    out.extend(items.drain(..).map(|(i, _)| (i, Sent::Failed(error.clone()))));
+                }
+            }
             Attempt::Refused(e) => {
                 let error = RowError::new(
                     "",

@@ -695,3 +695,83 @@ async fn a_server_killed_in_the_middle_of_a_push_loses_and_doubles_nothing() {
     );
     assert_eq!(run.code, if unknown > 0 { 1 } else { 0 }, "{run:?}");
 }
+
+/// A proxy in front of `upstream` whose first create is passed on (and so stored) but answered
+/// 503 `OUTCOME_UNKNOWN`, as a server whose database connection broke during the commit answers.
+async fn proxy_losing_the_first_create_answer(upstream: String) -> String {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use axum::body::{Body, to_bytes};
+    use axum::extract::{Request, State};
+    use axum::response::{IntoResponse, Response};
+
+    #[derive(Clone)]
+    struct Proxy {
+        upstream: String,
+        client: reqwest::Client,
+        lost: Arc<AtomicBool>,
+    }
+    async fn forward(State(proxy): State<Proxy>, request: Request) -> Response {
+        let path = request.uri().path().to_owned();
+        let headers = request.headers().clone();
+        let body = to_bytes(request.into_body(), 16 << 20).await.unwrap();
+        let mut outgoing = proxy.client.post(format!("{}{path}", proxy.upstream)).body(body);
+        for name in ["authorization", "content-type"] {
+            if let Some(value) = headers.get(name) {
+                outgoing = outgoing.header(name, value.clone());
+            }
+        }
+        let answer = outgoing.send().await.unwrap();
+        let status = answer.status().as_u16();
+        let bytes = answer.bytes().await.unwrap();
+        if path == "/v1/location/create" && status == 200 && !proxy.lost.swap(true, Ordering::SeqCst) {
+            let body = json!({"error_type": "ERROR_TYPE_INTERNAL", "code": "OUTCOME_UNKNOWN",
+                "message": "the write may or may not be stored", "details": {"request_id": "r"}});
+            return (axum::http::StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+        }
+        let status = axum::http::StatusCode::from_u16(status).unwrap();
+        (status, [("content-type", "application/json")], Body::from(bytes)).into_response()
+    }
+    let proxy = Proxy {
+        upstream,
+        client: reqwest::Client::new(),
+        lost: Arc::default(),
+    };
+    let app = axum::Router::new().fallback(forward).with_state(proxy);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn a_chunk_answered_503_outcome_unknown_is_resent_only_where_safe_and_nothing_is_stored_twice() {
+    let app = TestApp::spawn().await;
+    let proxy = proxy_losing_the_first_create_answer(app.base.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut rows: Vec<Value> = (0..3).map(warehouse).collect();
+    for n in 10..12 {
+        let mut nameless = warehouse(n);
+        nameless.as_object_mut().unwrap().remove("merchant_location_id");
+        rows.push(nameless);
+    }
+    let file = write(dir.path(), "five.jsonl", &jsonl(&rows));
+    let report = dir.path().join("report.jsonl");
+    let run = cli(
+        &proxy,
+        &app.key,
+        &["push", path_arg(&file), "--report", path_arg(&report)],
+    )
+    .await;
+    assert_eq!(run.code, 1, "unknown rows make the exit code 1: {run:?}");
+    let outcomes = outcomes(&report_lines(&report));
+    assert_eq!(outcomes[3..], ["unknown", "unknown"], "{outcomes:?}");
+    assert!(
+        outcomes[..3].iter().all(|o| o != "unknown" && o != "failed"),
+        "{outcomes:?}"
+    );
+    // Stored once each: the named rows were resent safely, the nameless ones were not resent.
+    let records = app.records().await;
+    assert_eq!(records.len(), 5, "{records:#?}");
+}
