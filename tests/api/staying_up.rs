@@ -458,16 +458,21 @@ async fn on_shutdown_idle_connections_close_at_once_and_the_server_returns() {
     assert!(closed_within(&mut h2, Duration::from_secs(1)).await);
 }
 
-#[tokio::test]
-async fn a_write_that_overruns_its_deadline_is_rolled_back_and_never_stored_after_its_500() {
-    // The request's time cap is 3 s, its write's deadline 1.5 s; the failpoint stalls the write
-    // for 4 s inside its transaction, past both.
-    let app = TestApp::spawn_with_settings(Settings {
+/// A server whose requests have 3 s (their writes' deadline: 1.5 s).
+async fn short_lived_requests() -> TestApp {
+    TestApp::spawn_with_settings(Settings {
         rate: Rate::Off,
         request_timeout: Duration::from_secs(3),
         ..Settings::default()
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_write_that_overruns_its_deadline_is_rolled_back_and_never_stored_after_its_500() {
+    // The request's time cap is 3 s, its write's deadline 1.5 s; the failpoint stalls the write
+    // for 4 s inside its transaction, past both.
+    let app = short_lived_requests().await;
     app.store.delay_next_write(Duration::from_secs(4));
     let answer = app
         .post("/v1/location/create", &json!({"locations": [warehouse(1)]}))
@@ -485,12 +490,7 @@ async fn a_write_that_overruns_its_deadline_is_rolled_back_and_never_stored_afte
 
 #[tokio::test]
 async fn a_change_that_overruns_its_deadline_is_rolled_back_and_never_stored_after_its_500() {
-    let app = TestApp::spawn_with_settings(Settings {
-        rate: Rate::Off,
-        request_timeout: Duration::from_secs(3),
-        ..Settings::default()
-    })
-    .await;
+    let app = short_lived_requests().await;
     let created = app.create(vec![warehouse(1)]).await;
     let id = created[0]["location_id"].as_str().unwrap().to_owned();
     app.store.delay_next_write(Duration::from_secs(4));
