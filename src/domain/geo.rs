@@ -10,6 +10,11 @@ use super::location::{Status, TypeSet};
 
 pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
 pub const QUARANTINE_RADIUS_M: f64 = 50.0;
+/// CONTRACT §17 (density): the most other live locations (`ACTIVE` or `QUARANTINE`, whatever
+/// their types) a merchant may have within `QUARANTINE_RADIUS_M` of a location it stores. It also
+/// bounds what deciding a location costs: the stored neighbours a decision reads are those within
+/// the search box, which the limit keeps to a few thousand however many the merchant has.
+pub const DENSITY_LIMIT: usize = 100;
 const BANDS_PER_DEGREE: f64 = 1000.0;
 
 /// Great-circle distance in metres (haversine).
@@ -92,6 +97,32 @@ impl Buckets {
     }
 }
 
+/// Whether a location created `seq`-th at (`latitude`, `longitude`) would have more than
+/// `DENSITY_LIMIT` other live locations within the radius among `candidates` (CONTRACT §17). Stops
+/// counting at one past the limit.
+pub fn too_dense<'a>(
+    seq: i64,
+    latitude: f64,
+    longitude: f64,
+    candidates: impl IntoIterator<Item = &'a Neighbour>,
+) -> bool {
+    candidates
+        .into_iter()
+        .filter(|n| n.seq != seq && n.status.is_live())
+        .filter(|n| haversine_m(latitude, longitude, n.latitude, n.longitude) <= QUARANTINE_RADIUS_M)
+        .take(DENSITY_LIMIT + 1)
+        .count()
+        > DENSITY_LIMIT
+}
+
+/// The `STOREFRONT_RULE_VIOLATION` message of an item refused by the density limit.
+pub fn density_message() -> String {
+    format!(
+        "more than {DENSITY_LIMIT} other live locations of this merchant are within {QUARANTINE_RADIUS_M} m of this \
+         point; a location may have at most {DENSITY_LIMIT} such neighbours"
+    )
+}
+
 /// The neighbour that quarantines the location created `seq`-th, of `types` at (`latitude`,
 /// `longitude`) (CONTRACT §4.5, §10.4): the nearest other location within the radius that shares a
 /// type and is `ACTIVE`, or `QUARANTINE` and created before it; on a tie, the one created first.
@@ -123,6 +154,38 @@ mod tests {
         let d = haversine_m(0.0, 0.0, 1.0, 0.0);
         assert!((d - 111_195.08).abs() < 0.1, "{d}");
         assert!(haversine_m(55.75, 37.61, 55.75, 37.61) == 0.0);
+    }
+
+    fn at(seq: i64, latitude: f64, status: Status) -> Neighbour {
+        Neighbour {
+            location_id: format!("l{seq}"),
+            latitude,
+            longitude: 37.6,
+            types: TypeSet::default(),
+            seq,
+            status,
+        }
+    }
+
+    #[test]
+    fn density_counts_other_live_locations_within_the_radius_whatever_their_types() {
+        // 0.0004° of latitude is about 44 m, 0.0005° about 56 m.
+        let mut near: Vec<Neighbour> = (0..DENSITY_LIMIT as i64)
+            .map(|i| at(i, 55.0004, Status::Active))
+            .collect();
+        assert!(!too_dense(1000, 55.0, 37.6, &near), "exactly the limit is allowed");
+        near.push(at(500, 55.0005, Status::Active));
+        near.push(at(501, 55.0, Status::Archived));
+        near.push(at(1000, 55.0, Status::Active));
+        assert!(
+            !too_dense(1000, 55.0, 37.6, &near),
+            "farther, archived and itself do not count"
+        );
+        near.push(at(502, 55.0001, Status::Quarantine));
+        assert!(
+            too_dense(1000, 55.0, 37.6, &near),
+            "one more live neighbour is over the limit"
+        );
     }
 
     #[test]

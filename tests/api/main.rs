@@ -6,6 +6,7 @@ mod changes;
 mod crash;
 mod create_batch;
 mod create_rules;
+mod density;
 mod docs;
 mod helpers;
 mod import;

@@ -35,6 +35,9 @@ pub enum Outcome {
     Existing { location_id: String, status: Status },
     /// A stored location with the same `merchant_location_id` and other content.
     Conflict { location_id: String },
+    /// Not stored: more than `geo::DENSITY_LIMIT` other live locations are within the radius
+    /// (CONTRACT §17).
+    TooDense,
 }
 
 /// A stored location found by `merchant_location_id`.
@@ -127,7 +130,8 @@ pub fn searched(items: &[NewLocation], stored: &HashMap<String, Stored>) -> Vec<
 /// CONTRACT §4.1 steps 4–6 for a store that looks everything up first: `stored` holds the
 /// merchant's stored locations with the items' `merchant_location_id`s, `nearby[i]` the merchant's
 /// stored live locations in item `i`'s search box. Items created earlier in the same batch count
-/// as neighbours of later ones, after every stored one in creation order.
+/// as neighbours of later ones, after every stored one in creation order. An item that would have
+/// more than `geo::DENSITY_LIMIT` live neighbours within the radius is not created (§17).
 pub fn decide(
     items: &[NewLocation],
     stored: &HashMap<String, Stored>,
@@ -146,6 +150,10 @@ pub fn decide(
         candidates.extend(created.around(location.latitude, location.longitude).cloned());
         // After every stored location, in batch order.
         let seq = i64::MAX / 2 + i as i64;
+        if geo::too_dense(seq, location.latitude, location.longitude, &candidates) {
+            outcomes.push(Outcome::TooDense);
+            continue;
+        }
         let (status, quarantined_by) = placement(seq, location, candidates);
         let location_id = new_id();
         created.insert(Neighbour {
@@ -288,6 +296,15 @@ fn stored_result(item: Pending, outcome: Outcome) -> ItemResult {
             vec![quarantine_issue(format!("locations[{index}].latitude"), &neighbour)],
         ),
         Outcome::Existing { location_id, status } => (location_id, status, vec![]),
+        Outcome::TooDense => (
+            String::new(),
+            Status::Failed,
+            vec![FieldError {
+                field: format!("locations[{index}].latitude"),
+                code: FieldCode::StorefrontRuleViolation,
+                message: geo::density_message().into(),
+            }],
+        ),
         Outcome::Conflict { location_id } => (
             String::new(),
             Status::Failed,

@@ -231,6 +231,12 @@ impl World {
                 };
                 let location = &new.location;
                 let moved = location.latitude != current.latitude || location.longitude != current.longitude;
+                if moved
+                    && current.status.is_live()
+                    && self.too_dense(current.seq, location.latitude, location.longitude)
+                {
+                    return Err(self.too_dense_at(item, id));
+                }
                 self.change(id, |now, content| {
                     now.body = new.canonical.clone();
                     now.latitude = location.latitude;
@@ -257,10 +263,45 @@ impl World {
                 applied.moved = true;
             }
             Operation::Restore => {
+                if self.too_dense(current.seq, current.latitude, current.longitude) {
+                    return Err(self.too_dense_at(item, id));
+                }
                 applied.quarantined = self.decide_status(id) == Status::Quarantine;
             }
         }
         Ok(applied)
+    }
+
+    /// CONTRACT §17: a location created `seq`-th would have too many live neighbours at this point.
+    fn too_dense(&self, seq: i64, latitude: f64, longitude: f64) -> bool {
+        let live = self.candidates();
+        geo::too_dense(seq, latitude, longitude, &live)
+    }
+
+    fn too_dense_at(&self, item: &Item, id: &str) -> ChangeResult {
+        self.failed_at(
+            item,
+            id,
+            "latitude",
+            FieldCode::StorefrontRuleViolation,
+            geo::density_message(),
+        )
+    }
+
+    /// Every live location the request knows of, as a neighbour.
+    fn candidates(&self) -> Vec<Neighbour> {
+        self.locations
+            .values()
+            .filter(|e| e.now.status.is_live())
+            .map(|e| Neighbour {
+                location_id: e.now.location_id.clone(),
+                latitude: e.now.latitude,
+                longitude: e.now.longitude,
+                types: e.now.types,
+                seq: e.now.seq,
+                status: e.now.status,
+            })
+            .collect()
     }
 
     /// Changes the location `id` (a fetched one) with `f`, marking it changed.
@@ -279,18 +320,7 @@ impl World {
         let (status, by) = if subject.approved {
             (Status::Active, None)
         } else {
-            let candidates = self
-                .locations
-                .values()
-                .filter(|e| e.now.status.is_live())
-                .map(|e| Neighbour {
-                    location_id: e.now.location_id.clone(),
-                    latitude: e.now.latitude,
-                    longitude: e.now.longitude,
-                    types: e.now.types,
-                    seq: e.now.seq,
-                    status: e.now.status,
-                });
+            let candidates = self.candidates();
             match geo::quarantining_neighbour(
                 subject.seq,
                 subject.latitude,
