@@ -15,12 +15,15 @@ import json
 import os
 import platform
 import random
+import select
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -425,6 +428,111 @@ def wrk(base, conns, seconds, script, args):
 PG_MERCHANTS = {"create-pg": 1, "create-pg8": 8}
 
 
+# ---- attackers (CONTRACT §17) ------------------------------------------------------------------
+
+ATTACKER_ADDR = "127.0.0.2"
+
+
+class Attacker:
+    """One client address (127.0.0.2) doing what §17 names, beside the measured workload (wrk, from
+    127.0.0.1), until stopped: `silent` holds as many silent connections as the per-client cap lets
+    it (256), opening new ones as the server closes them; `slow` keeps 16 creates of 8 MiB arriving
+    slowly (2 MiB at once, then a byte every half second) as another merchant; `401` sends requests
+    with made-up keys as fast as two connections can."""
+
+    def __init__(self, kind, port, key=None):
+        self.kind, self.port, self.key = kind, port, key
+        self.stopping = threading.Event()
+        self.sent = 0
+        workers = {"silent": 4, "slow": 16, "401": 2}[kind]
+        self.threads = [threading.Thread(target=getattr(self, f"run_{kind.replace('401', 'unauthenticated')}"), daemon=True)
+                        for _ in range(workers)]
+
+    def __enter__(self):
+        for t in self.threads:
+            t.start()
+        time.sleep(1)  # let it reach its full strength before the measurement
+        return self
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(timeout=15)
+
+    def connect(self):
+        s = socket.socket()
+        s.bind((ATTACKER_ADDR, 0))
+        s.settimeout(5)
+        s.connect(("127.0.0.1", self.port))
+        return s
+
+    def run_silent(self):
+        held = []
+        while not self.stopping.is_set():
+            while len(held) < 64:
+                try:
+                    held.append(self.connect())
+                except OSError:
+                    break
+            readable, _, _ = select.select(held, [], [], 0.5) if held else ([], [], [])
+            for s in readable:
+                try:
+                    closed = not s.recv(1)
+                except OSError:
+                    closed = True
+                if closed:
+                    held.remove(s)
+                    s.close()
+            if not held:
+                time.sleep(0.2)
+        for s in held:
+            s.close()
+
+    def run_slow(self):
+        head = (f"POST /v1/location/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {self.key}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {8 << 20}\r\n\r\n").encode()
+        while not self.stopping.is_set():
+            try:
+                s = self.connect()
+                s.sendall(head + b" " * (2 << 20))
+                while not self.stopping.is_set():
+                    s.sendall(b" ")
+                    if select.select([s], [], [], 0.5)[0]:
+                        break  # answered (408, or the connection closed)
+                s.close()
+            except OSError:
+                time.sleep(0.2)
+
+    def run_unauthenticated(self):
+        n = 0
+        while not self.stopping.is_set():
+            try:
+                s = self.connect()
+                while not self.stopping.is_set():
+                    n += 1
+                    s.sendall((f"POST /v1/categories/list HTTP/1.1\r\nHost: x\r\n"
+                               f"Authorization: Bearer sf_{n:024x}_madeup\r\nContent-Length: 0\r\n\r\n").encode())
+                    answer = b""
+                    while b"\r\n\r\n" not in answer:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            raise OSError("closed")
+                        answer += chunk
+                    head, _, body = answer.partition(b"\r\n\r\n")
+                    length = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+                    while len(body) < length:
+                        body += s.recv(65536)
+                    self.sent += 1
+            except OSError:
+                time.sleep(0.05)
+
+
+def split_attack(workload):
+    """`create+slow` → ("create", "slow"); `create` → ("create", None)."""
+    base, _, attack = workload.partition("+")
+    return base, attack or None
+
+
 def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=None):
     if workload in PG_MERCHANTS:
         db = pg.fresh(f"{kind}_{workload}")
@@ -440,7 +548,7 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=Non
         "archive": dbs.get("changes"),
         "locations-1k": dbs.get("locations-1k"),
         "locations-1m": dbs.get("locations-1m"),
-    }[workload]
+    }[split_attack(workload)[0]]
     # The location lists only read: their (large) databases are served as they are, not copied.
     reads_only = workload.startswith("locations-")
     db = template if reads_only else fresh_copy(template, workdir, f"{kind}-{workload}")
@@ -449,10 +557,18 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=Non
 
 def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies, pg=None):
     """One closed-loop wrk run of `workload` against a server of `kind` on `db` (a SQLite file, or
-    a PostgreSQL URL whose server's CPU is counted with ours)."""
+    a PostgreSQL URL whose server's CPU is counted with ours); `create+slow` and the like run an
+    `Attacker` beside it."""
+    workload, attack = split_attack(workload)
     reads_only = workload.startswith("locations-")
+    attacker_key = None
+    if attack == "slow":
+        attacker_key = json.loads(storefront(db, "merchant", "create", "--name", "attacker", "--json"))["api_key"]
     server = Server(kind, db, workdir, page_files.get(workload))
+    attacker = Attacker(attack, server.port, attacker_key) if attack else None
     try:
+        if attacker:
+            attacker.__enter__()
         if workload == "create" or workload in PG_MERCHANTS:
             script, items = ROOT / "benches/wrk/create.lua", 200
             args = lambda tag: [key, tag]
@@ -473,6 +589,8 @@ def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies,
         cpu = cpu_seconds(pids()) - cpu0
         rss = peak_rss_mib(server.pids())
     finally:
+        if attacker:
+            attacker.__exit__(None, None, None)
         server.stop()
         for suffix in ("", "-wal", "-shm"):
             if not reads_only and not str(db).startswith("postgres://"):
@@ -610,7 +728,29 @@ def report(results, cfg, cold, command):
           ratio(get("ours", "create-pg8", t), get("ours", "create-pg", t)), "(context)", lambda v: True)
     check(f"create on PostgreSQL, one merchant, req/s, ours ÷ base, {t} conns",
           ratio(get("ours", "create-pg", t), get("base", "create-pg", t)), "(context)", lambda v: True)
-    lines += ["## Targets (issues 7, 15, 16, 17 and 19)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
+    attacked = sorted({key.split("|")[1] for key in results if "+" in key.split("|")[1]})
+    if attacked:
+        lines += ["## Beside an attacker (CONTRACT §17, issue 26)", "",
+                  "The same workload from 127.0.0.1 (wrk), alone and with an attacker on 127.0.0.2 at the same time: "
+                  "`silent` holds 256 silent connections (the per-client cap), reopening them as they are closed; "
+                  "`slow` keeps 16 creates of 8 MiB arriving slowly as another merchant; `401` sends made-up keys "
+                  "as fast as two connections can. The server's CPU counts the attacker's share too.", "",
+                  "| workload | attacker | conns | req/s alone | req/s beside | ratio | p99 ms alone | p99 ms beside | ratio |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for w in attacked:
+            base, attack = split_attack(w)
+            for conns in cfg.conns:
+                alone, beside = get("ours", base, conns), get("ours", w, conns)
+                if alone is None or beside is None:
+                    continue
+                p99a, p99b = get("ours", base, conns, "p99_ms"), get("ours", w, conns, "p99_ms")
+                lines.append(f"| {base} | {attack} | {conns} | {alone:,.0f} | {beside:,.0f} | {beside / alone:.2f} | "
+                             f"{p99a:.2f} | {p99b:.2f} | {p99b / p99a:.2f} |")
+                if conns == t:
+                    check(f"{base} req/s beside `{attack}` ÷ alone, {t} conns", beside / alone, "≥ 0.8", lambda v: v >= 0.8)
+                    check(f"{base} p99 beside `{attack}` ÷ alone, {t} conns", p99b / p99a, "≤ 2×", lambda v: v <= 2)
+        lines.append("")
+    lines += ["## Targets (issues 7, 15, 16, 17, 19 and 26)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in checks]
     lines.append("")
     return "\n".join(lines)
