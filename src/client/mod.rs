@@ -8,6 +8,7 @@ pub mod pull;
 pub mod push;
 pub mod report;
 pub mod rows;
+pub mod send;
 pub mod sheet;
 
 use std::io::Write;

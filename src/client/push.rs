@@ -26,9 +26,10 @@ use clap::Args;
 use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
-use super::api::{Api, Attempt, Backoff, ClientArgs, Failed};
+use super::api::{Api, Backoff, ClientArgs, Failed};
 use super::report::{Outcome, Progress, ReportFile, RowError, RowReport, Tally};
 use super::rows::{self, Format, Row};
+use super::send::{AnswerError, Sent, send};
 use super::{Exit, format_of, walk};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 
@@ -331,7 +332,7 @@ async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowReport> {
         .filter(|(_, r)| matches!(r, Route::Create))
         .map(|(i, _)| (i, Cow::Borrowed(rows[i].item.as_str())))
         .collect();
-    for (i, sent) in send(context, "/v1/location/create", creates, |i| {
+    for (i, sent) in send(&context.api, context.retries, "/v1/location/create", creates, |i| {
         rows[i].merchant_location_id.is_some()
     })
     .await
@@ -372,7 +373,7 @@ async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowReport> {
             _ => None,
         })
         .collect();
-    for (i, sent) in send(context, "/v1/location/update", updates, |_| true).await {
+    for (i, sent) in send(&context.api, context.retries, "/v1/location/update", updates, |_| true).await {
         let row = &rows[i];
         let by_id_route = matches!(routes[i], Route::Update { by_id: true });
         results[i] = Some(match sent {
@@ -494,105 +495,6 @@ async fn stored(context: &Context, rows: &[Row]) -> Result<(HashMap<String, Stor
         .await?;
     }
     Ok((by_mlid, by_id))
-}
-
-/// What became of one sent item.
-enum Sent {
-    /// The item's result in a 200 answer.
-    Result(ItemAnswer),
-    /// The request's outcome is unknown and the item may not be sent again.
-    Unknown(String),
-    /// The request was refused, or not processed within the retries.
-    Failed(RowError),
-}
-
-#[derive(serde::Deserialize)]
-struct Answer {
-    locations: Vec<ItemAnswer>,
-}
-
-/// One result of create or update (SPEC §2.2, CONTRACT §10), the keys push reads.
-#[derive(serde::Deserialize)]
-struct ItemAnswer {
-    #[serde(default)]
-    location_id: String,
-    status: String,
-    #[serde(default)]
-    version: Option<u64>,
-    #[serde(default)]
-    errors: Vec<AnswerError>,
-}
-
-#[derive(serde::Deserialize)]
-struct AnswerError {
-    field: String,
-    code: String,
-    message: String,
-}
-
-/// Sends `items` (row index, item) to `path` in one request, again after a 429, a refused
-/// connection or a 500; after an unknown outcome, again only the items `resendable` allows.
-async fn send(
-    context: &Context,
-    path: &str,
-    mut items: Vec<(usize, Cow<'_, str>)>,
-    resendable: impl Fn(usize) -> bool,
-) -> Vec<(usize, Sent)> {
-    let mut out = Vec::with_capacity(items.len());
-    let mut backoff = Backoff::new(context.retries);
-    while !items.is_empty() {
-        // `{"locations":[...]}` around the items' own text.
-        let mut body = Vec::with_capacity(items.iter().map(|(_, item)| item.len() + 1).sum::<usize>() + 16);
-        body.extend_from_slice(b"{\"locations\":[");
-        for (k, (_, item)) in items.iter().enumerate() {
-            if k > 0 {
-                body.push(b',');
-            }
-            body.extend_from_slice(item.as_bytes());
-        }
-        body.extend_from_slice(b"]}");
-        match context.api.attempt_json(path, body).await {
-            Attempt::Answered(answer) => {
-                let results = serde_json::from_slice::<Answer>(&answer).map_or_else(|_| Vec::new(), |a| a.locations);
-                if results.len() == items.len() {
-                    out.extend(items.drain(..).zip(results).map(|((i, _), r)| (i, Sent::Result(r))));
-                } else {
-                    let why = format!("the answer has {} results for {} items", results.len(), items.len());
-                    out.extend(items.drain(..).map(|(i, _)| (i, Sent::Unknown(why.clone()))));
-                }
-            }
-            Attempt::Wait(wait) => {
-                if !backoff.wait_out(wait).await {
-                    // A 429 processed nothing: the items were not stored.
-                    let error = RowError::new("", "NOT_SENT", backoff.rate_limited());
-                    out.extend(items.drain(..).map(|(i, _)| (i, Sent::Failed(error.clone()))));
-                }
-            }
-            Attempt::Refused(e) => {
-                let error = RowError::new(
-                    "",
-                    e.code,
-                    format!("the request was refused ({}): {}", e.status, e.message),
-                );
-                out.extend(items.drain(..).map(|(i, _)| (i, Sent::Failed(error.clone()))));
-            }
-            Attempt::NotStored(why) => {
-                if !backoff.pause().await {
-                    let error = RowError::new("", "NOT_SENT", format!("not stored after retries: {why}"));
-                    out.extend(items.drain(..).map(|(i, _)| (i, Sent::Failed(error.clone()))));
-                }
-            }
-            Attempt::Unknown(why) => {
-                let (again, unknown): (Vec<_>, Vec<_>) = items.drain(..).partition(|(i, _)| resendable(*i));
-                out.extend(unknown.into_iter().map(|(i, _)| (i, Sent::Unknown(why.clone()))));
-                items = again;
-                if !items.is_empty() && !backoff.pause().await {
-                    out.extend(items.drain(..).map(|(i, _)| (i, Sent::Unknown(why.clone()))));
-                }
-            }
-        }
-    }
-    out
 }
 
 /// Archives every stored location that is not archived and that no row named.
