@@ -28,7 +28,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import free_port  # noqa: E402  (one definition for both scripts)
+from bench import Attacker, free_port  # noqa: E402  (one definition for both scripts)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target/release/storefront"
@@ -246,9 +246,12 @@ def main():
     p.add_argument("minutes", nargs="?", type=float, default=10)
     p.add_argument("--database", help="postgres://… (an empty database); default: a fresh SQLite file")
     p.add_argument("--name", help="output name (default: soak-sqlite or soak-postgres)")
+    p.add_argument("--attacker", choices=["silent", "slow", "401", "all"],
+                   help="an attacker on 127.0.0.2 beside the mix for the whole run (CONTRACT §17); the mix's p99 "
+                        "must then stay within 1 s in every sample after the warm-up")
     cfg = p.parse_args()
     engine = "postgres" if cfg.database else "sqlite"
-    name = cfg.name or f"soak-{engine}"
+    name = cfg.name or f"soak-{engine}" + (f"-{cfg.attacker}" if cfg.attacker else "")
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="storefront-soak-"))
     db_path = None if cfg.database else work / "soak.db"
@@ -277,6 +280,13 @@ def main():
     threads = [threading.Thread(target=run_at_rate, args=(stop, rate, fn), daemon=True) for rate, fn in plan]
     for t in threads:
         t.start()
+    attackers = []
+    for kind in (["silent", "slow", "401"] if cfg.attacker == "all" else [cfg.attacker] if cfg.attacker else []):
+        attacker_key = None
+        if kind == "slow":
+            attacker_key = json.loads(subprocess.run([str(BIN), "merchant", "create", "--name", "attacker", "--json"], env=env,
+                                                     capture_output=True, text=True, check=True).stdout)["api_key"]
+        attackers.append(Attacker(kind, port, attacker_key).__enter__())
     log(f"== soak on {engine} for {cfg.minutes:g} min: {base}, samples every {SAMPLE_EVERY} s into {OUT / name}.csv")
     rows, started = [], time.time()
     try:
@@ -297,6 +307,8 @@ def main():
                 f"wal {row['wal_mib']:5.1f}  {row['requests']:5} req  p50 {row['p50_ms']:6.2f}  p99 {row['p99_ms']:7.2f} ms  "
                 f"2xx {cls['2xx']} 4xx {cls['4xx']} 5xx {cls['5xx']} err {cls['error']}")
     finally:
+        for attacker in attackers:
+            attacker.__exit__(None, None, None)
         stop.set()
         for t in threads:
             t.join(timeout=35)
@@ -306,7 +318,8 @@ def main():
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
         w.writeheader()
         w.writerows(rows)
-    chart(rows, OUT / f"{name}.png", f"storefront soak, {engine}, {cfg.minutes:g} min, {time.strftime('%Y-%m-%d')}")
+    title = f"storefront soak, {engine}, {cfg.minutes:g} min" + (f", attacker: {cfg.attacker}" if cfg.attacker else "")
+    chart(rows, OUT / f"{name}.png", f"{title}, {time.strftime('%Y-%m-%d')}")
     # After the warm-up (the first fifth, at least a minute), memory and descriptors must be flat:
     # the fitted trend over the rest of the run stays within 16 MiB and 8 descriptors. Memory is
     # the anonymous part of RSS (the heap): SQLite's readers map the database file, whose pages in
@@ -315,6 +328,10 @@ def main():
     problems = []
     if stats.total_5xx:
         problems.append(f"{stats.total_5xx} answers were 5xx ({', '.join(stats.failures[:5])})")
+    if cfg.attacker:
+        slow = [r for r in warm if r["p99_ms"] > 1000]
+        if slow:
+            problems.append(f"beside the attacker the mix's p99 passed 1 s in {len(slow)} samples (worst {max(r['p99_ms'] for r in slow):.0f} ms)")
     if len(warm) >= 3:
         span = warm[-1]["t_s"] - warm[0]["t_s"]
         rss_rise = slope([r["t_s"] for r in warm], [r["anon_mib"] for r in warm]) * span
