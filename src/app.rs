@@ -2,7 +2,8 @@
 //! the tests.
 //!
 //! Layers, outermost first: `observe` (the request id, assigned, echoed and in scope for 500
-//! bodies; the request's time cap, 500 after it; metrics; one access-log line) → panic catcher (a
+//! bodies; the request's time cap, 500 after it; metrics; one access-log line, with the client's
+//! address) → panic catcher (a
 //! panic is a 500 and the server keeps serving) → routes, whose 404/405 answer in the contract's
 //! body; the `/v1` routes pass the gate (authentication, requests in flight, rate limit) first.
 //!
@@ -26,6 +27,7 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{categories, changes, gate, locations, openapi, ops, request_id};
+use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
 pub use crate::state::{AppState, BodyTiming, Deadline, ServedMerchant};
 
@@ -116,6 +118,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let (id, id_header) = request_id::take_or_assign(&mut request);
     let method = request.method().clone();
     let route = route_of(&request);
+    let client = request.extensions().get::<ClientAddr>().map(|c| c.0.ip());
     let timeout = state.settings.request_timeout;
     let deadline = started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2));
     request.extensions_mut().insert(Deadline(deadline));
@@ -145,6 +148,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
             .extensions()
             .get::<ServedMerchant>()
             .map_or("", |m| m.0.as_str()),
+        client,
     }
     .log();
     response

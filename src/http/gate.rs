@@ -5,7 +5,7 @@
 //! Authentication answers from memory where it can (CONTRACT §17, `crate::key_verdicts`): a
 //! client address whose 401 budget is spent gets 429 without a lookup (unless its key was served
 //! lately), a key found unknown within the last minute gets 401 without one. Every 401 spends a
-//! unit of the address's budget; 401s and those 429s are logged with the address.
+//! unit of the address's budget; the access line logs every answer with the client's address.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
@@ -88,7 +88,7 @@ async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> 
     let token = bearer_token(headers);
     let presented = token.as_ref().ok().map(|token| Presented::new(token));
     if let Some(refusal) = state.keys.refusal(client, presented.as_ref()) {
-        return Err(unauthenticated_limited(client, refusal));
+        return Err(unauthenticated_limited(refusal));
     }
     let unknown = || ApiError::new(ErrorCode::InvalidApiKey, "unknown or revoked API key");
     let refused = match (token, presented) {
@@ -108,18 +108,14 @@ async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> 
         (Ok(_), None) => unknown(),
     };
     Err(match state.keys.spend_failure(client) {
-        Ok(()) => {
-            tracing::info!(client = %client, code = refused.code().as_str(), "request refused: not authenticated");
-            refused.into_response()
-        }
-        Err(refusal) => unauthenticated_limited(client, refusal),
+        Ok(()) => refused.into_response(),
+        Err(refusal) => unauthenticated_limited(refusal),
     })
 }
 
-/// 429 for an address that spent its 401 budget.
-fn unauthenticated_limited(client: IpAddr, refusal: Refusal) -> Response {
+/// 429 for an address that spent its 401 budget. (The access line logs it with the address.)
+fn unauthenticated_limited(refusal: Refusal) -> Response {
     metrics::counter!("rate_limited_total").increment(1);
-    tracing::info!(client = %client, "request refused: too many unauthenticated requests from this address");
     rate_limited(
         "too many requests with a missing or invalid API key from this address",
         refusal.retry_after,

@@ -1,6 +1,7 @@
 //! The access log's line, written straight into the JSON sink when there is one.
 
 use std::fmt::{self, Write as _};
+use std::net::IpAddr;
 use std::time::Duration;
 
 use std::sync::OnceLock;
@@ -22,6 +23,20 @@ pub struct Access<'a> {
     pub request_id: &'a str,
     /// Empty when no merchant was authenticated.
     pub merchant_id: &'a str,
+    /// The peer address of the connection (CONTRACT §17: 401s and 429s are logged with it).
+    pub client: Option<IpAddr>,
+}
+
+/// An address as the access line shows it: empty when unknown.
+struct Shown(Option<IpAddr>);
+
+impl fmt::Display for Shown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(ip) => write!(f, "{ip}"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Access<'_> {
@@ -43,6 +58,7 @@ impl Access<'_> {
                 latency_ms = self.latency.as_secs_f64() * 1000.0,
                 request_id = self.request_id,
                 merchant_id = self.merchant_id,
+                client = %Shown(self.client),
                 "served"
             ),
         }
@@ -70,6 +86,8 @@ impl Access<'_> {
         json_str(w, self.request_id)?;
         w.push_str(",\"merchant_id\":");
         json_str(w, self.merchant_id)?;
+        // An address needs no escaping.
+        write!(w, ",\"client\":\"{}\"", Shown(self.client))?;
         w.push_str(",\"target\":\"storefront::access\"}\n");
         Ok(())
     }

@@ -120,6 +120,7 @@ mod tests {
             latency: Duration::from_nanos(2_417_568),
             request_id: "a client's \"id\"\twith\u{1}controls, é and \\",
             merchant_id: "01a1fe4e-1308-7249-bb05-0ba17e94836f",
+            client: Some([127, 0, 0, 2].into()),
         };
         // Unit tests install no JSON sink, so this line goes through tracing and `JsonLines`.
         let traced = json_lines_of(|| access.log());
@@ -140,6 +141,7 @@ mod tests {
         assert_eq!(straight["latency_ms"].as_f64(), Some(2.417568));
         assert!((traced["latency_ms"].as_f64().unwrap() - 2.417568).abs() < 1e-9);
         assert_eq!(straight["request_id"], access.request_id);
+        assert_eq!(straight["client"], "127.0.0.2");
         for line in [&mut straight, &mut traced] {
             let object = line.as_object_mut().unwrap();
             object.remove("timestamp");
