@@ -22,6 +22,8 @@ use crate::rate_limit::{Rate, RateLimits, Refusal};
 
 /// How long a key's verdict is remembered.
 pub const REMEMBERED_FOR: Duration = Duration::from_secs(60);
+/// How stale a valid key's time may get before serving it again records it anew.
+const VALID_REFRESH: Duration = Duration::from_secs(10);
 /// Most keys remembered in each set.
 const MAX_REMEMBERED: usize = 65_536;
 
@@ -74,8 +76,12 @@ impl KeyVerdicts {
         fresh(&self.unknown, &key.0)
     }
 
+    /// Served within the last minute (its time is refreshed every `VALID_REFRESH` at most, so
+    /// that serving a key is a read: a minute and that much).
     fn is_valid(&self, key: &Presented) -> bool {
-        fresh(&self.valid, &key.0)
+        self.valid
+            .get(&key.0)
+            .is_some_and(|at| at.elapsed() < REMEMBERED_FOR + VALID_REFRESH)
     }
 
     pub fn remember_unknown(&self, key: &Presented) {
@@ -83,7 +89,11 @@ impl KeyVerdicts {
     }
 
     pub fn remember_valid(&self, key: &Presented) {
-        remember(&self.valid, key.0);
+        // Most requests present a key served moments ago: a read, not a write, then.
+        let fresh = self.valid.get(&key.0).is_some_and(|at| at.elapsed() < VALID_REFRESH);
+        if !fresh {
+            remember(&self.valid, key.0);
+        }
     }
 
     /// Spends a unit of `client`'s 401 budget; the refusal (429) when none is left.
@@ -102,7 +112,8 @@ impl KeyVerdicts {
         let now = Instant::now();
         let horizon = now.checked_sub(REMEMBERED_FOR).unwrap_or(now);
         self.unknown.retain(|_, at| *at > horizon);
-        self.valid.retain(|_, at| *at > horizon);
+        let valid_horizon = horizon.checked_sub(VALID_REFRESH).unwrap_or(horizon);
+        self.valid.retain(|_, at| *at > valid_horizon);
         self.exhausted.retain(|_, until| *until > now);
         self.failures.forget_idle();
     }

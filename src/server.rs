@@ -15,14 +15,15 @@
 //!   process exits as soon as the last request in progress ends.
 //!
 //! The watchdog sleeps until the one instant that matters next (the head deadline, or the idle
-//! deadline while nothing is in progress) and is woken when a request begins or ends: no polling.
+//! deadline) and looks at the connection's counters then; requests only update atomics and never
+//! wake it (but while it drains at shutdown), so serving a request costs no extra task wake-up.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -163,14 +164,41 @@ impl Drop for Admitted {
     }
 }
 
-/// What a connection's watchdog knows of its requests.
-#[derive(Default)]
+/// What a connection's watchdog knows of its requests. Requests only touch atomics: the watchdog
+/// is not woken per request but reads these when its deadline comes (and is notified of a request
+/// ending only while the connection drains at shutdown).
 struct Activity {
+    opened: Instant,
     /// A request head arrived (its service was called) at least once.
     headed: AtomicBool,
     in_progress: AtomicUsize,
-    /// A request began or ended.
-    changed: Notify,
+    /// When the last request ended, in milliseconds after `opened`.
+    last_end_ms: AtomicU64,
+    /// Shutdown: the watchdog waits for the requests in progress to end.
+    draining: AtomicBool,
+    ended: Notify,
+}
+
+impl Activity {
+    fn new() -> Arc<Self> {
+        Arc::new(Activity {
+            opened: Instant::now(),
+            headed: AtomicBool::new(false),
+            in_progress: AtomicUsize::new(0),
+            last_end_ms: AtomicU64::new(0),
+            draining: AtomicBool::new(false),
+            ended: Notify::new(),
+        })
+    }
+
+    fn busy(&self) -> bool {
+        self.in_progress.load(Ordering::SeqCst) > 0
+    }
+
+    /// When the connection became idle: the end of its last request.
+    fn idle_since(&self) -> Instant {
+        self.opened + Duration::from_millis(self.last_end_ms.load(Ordering::SeqCst))
+    }
 }
 
 /// A request in progress on its connection, from its head until its answer is handed over.
@@ -178,17 +206,24 @@ struct InProgress(Arc<Activity>);
 
 impl InProgress {
     fn begin(activity: &Arc<Activity>) -> Self {
-        activity.headed.store(true, Ordering::Release);
-        activity.in_progress.fetch_add(1, Ordering::AcqRel);
-        activity.changed.notify_one();
+        // Counted before `headed` is set: a watchdog that sees `headed` sees the count too.
+        activity.in_progress.fetch_add(1, Ordering::SeqCst);
+        if !activity.headed.load(Ordering::Relaxed) {
+            activity.headed.store(true, Ordering::SeqCst);
+        }
         InProgress(Arc::clone(activity))
     }
 }
 
 impl Drop for InProgress {
     fn drop(&mut self) {
-        self.0.in_progress.fetch_sub(1, Ordering::AcqRel);
-        self.0.changed.notify_one();
+        let activity = &self.0;
+        let ms = u64::try_from(activity.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        activity.last_end_ms.store(ms, Ordering::SeqCst);
+        activity.in_progress.fetch_sub(1, Ordering::SeqCst);
+        if activity.draining.load(Ordering::SeqCst) {
+            activity.ended.notify_one();
+        }
     }
 }
 
@@ -264,8 +299,7 @@ async fn connection(
     stopping: CancellationToken,
     _admitted: Admitted,
 ) {
-    let opened = Instant::now();
-    let activity = Arc::new(Activity::default());
+    let activity = Activity::new();
     let service = {
         let activity = Arc::clone(&activity);
         tower::service_fn(move |mut request: Request<hyper::body::Incoming>| {
@@ -284,47 +318,41 @@ async fn connection(
     };
     let service = hyper_util::service::TowerToHyperService::new(service);
     let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(stream), service));
-    let mut idle_since = opened;
-    let mut draining = false;
     loop {
-        let busy = activity.in_progress.load(Ordering::Acquire) > 0;
-        if !busy && draining {
+        let draining = activity.draining.load(Ordering::SeqCst);
+        if draining && !activity.busy() {
             return;
         }
-        let wake = if !activity.headed.load(Ordering::Acquire) {
-            Some(opened + limits.head_timeout)
-        } else if busy {
-            None
+        // The one instant that matters next; a busy connection is looked at again an idle
+        // period later (a request's own time is bounded elsewhere).
+        let wake = if !activity.headed.load(Ordering::SeqCst) {
+            // The head deadline, or sooner when idleness could close the connection sooner.
+            activity.opened + limits.head_timeout.min(limits.idle_timeout)
+        } else if activity.busy() {
+            Instant::now() + limits.idle_timeout
         } else {
-            Some(idle_since + limits.idle_timeout)
+            activity.idle_since() + limits.idle_timeout
         };
         tokio::select! {
             _ = conn.as_mut() => return,
-            () = activity.changed.notified() => {
-                if activity.in_progress.load(Ordering::Acquire) == 0 {
-                    idle_since = Instant::now();
+            () = tokio::time::sleep_until(wake), if !draining => {
+                let headed = activity.headed.load(Ordering::SeqCst);
+                let idle = !activity.busy() && Instant::now() >= activity.idle_since() + limits.idle_timeout;
+                if !headed || idle {
+                    // No head in time, or idle for too long: dropping the connection closes it.
+                    return;
                 }
             }
-            () = sleep_until(wake) => {
-                // No head in time, or idle for too long: dropping the connection closes it.
-                return;
-            }
             () = stopping.cancelled(), if !draining => {
-                if !busy {
+                activity.draining.store(true, Ordering::SeqCst);
+                if !activity.busy() {
                     return;
                 }
                 // Let the request in progress finish; HTTP/1.1 closes after it, HTTP/2 sends GOAWAY.
                 conn.as_mut().graceful_shutdown();
-                draining = true;
             }
+            () = activity.ended.notified(), if draining => {}
         }
-    }
-}
-
-async fn sleep_until(wake: Option<Instant>) {
-    match wake {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

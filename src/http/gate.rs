@@ -6,6 +6,8 @@
 //! client address whose 401 budget is spent gets 429 without a lookup (unless its key was served
 //! lately), a key found unknown within the last minute gets 401 without one. Every 401 spends a
 //! unit of the address's budget; the access line logs every answer with the client's address.
+//! Those 429s are sent after a short wait (`TARPIT`), so that a flood from one address gets a few
+//! answers a second a connection.
 
 use std::net::{IpAddr, Ipv6Addr};
 use std::time::Duration;
@@ -88,7 +90,7 @@ async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> 
     let token = bearer_token(headers);
     let presented = token.as_ref().ok().map(|token| Presented::new(token));
     if let Some(refusal) = state.keys.refusal(client, presented.as_ref()) {
-        return Err(unauthenticated_limited(refusal));
+        return Err(unauthenticated_limited(refusal).await);
     }
     let unknown = || ApiError::new(ErrorCode::InvalidApiKey, "unknown or revoked API key");
     let refused = match (token, presented) {
@@ -109,13 +111,20 @@ async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> 
     };
     Err(match state.keys.spend_failure(client) {
         Ok(()) => refused.into_response(),
-        Err(refusal) => unauthenticated_limited(refusal),
+        Err(refusal) => unauthenticated_limited(refusal).await,
     })
 }
 
-/// 429 for an address that spent its 401 budget. (The access line logs it with the address.)
-fn unauthenticated_limited(refusal: Refusal) -> Response {
+/// How long an address that spent its 401 budget waits for each 429 (never more than its
+/// `Retry-After`): a flood on one connection gets four answers a second, at most 256 connections
+/// an address, and costs the server a sleeping task per request rather than a busy one.
+pub const TARPIT: Duration = Duration::from_millis(250);
+
+/// 429 for an address that spent its 401 budget, after the tarpit. (The access line logs it with
+/// the address.)
+async fn unauthenticated_limited(refusal: Refusal) -> Response {
     metrics::counter!("rate_limited_total").increment(1);
+    tokio::time::sleep(TARPIT.min(refusal.retry_after)).await;
     rate_limited(
         "too many requests with a missing or invalid API key from this address",
         refusal.retry_after,
