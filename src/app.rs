@@ -154,18 +154,19 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     response
 }
 
-/// What a browser may do with an answer (CONTRACT §17): nothing sniffed, never framed, and a page
-/// runs only what the service itself serves (`/docs` needs Swagger UI's inline styles and data
-/// images); an API answer runs nothing at all.
+/// What a browser may do with an answer (CONTRACT §17): no answer is sniffed as another type;
+/// a page the service serves (`/docs`) runs only what the service itself serves (Swagger UI needs
+/// its inline styles and data images) and is never framed. API answers are JSON that no browser
+/// renders, so they carry `nosniff` alone.
 fn security_headers(route: &str, headers: &mut axum::http::HeaderMap) {
     use axum::http::{HeaderValue, header};
     const PAGE: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; \
                         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-    const API: &str = "default-src 'none'; frame-ancestors 'none'";
-    let policy = if route.starts_with("/docs") { PAGE } else { API };
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
-    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    if route.starts_with("/docs") {
+        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(PAGE));
+        headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
 }
 
 /// `http_requests_total{route,status}` and `http_request_duration_seconds{route}` (route: the

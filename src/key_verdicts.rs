@@ -13,6 +13,7 @@
 //! by the 401 budget) everything.
 
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
@@ -36,6 +37,9 @@ pub struct KeyVerdicts {
     failures: RateLimits<IpAddr>,
     /// Addresses whose 401 budget ran out, until when.
     exhausted: DashMap<IpAddr, Instant>,
+    /// Whether `exhausted` may hold an address: most of the time none is, and then a request
+    /// looks nothing up.
+    any_exhausted: AtomicBool,
 }
 
 /// A presented key, digested once.
@@ -54,11 +58,15 @@ impl KeyVerdicts {
             valid: DashMap::new(),
             failures: RateLimits::new("unauthenticated", rate, burst),
             exhausted: DashMap::new(),
+            any_exhausted: AtomicBool::new(false),
         }
     }
 
     /// The refusal for `client` when its 401 budget is spent and `key` is not known valid.
     pub fn refusal(&self, client: IpAddr, key: Option<&Presented>) -> Option<Refusal> {
+        if !self.any_exhausted.load(Ordering::Relaxed) {
+            return None;
+        }
         let until = *self.exhausted.get(&client)?;
         let now = Instant::now();
         if until <= now {
@@ -102,6 +110,7 @@ impl KeyVerdicts {
             None | Some(Ok(_)) => Ok(()),
             Some(Err(refusal)) => {
                 self.exhausted.insert(client, Instant::now() + refusal.retry_after);
+                self.any_exhausted.store(true, Ordering::Relaxed);
                 Err(refusal)
             }
         }
@@ -115,6 +124,10 @@ impl KeyVerdicts {
         let valid_horizon = horizon.checked_sub(VALID_REFRESH).unwrap_or(horizon);
         self.valid.retain(|_, at| *at > valid_horizon);
         self.exhausted.retain(|_, until| *until > now);
+        if self.exhausted.is_empty() {
+            self.any_exhausted.store(false, Ordering::Relaxed);
+            // An address exhausted meanwhile is seen at its next refusal, which sets it again.
+        }
         self.failures.forget_idle();
     }
 }
