@@ -33,7 +33,7 @@ BIN = ROOT / "target/release/storefront"
 CEILING = ROOT / "target/release/examples/ceiling"
 TOOLS = ROOT / "target/tools"
 PEER_VENV = TOOLS / "peer-venv"
-GOOGLE = ROOT.parent / "shared/data/google-product-taxonomy.en-US.txt"
+GOOGLE = ROOT / "data/google-product-taxonomy.en-US.txt"
 TICK = os.sysconf("SC_CLK_TCK")
 # Locations seeded for the update and archive workloads (benches/wrk/change.lua walks them).
 CHANGE_LOCATIONS = 20_000

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::helpers::*;
 use crate::process::{Server, merchant_create, storefront};
 
-fn shared_data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data").join(name)
+fn repo_data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)
 }
 
 struct Run {
@@ -79,7 +79,7 @@ fn the_google_taxonomies_import_cleanly_and_round_trip() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("g.db");
-        let path = shared_data(file);
+        let path = repo_data(file);
         let out = run(&db, &["categories", "import", path.to_str().unwrap()], None);
         assert_eq!(out.code, Some(0), "{}", out.stderr);
         assert!(
@@ -291,7 +291,7 @@ async fn a_running_server_sees_an_import_within_5_seconds() {
         .await
     };
     assert_eq!(list().await.body["pagination"]["total"], 0);
-    let path = shared_data("google-product-taxonomy.en-US.txt");
+    let path = repo_data("google-product-taxonomy.en-US.txt");
     let out = run(&db, &["categories", "import", path.to_str().unwrap()], None);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     let imported = Instant::now();
