@@ -47,7 +47,7 @@ static PARSE_BUDGET: Semaphore = Semaphore::const_new(PARSE_BUDGET_KIB);
 pub struct JsonBody {
     bytes: Bytes,
     /// Its share of the budgets, given back when the body (and so what was parsed from it) goes.
-    _budget: Vec<Held>,
+    _budget: Vec<SemaphorePermit<'static>>,
 }
 
 impl JsonBody {
@@ -141,21 +141,14 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             )
             .detail("max_tokens", MAX_TOKENS));
         };
-        budget.push(Held::Shared(
-            take(&PARSE_BUDGET, tokens * BYTES_PER_TOKEN, PARSE_BUDGET_KIB).await?,
-        ));
+        budget.push(take(&PARSE_BUDGET, tokens * BYTES_PER_TOKEN, PARSE_BUDGET_KIB).await?);
         Ok(JsonBody { bytes, _budget: budget })
     }
 }
 
 /// A request's share of the memory budgets, held while what it accounts for lives.
 pub struct Budget {
-    _permits: Vec<Held>,
-}
-
-/// A share of the server's body or parse budget.
-enum Held {
-    Shared(#[allow(dead_code)] SemaphorePermit<'static>),
+    _permits: Vec<SemaphorePermit<'static>>,
 }
 
 /// Why a body was not read.
@@ -181,7 +174,7 @@ async fn read(
     declared: Option<u64>,
     merchant: i64,
     timing: BodyTiming,
-) -> Result<(Bytes, Vec<Held>), Unread> {
+) -> Result<(Bytes, Vec<SemaphorePermit<'static>>), Unread> {
     let limit = declared.map_or(MAX_BODY_BYTES, |n| (n as usize).min(MAX_BODY_BYTES));
     let kib = limit.div_ceil(1024).max(1);
     let quarter = merchant_budget(merchant);
@@ -218,7 +211,7 @@ async fn read(
     // Complete: the merchant's quarter bounds bodies in flight, so it goes back now; the
     // server's budget stays held for as long as the body and what is built from it live.
     drop(mine);
-    Ok((Bytes::from(buf), vec![Held::Shared(shared)]))
+    Ok((Bytes::from(buf), vec![shared]))
 }
 
 /// A body's buffer starts this large and grows as bytes arrive (never to more than reserved).

@@ -39,6 +39,13 @@ fn client_from(from: [u8; 4]) -> Client {
     Client::builder().local_address(IpAddr::from(from)).build().unwrap()
 }
 
+/// The head of a JSON POST to `path` with `key`, declaring `length` bytes of body.
+fn head(path: &str, key: &str, length: usize) -> String {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )
+}
+
 /// Whether the server closes `stream` within `within` (reads until EOF, an error, or the wait).
 async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
     let until = Instant::now() + within;
@@ -145,11 +152,7 @@ async fn a_connection_with_no_request_in_progress_is_closed_after_the_idle_timeo
     .await;
     let mut stream = connect_from(VICTIM, server_addr(&app)).await;
     let body = "{}";
-    let request = format!(
-        "POST {LIST} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        app.key,
-        body.len()
-    );
+    let request = format!("{}{body}", head(LIST, &app.key, body.len()));
     stream.write_all(request.as_bytes()).await.unwrap();
     let mut answer = [0u8; 64];
     let n = stream.read(&mut answer).await.unwrap();
@@ -207,11 +210,7 @@ async fn a_body_that_stops_arriving_is_answered_408_and_stores_nothing() {
     .await;
     let body = json!({"locations": [warehouse(1)]}).to_string();
     let mut stream = connect_from(ATTACKER, server_addr(&app)).await;
-    let head = format!(
-        "POST /v1/location/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-        app.key,
-        body.len()
-    );
+    let head = head("/v1/location/create", &app.key, body.len());
     stream.write_all(head.as_bytes()).await.unwrap();
     stream.write_all(&body.as_bytes()[..body.len() / 2]).await.unwrap();
     let answer = read_raw_answer(&mut stream).await;
@@ -238,10 +237,7 @@ async fn a_body_that_drips_past_the_request_time_is_answered_408() {
     })
     .await;
     let mut stream = connect_from(ATTACKER, server_addr(&app)).await;
-    let head = format!(
-        "POST /v1/location/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n",
-        app.key
-    );
+    let head = head("/v1/location/create", &app.key, 100_000);
     stream.write_all(head.as_bytes()).await.unwrap();
     let dripping = async {
         // A byte every 200 ms: never a stall, never complete.
@@ -301,10 +297,7 @@ async fn sixteen_slow_large_bodies_of_one_merchant_leave_another_merchant_served
     let mut slow = Vec::new();
     for _ in 0..16 {
         let mut stream = connect_from(ATTACKER, addr).await;
-        let head = format!(
-            "POST /v1/location/create HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {attacker_key}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            8 * 1024 * 1024
-        );
+        let head = head("/v1/location/create", &attacker_key, 8 * 1024 * 1024);
         stream.write_all(head.as_bytes()).await.unwrap();
         stream.write_all(&vec![b' '; 2 * 1024 * 1024]).await.unwrap();
         slow.push(stream);
