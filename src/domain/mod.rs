@@ -2,6 +2,7 @@
 //! HTTP or SQL.
 
 pub mod category;
+pub mod cells;
 pub mod field_error;
 pub mod geo;
 pub mod json;

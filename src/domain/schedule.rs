@@ -19,6 +19,11 @@ pub struct TimeOfDay(u16);
 const END_OF_DAY: u16 = 24 * 60;
 
 impl TimeOfDay {
+    /// Minutes since midnight (1440 for `24:00`).
+    pub const fn minutes(self) -> u16 {
+        self.0
+    }
+
     /// Parses `HH:MM` exactly: two digits, a colon, two digits; `HH` 00–23, `MM` 00–59. With
     /// `allow_end_of_day`, `24:00` is accepted too.
     pub fn parse(s: &str, allow_end_of_day: bool) -> Option<Self> {

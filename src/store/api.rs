@@ -14,6 +14,7 @@ use crate::domain::location::Status;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
+use crate::domain::location::search::{SearchPage, SearchQuery};
 
 /// A merchant as the rest of the service refers to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -168,6 +169,11 @@ pub trait Store: Send + Sync + 'static {
     /// One page of a merchant's locations (CONTRACT §9.2), in creation order, with the exact
     /// total; read in one transaction.
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError>;
+
+    /// One page of a buyer's search (CONTRACT §12): the merchant's `ACTIVE` locations near a point
+    /// that pass the filter, nearest first, walked outward on the store's spatial index until the
+    /// page is full; read in one transaction.
+    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError>;
 
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;

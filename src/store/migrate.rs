@@ -2,9 +2,11 @@
 //!
 //! Migration 3 (the stored record, CONTRACT §9.1) rewrites every location's stored text from the
 //! earlier canonical form (absent values left out, `merchant_location_id` inside) to the record's
-//! content, so that a page is sent from the stored text as it is.
+//! content, so that a page is sent from the stored text as it is. The search migration (SQLite's
+//! 4th, PostgreSQL's 5th) fills in the search index's columns of every location from its record.
 
 use crate::domain::location::Location;
+use crate::domain::location::search::key::SearchKey;
 
 use super::api::StoreError;
 
@@ -26,6 +28,12 @@ pub fn refuse_newer(applied: i64, known: usize) -> Result<(), StoreError> {
 pub const RECORD_MIGRATION: usize = 3;
 /// Rows rewritten per statement batch.
 pub const UPGRADE_CHUNK: i64 = 1000;
+
+/// The search index's columns of a stored record; `None` when it is not one (left as it is, and
+/// so never found, rather than lost).
+pub fn search_key(body: &str) -> Option<SearchKey> {
+    Location::from_canonical(body).map(|l| SearchKey::of(&l))
+}
 
 /// The record content of a body stored in an earlier form; `None` when it already is one (or is
 /// not a location at all, which is left for a human to see rather than lost).

@@ -18,6 +18,7 @@ pub mod change;
 pub mod listing;
 pub mod record;
 pub mod schema;
+pub mod search;
 pub mod validate;
 
 use std::fmt;

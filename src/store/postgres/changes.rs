@@ -8,6 +8,7 @@ use super::sql::{execute, lock_merchant, query};
 use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};
+use crate::domain::location::search::key::SearchKey;
 use crate::store::api::stored_status as status;
 use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
 
@@ -47,15 +48,29 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
     let lats: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.latitude)).collect();
     let lons: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.longitude)).collect();
     let bands: Vec<Option<i64>> = lats.iter().map(|lat| lat.map(geo::band)).collect();
+    fn key(w: &Write) -> Option<&SearchKey> {
+        w.content.as_ref().map(|c| &c.search)
+    }
+    let cells: Vec<Option<i64>> = writes.iter().map(|w| key(w).map(|k| k.cell)).collect();
+    let flags: Vec<Option<i64>> = writes.iter().map(|w| key(w).map(|k| k.flags)).collect();
+    let fit = |n: usize| writes.iter().map(|w| key(w).map(|k| k.fit[n])).collect::<Vec<Option<f64>>>();
+    let (fit_a, fit_b, fit_c, fit_w) = (fit(0), fit(1), fit(2), fit(3));
+    let hours: Vec<Option<&[u8]>> = writes.iter().map(|w| key(w).map(|k| k.hours.as_slice())).collect();
     execute(
         tx,
         "UPDATE locations l SET status = u.s, quarantined_by = u.q, version = u.v, approved = u.a, updated_at = $1, \
          body = COALESCE(u.b, l.body), latitude = COALESCE(u.la, l.latitude), \
-         longitude = COALESCE(u.lo, l.longitude), band = COALESCE(u.bd, l.band) \
+         longitude = COALESCE(u.lo, l.longitude), band = COALESCE(u.bd, l.band), \
+         cell = COALESCE(u.c, l.cell), flags = COALESCE(u.f, l.flags), fit_a = COALESCE(u.fa, l.fit_a), \
+         fit_b = COALESCE(u.fb, l.fit_b), fit_c = COALESCE(u.fc, l.fit_c), fit_w = COALESCE(u.fw, l.fit_w), \
+         hours = COALESCE(u.h, l.hours) \
          FROM UNNEST($2::int8[], $3::text[], $4::text[], $5::int8[], $6::bool[], $7::text[], $8::float8[], \
-         $9::float8[], $10::int8[]) AS u(seq, s, q, v, a, b, la, lo, bd) WHERE l.seq = u.seq",
+         $9::float8[], $10::int8[], $11::int8[], $12::int8[], $13::float8[], $14::float8[], $15::float8[], \
+         $16::float8[], $17::bytea[]) AS u(seq, s, q, v, a, b, la, lo, bd, c, f, fa, fb, fc, fw, h) \
+         WHERE l.seq = u.seq",
         &[
-            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &bands,
+            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &bands, &cells, &flags,
+            &fit_a, &fit_b, &fit_c, &fit_w, &hours,
         ],
     )
     .await?;

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use deadpool_postgres::{GenericClient, Pool};
 
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
+use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::StoredRecord;
@@ -129,6 +130,42 @@ pub(super) async fn upgrade_records(tx: &impl GenericClient) -> Result<(), Store
         }
     }
     Ok(())
+}
+
+/// The search migration's step (see the SQLite store's `fill_search`).
+pub(super) async fn fill_search(tx: &impl GenericClient) -> Result<(), StoreError> {
+    let mut after = 0i64;
+    loop {
+        let rows = tx
+            .query(
+                "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&after, &migrate::UPGRADE_CHUNK],
+            )
+            .await?;
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        after = last.get(0);
+        for row in &rows {
+            if let Some(key) = migrate::search_key(row.get(1)) {
+                tx.execute(
+                    "UPDATE locations SET cell = $2, flags = $3, fit_a = $4, fit_b = $5, fit_c = $6, fit_w = $7, \
+                     hours = $8 WHERE seq = $1",
+                    &[
+                        &row.get::<_, i64>(0),
+                        &key.cell,
+                        &key.flags,
+                        &key.fit[0],
+                        &key.fit[1],
+                        &key.fit[2],
+                        &key.fit[3],
+                        &key.hours,
+                    ],
+                )
+                .await?;
+            }
+        }
+    }
 }
 
 /// Adds `changes` to the merchant's group counts.
@@ -355,6 +392,12 @@ pub(super) async fn create_in_tx(
         let bands: Vec<i64> = lats.iter().map(|&lat| geo::band(lat)).collect();
         let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
         let by: Vec<Option<&str>> = inserts.iter().map(|i| i.quarantined_by.as_deref()).collect();
+        let keys: Vec<SearchKey> = inserts.iter().map(|i| SearchKey::of(&new(i).location)).collect();
+        let cells: Vec<i64> = keys.iter().map(|k| k.cell).collect();
+        let flags: Vec<i64> = keys.iter().map(|k| k.flags).collect();
+        let fit = |n: usize| keys.iter().map(|k| k.fit[n]).collect::<Vec<f64>>();
+        let (fit_a, fit_b, fit_c, fit_w) = (fit(0), fit(1), fit(2), fit(3));
+        let hours: Vec<&[u8]> = keys.iter().map(|k| k.hours.as_slice()).collect();
         let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
         // Sent together: the counts' update does not wait for the insert's answer.
         let params: Params<'_> = &[
@@ -369,14 +412,23 @@ pub(super) async fn create_in_tx(
             &bodies,
             &now,
             &by,
+            &cells,
+            &flags,
+            &fit_a,
+            &fit_b,
+            &fit_c,
+            &fit_w,
+            &hours,
         ];
         let insert = execute(
             tx,
             "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
-             longitude, band, body, created_at, updated_at, quarantined_by) \
-             SELECT l, $2, m, s, t, la, lo, b, bo, $10, $10, q FROM UNNEST($1::text[], $3::text[], $4::text[], \
-             $5::int4[], $6::float8[], $7::float8[], $8::int8[], $9::text[], $11::text[]) \
-             AS u(l, m, s, t, la, lo, b, bo, q)",
+             longitude, band, body, created_at, updated_at, quarantined_by, cell, flags, fit_a, fit_b, fit_c, \
+             fit_w, hours) \
+             SELECT l, $2, m, s, t, la, lo, b, bo, $10, $10, q, c, f, fa, fb, fc, fw, h \
+             FROM UNNEST($1::text[], $3::text[], $4::text[], $5::int4[], $6::float8[], $7::float8[], $8::int8[], \
+             $9::text[], $11::text[], $12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], \
+             $17::float8[], $18::bytea[]) AS u(l, m, s, t, la, lo, b, bo, q, c, f, fa, fb, fc, fw, h)",
             params,
         );
         tokio::try_join!(insert, count(tx, merchant_pk, &counted))?;

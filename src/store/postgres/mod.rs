@@ -27,6 +27,7 @@ mod categories;
 mod changes;
 mod groups;
 mod locations;
+mod search;
 mod sql;
 
 use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
@@ -47,13 +48,17 @@ use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
+use crate::domain::location::search::{SearchPage, SearchQuery};
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0001_init.sql"),
     include_str!("../../../migrations/postgres/0002_categories.sql"),
     include_str!("../../../migrations/postgres/0003_location_records.sql"),
     include_str!("../../../migrations/postgres/0004_write_path.sql"),
+    include_str!("../../../migrations/postgres/0005_search.sql"),
 ];
+/// The migration after which `locations::fill_search` runs.
+const SEARCH_MIGRATION: i32 = 5;
 /// Connections per instance, unless `STOREFRONT_PG_POOL_SIZE` says otherwise.
 const POOL_SIZE: usize = 16;
 /// The longest a session may hold a lock, run a statement or idle in a transaction: a request's
@@ -160,6 +165,9 @@ impl PgStore {
             tx.batch_execute(sql).await?;
             if version == migrate::RECORD_MIGRATION as i32 {
                 locations::upgrade_records(&tx).await?;
+            }
+            if version == SEARCH_MIGRATION {
+                locations::fill_search(&tx).await?;
             }
             tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[&version])
                 .await?;
@@ -293,6 +301,10 @@ impl Store for PgStore {
 
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
         locations::list_locations(&self.pool, query).await
+    }
+
+    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
+        search::search(&self.pool, &query).await
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

@@ -11,6 +11,7 @@ use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage};
 use crate::domain::location::record::{RecordRef, StoredRecord};
+use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::{StoreError, now_ms};
 
@@ -57,13 +58,15 @@ pub(super) fn create_in_tx(
     let now = now_ms();
     let mut insert = tx.prepare_cached(
         "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
-         latitude, longitude, band, body, created_at, updated_at, quarantined_by) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)",
+         latitude, longitude, band, body, created_at, updated_at, quarantined_by, \
+         cell, flags, fit_a, fit_b, fit_c, fit_w, hours) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?;
     for new in &inserts {
         fire(failpoint)?;
         let item = &items[new.item];
         let location = &item.location;
+        let key = SearchKey::of(location);
         insert.execute(params![
             new.location_id,
             merchant_pk,
@@ -76,6 +79,13 @@ pub(super) fn create_in_tx(
             item.canonical,
             now,
             new.quarantined_by,
+            key.cell,
+            key.flags,
+            key.fit[0],
+            key.fit[1],
+            key.fit[2],
+            key.fit[3],
+            key.hours,
         ])?;
     }
     let counted = listing::tally(
@@ -85,6 +95,18 @@ pub(super) fn create_in_tx(
     );
     count(tx, merchant_pk, &counted)?;
     Ok(outcomes)
+}
+
+/// Sets the search index's columns of the location `seq` (the migration's step).
+pub(super) fn write_search_key(tx: &Connection, seq: i64, key: &SearchKey) -> Result<(), StoreError> {
+    tx.prepare_cached(
+        "UPDATE locations SET cell = ?2, flags = ?3, fit_a = ?4, fit_b = ?5, fit_c = ?6, fit_w = ?7, hours = ?8 \
+         WHERE seq = ?1",
+    )?
+    .execute(params![
+        seq, key.cell, key.flags, key.fit[0], key.fit[1], key.fit[2], key.fit[3], key.hours
+    ])?;
+    Ok(())
 }
 
 /// Adds `changes` to the merchant's group counts.
@@ -175,7 +197,7 @@ pub(super) fn candidates(
 }
 
 /// The columns of a stored record, as `record` reads them.
-const RECORD: &str =
+pub(super) const RECORD: &str =
     "seq, location_id, merchant_location_id, status, quarantined_by, version, created_at, updated_at, body";
 
 fn record(r: &rusqlite::Row<'_>) -> Result<StoredRecord, StoreError> {
@@ -190,6 +212,21 @@ fn record(r: &rusqlite::Row<'_>) -> Result<StoredRecord, StoreError> {
         created_at: r.get(6)?,
         updated_at: r.get(7)?,
         body: r.get(8)?,
+    })
+}
+
+/// A row of `RECORD`'s columns, borrowed: written into a page without copying its text.
+pub(super) fn record_ref<'r>(row: &'r rusqlite::Row<'_>) -> Result<RecordRef<'r>, StoreError> {
+    let status: &str = row.get_ref(3)?.as_str()?;
+    Ok(RecordRef {
+        location_id: row.get_ref(1)?.as_str()?,
+        merchant_location_id: row.get_ref(2)?.as_str_or_null()?,
+        status: Status::from_wire(status).ok_or_else(|| StoreError::corrupt("status", status))?,
+        quarantined_by: row.get_ref(4)?.as_str_or_null()?,
+        version: row.get(5)?,
+        created_at: row.get(6)?,
+        updated_at: row.get(7)?,
+        body: row.get_ref(8)?.as_bytes()?,
     })
 }
 
@@ -238,18 +275,7 @@ pub(super) fn page_by_groups(
                 page.has_next = true;
                 break;
             }
-            let status: &str = row.get_ref(3)?.as_str()?;
-            let record = RecordRef {
-                location_id: row.get_ref(1)?.as_str()?,
-                merchant_location_id: row.get_ref(2)?.as_str_or_null()?,
-                status: Status::from_wire(status).ok_or_else(|| StoreError::corrupt("status", status))?,
-                quarantined_by: row.get_ref(4)?.as_str_or_null()?,
-                version: row.get(5)?,
-                created_at: row.get(6)?,
-                updated_at: row.get(7)?,
-                body: row.get_ref(8)?.as_bytes()?,
-            };
-            page.push(row.get(0)?, record);
+            page.push(row.get(0)?, record_ref(row)?);
         }
         return Ok(page);
     }

@@ -24,6 +24,7 @@ mod keys;
 mod locations;
 mod readers;
 mod schema;
+mod search;
 mod writer;
 
 use categories::{for_each_category, read_categories, taxonomy_version, write_category};
@@ -53,6 +54,7 @@ use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
+use crate::domain::location::search::{SearchPage, SearchQuery};
 
 pub struct SqliteStore {
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
@@ -309,6 +311,10 @@ impl Store for SqliteStore {
                 }
             })
             .await
+    }
+
+    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
+        self.readers.snapshot(move |tx| search::search(tx, &query)).await
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

@@ -30,7 +30,10 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0001_init.sql"),
     include_str!("../../../migrations/sqlite/0002_categories.sql"),
     include_str!("../../../migrations/sqlite/0003_location_records.sql"),
+    include_str!("../../../migrations/sqlite/0004_search.sql"),
 ];
+/// The migration after which `fill_search` runs.
+const SEARCH_MIGRATION: i64 = 4;
 
 /// What every connection, writer or reader, is opened with.
 ///
@@ -75,10 +78,33 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         if version == migrate::RECORD_MIGRATION as i64 {
             upgrade_records(&tx)?;
         }
+        if version == SEARCH_MIGRATION {
+            fill_search(&tx)?;
+        }
         tx.pragma_update(None, "user_version", version)?;
     }
     tx.commit()?;
     Ok(())
+}
+
+/// Migration 4's step: the search index's columns of every location, from its record.
+fn fill_search(tx: &Connection) -> Result<(), StoreError> {
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, String)> = tx
+            .prepare("SELECT seq, body FROM locations WHERE seq > ?1 ORDER BY seq LIMIT ?2")?
+            .query_map(params![after, migrate::UPGRADE_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<_, _>>()?;
+        let Some(&(last, _)) = rows.last() else {
+            return Ok(());
+        };
+        after = last;
+        for (seq, body) in rows {
+            if let Some(key) = migrate::search_key(&body) {
+                super::locations::write_search_key(tx, seq, &key)?;
+            }
+        }
+    }
 }
 
 /// Migration 3's step: every body rewritten to the record's content, and the neighbour named of

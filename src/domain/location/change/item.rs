@@ -73,6 +73,8 @@ pub struct Content {
     pub body: String,
     pub latitude: f64,
     pub longitude: f64,
+    /// Its columns in the search index.
+    pub search: crate::domain::location::search::key::SearchKey,
 }
 
 /// Everything a change request decided.

@@ -3,6 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::domain::location::search::key::SearchKey;
 use super::item::{ChangeResult, Content, Current, Item, Naming, Operation, Write, stored_name};
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::geo::{self, Neighbour};
@@ -245,6 +246,7 @@ impl World {
                         body: new.canonical.clone(),
                         latitude: location.latitude,
                         longitude: location.longitude,
+                        search: SearchKey::of(location),
                     });
                     if moved {
                         now.approved = false;

@@ -1,0 +1,16 @@
+-- The search index (CONTRACT §12; src/domain/location/search/key.rs, src/domain/cells.rs): a
+-- location's cell key (a Z-order code of its coordinates), its filter flags, its limits sorted for
+-- the parcel test and its opening hours, written with the record in every write. The index holds,
+-- per merchant and status, every column the search's scan tests, in cell order: one ring of a
+-- search is a few range scans of it that never read a record. The values of existing rows are
+-- filled in by the store's migration step.
+ALTER TABLE locations ADD COLUMN cell INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE locations ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE locations ADD COLUMN fit_a REAL NOT NULL DEFAULT 0;
+ALTER TABLE locations ADD COLUMN fit_b REAL NOT NULL DEFAULT 0;
+ALTER TABLE locations ADD COLUMN fit_c REAL NOT NULL DEFAULT 0;
+ALTER TABLE locations ADD COLUMN fit_w REAL NOT NULL DEFAULT 0;
+ALTER TABLE locations ADD COLUMN hours BLOB NOT NULL DEFAULT x'';
+
+CREATE INDEX locations_search
+    ON locations (merchant_pk, status, cell, flags, fit_a, fit_b, fit_c, fit_w, latitude, longitude);

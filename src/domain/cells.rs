@@ -1,0 +1,292 @@
+//! The spatial index key of a location, and the key ranges that cover a ring around a point
+//! (CONTRACT §12.3: a search costs what the locations near the buyer cost).
+//!
+//! **The key.** Latitude and longitude are each cut into 2^30 steps (about 2 cm) and the two step
+//! numbers are interleaved bit by bit (a Z-order, or Morton, code): a quadtree over the
+//! latitude/longitude rectangle of the world. Every quadtree cell, of any size, is then one
+//! contiguous range of keys, so a store answers "the points in these cells" with one range scan of
+//! an ordinary B-tree index per cell, on SQLite and PostgreSQL alike; the exact coordinates are
+//! stored beside the key and decide.
+//!
+//! **The covering.** [`cover`] finds at most `max_cells` cells that together contain every point
+//! of the ring `inner < distance ≤ outer` around a point: it starts from the whole world and splits
+//! the coarsest cell that crosses the ring's edges while the budget allows, dropping cells that lie
+//! wholly outside the outer circle or wholly inside the inner one. Its decisions use the exact least
+//! and greatest great-circle distance from the point to a cell (see [`Rect`]), with a metre of
+//! margin, so it never drops a cell that holds a point of the ring, whatever the latitude, across
+//! the 180th meridian and at the poles. Where the budget runs out the cells are larger than the
+//! ring needs: more points are read and discarded, none is missed.
+
+use super::geo::{EARTH_RADIUS_M, haversine_m};
+
+/// Bits per coordinate; a key has twice as many.
+const BITS: u32 = 30;
+const STEPS: f64 = (1u64 << BITS) as f64;
+/// Slack on every distance decision, far above the floating-point error of the computation.
+const MARGIN_M: f64 = 1.0;
+
+/// The index key of a point.
+pub fn cell_key(latitude: f64, longitude: f64) -> i64 {
+    let step = |value: f64, lowest: f64, span: f64| -> u64 {
+        let s = ((value - lowest) / span * STEPS).floor();
+        if s.is_nan() || s < 0.0 {
+            0
+        } else {
+            (s as u64).min((1u64 << BITS) - 1)
+        }
+    };
+    interleave(step(longitude, -180.0, 360.0), step(latitude, -90.0, 180.0)) as i64
+}
+
+/// `x` in the even bits, `y` in the odd bits.
+fn interleave(x: u64, y: u64) -> u64 {
+    spread(x) | (spread(y) << 1)
+}
+
+/// The low 32 bits of `v`, one every other bit.
+fn spread(v: u64) -> u64 {
+    let mut v = v & 0xffff_ffff;
+    v = (v | (v << 16)) & 0x0000_ffff_0000_ffff;
+    v = (v | (v << 8)) & 0x00ff_00ff_00ff_00ff;
+    v = (v | (v << 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    v = (v | (v << 2)) & 0x3333_3333_3333_3333;
+    (v | (v << 1)) & 0x5555_5555_5555_5555
+}
+
+/// A quadtree cell: `level` halvings of the world in each direction, at column `x`, row `y`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cell {
+    level: u32,
+    x: u64,
+    y: u64,
+}
+
+impl Cell {
+    const WORLD: Cell = Cell { level: 0, x: 0, y: 0 };
+
+    fn children(self) -> [Cell; 4] {
+        let (level, x, y) = (self.level + 1, self.x * 2, self.y * 2);
+        [(0, 0), (1, 0), (0, 1), (1, 1)].map(|(dx, dy)| Cell {
+            level,
+            x: x + dx,
+            y: y + dy,
+        })
+    }
+
+    /// The keys of every point inside, as an inclusive range.
+    fn keys(self) -> (i64, i64) {
+        let shift = 2 * (BITS - self.level);
+        let first = interleave(self.x, self.y) << shift;
+        (first as i64, (first + ((1u64 << shift) - 1)) as i64)
+    }
+
+    fn rect(self) -> Rect {
+        let cells = (1u64 << self.level) as f64;
+        let (lat_step, lon_step) = (180.0 / cells, 360.0 / cells);
+        Rect {
+            south: -90.0 + self.y as f64 * lat_step,
+            north: -90.0 + (self.y + 1) as f64 * lat_step,
+            west: -180.0 + self.x as f64 * lon_step,
+            east: -180.0 + (self.x + 1) as f64 * lon_step,
+        }
+    }
+}
+
+/// A latitude/longitude rectangle (never across the 180th meridian: cells do not cross it).
+#[derive(Clone, Copy, Debug)]
+struct Rect {
+    south: f64,
+    north: f64,
+    west: f64,
+    east: f64,
+}
+
+/// `degrees` brought into [-180, 180).
+fn wrap(degrees: f64) -> f64 {
+    (degrees + 180.0).rem_euclid(360.0) - 180.0
+}
+
+impl Rect {
+    fn holds_longitude(&self, longitude: f64) -> bool {
+        (self.west..=self.east).contains(&longitude)
+            || (self.west..=self.east).contains(&(longitude - 360.0))
+            || (self.west..=self.east).contains(&(longitude + 360.0))
+    }
+
+    /// The least great-circle distance from the point to the rectangle. Along a parallel the
+    /// distance grows with the difference of longitude, so the nearest point lies on the
+    /// point's own meridian (then it is the difference of latitude) or on the nearer meridian
+    /// edge; along a meridian it has one minimum, where the meridian comes closest to the point
+    /// (or at the pole on the point's side when the meridian is more than 90° away), clamped to
+    /// the edge's latitudes.
+    fn least_distance(&self, latitude: f64, longitude: f64) -> f64 {
+        if self.holds_longitude(longitude) {
+            let degrees = if latitude < self.south {
+                self.south - latitude
+            } else if latitude > self.north {
+                latitude - self.north
+            } else {
+                0.0
+            };
+            return degrees.to_radians() * EARTH_RADIUS_M;
+        }
+        let (to_west, to_east) = (wrap(self.west - longitude).abs(), wrap(self.east - longitude).abs());
+        let (edge, apart) = if to_west <= to_east {
+            (self.west, to_west)
+        } else {
+            (self.east, to_east)
+        };
+        let cos_apart = apart.to_radians().cos();
+        let closest = if cos_apart <= 0.0 {
+            if latitude >= 0.0 { 90.0 } else { -90.0 }
+        } else {
+            (latitude.to_radians().tan() / cos_apart).atan().to_degrees()
+        };
+        haversine_m(latitude, longitude, closest.clamp(self.south, self.north), edge)
+    }
+
+    /// The greatest great-circle distance from the point to the rectangle: at a corner (by the
+    /// same two monotonic directions), or on the meridian opposite the point when the rectangle
+    /// holds it.
+    fn greatest_distance(&self, latitude: f64, longitude: f64) -> f64 {
+        let mut meridians = vec![self.west, self.east];
+        let opposite = wrap(longitude + 180.0);
+        if self.holds_longitude(opposite) {
+            meridians.push(opposite);
+        }
+        meridians
+            .into_iter()
+            .flat_map(|m| [self.south, self.north].map(|p| haversine_m(latitude, longitude, p, m)))
+            .fold(0.0, f64::max)
+    }
+}
+
+/// At most `max_cells` inclusive key ranges, sorted and not touching, whose cells hold every point
+/// at a distance `d` from (`latitude`, `longitude`) with `inner < d ≤ outer` (metres; a negative
+/// `inner` means the whole disk).
+pub fn cover(latitude: f64, longitude: f64, inner: f64, outer: f64, max_cells: usize) -> Vec<(i64, i64)> {
+    let crosses = |cell: Cell| -> Option<bool> {
+        let rect = cell.rect();
+        if rect.least_distance(latitude, longitude) > outer + MARGIN_M {
+            return None;
+        }
+        let greatest = rect.greatest_distance(latitude, longitude);
+        if greatest < inner - MARGIN_M {
+            return None;
+        }
+        // Whether the cell crosses an edge of the ring (else it lies wholly within it).
+        Some(greatest > outer - MARGIN_M || rect.least_distance(latitude, longitude) < inner + MARGIN_M)
+    };
+    let mut whole = Vec::new();
+    // Cells crossing an edge, coarsest first (a level's cells are split before the next level's).
+    let mut crossing = std::collections::VecDeque::from([Cell::WORLD]);
+    while let Some(cell) = crossing.pop_front() {
+        if cell.level == BITS {
+            whole.push(cell);
+            continue;
+        }
+        let children: Vec<(Cell, bool)> = cell
+            .children()
+            .into_iter()
+            .filter_map(|c| crosses(c).map(|crossing| (c, crossing)))
+            .collect();
+        if whole.len() + crossing.len() + children.len() > max_cells.max(1) {
+            // No budget to split it: read the whole cell (and, being coarsest, every other one).
+            whole.push(cell);
+            whole.extend(crossing.drain(..));
+            break;
+        }
+        for (child, crosses_edge) in children {
+            if crosses_edge {
+                crossing.push_back(child);
+            } else {
+                whole.push(child);
+            }
+        }
+    }
+    let mut ranges: Vec<(i64, i64)> = whole.into_iter().map(Cell::keys).collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
+    for (first, last) in ranges {
+        match merged.last_mut() {
+            Some(previous) if previous.1.checked_add(1) == Some(first) => previous.1 = last,
+            _ => merged.push((first, last)),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The point at `distance` metres from (`lat`, `lon`) towards `bearing` degrees.
+    fn destination(lat: f64, lon: f64, bearing: f64, distance: f64) -> (f64, f64) {
+        let (phi, lambda, theta) = (lat.to_radians(), lon.to_radians(), bearing.to_radians());
+        let delta = distance / EARTH_RADIUS_M;
+        let phi2 = (phi.sin() * delta.cos() + phi.cos() * delta.sin() * theta.cos()).asin();
+        let lambda2 = lambda + (theta.sin() * delta.sin() * phi.cos()).atan2(delta.cos() - phi.sin() * phi2.sin());
+        (phi2.to_degrees(), wrap(lambda2.to_degrees()))
+    }
+
+    fn covered(ranges: &[(i64, i64)], lat: f64, lon: f64) -> bool {
+        let key = cell_key(lat, lon);
+        ranges.iter().any(|(a, b)| (*a..=*b).contains(&key))
+    }
+
+    #[test]
+    fn keys_order_the_quadrants() {
+        assert_eq!(cell_key(-90.0, -180.0), 0);
+        assert_eq!(cell_key(90.0, 180.0), (1i64 << 60) - 1);
+        assert_eq!(Cell::WORLD.keys(), (0, (1i64 << 60) - 1));
+        let [sw, se, nw, ne] = Cell::WORLD.children();
+        assert!(covered(&[sw.keys()], -45.0, -90.0));
+        assert!(covered(&[se.keys()], -45.0, 90.0));
+        assert!(covered(&[nw.keys()], 45.0, -90.0));
+        assert!(covered(&[ne.keys()], 45.0, 90.0));
+    }
+
+    #[test]
+    fn a_covering_crosses_the_antimeridian_and_the_pole() {
+        // CONTRACT §12.2's example: 3.9 km apart across the 180th meridian.
+        let ranges = cover(80.0, 179.9, -1.0, 5000.0, 32);
+        assert!(covered(&ranges, 80.0, -179.9));
+        let ranges = cover(89.99, 10.0, -1.0, 5000.0, 32);
+        assert!(covered(&ranges, 89.995, -170.0));
+        assert!(covered(&ranges, 90.0, 0.0));
+        assert!(!covered(&ranges, 80.0, 10.0));
+    }
+
+    #[test]
+    fn a_ring_leaves_out_its_inside() {
+        let ranges = cover(55.75, 37.61, 2000.0, 4000.0, 32);
+        assert!(!covered(&ranges, 55.75, 37.61), "the centre is well inside the inner circle");
+        let (lat, lon) = destination(55.75, 37.61, 30.0, 3000.0);
+        assert!(covered(&ranges, lat, lon));
+        assert!(ranges.len() <= 32);
+    }
+
+    proptest! {
+        /// Every point of the ring lies in a range of its covering, whatever the place.
+        #[test]
+        fn the_covering_holds_the_ring(
+            lat in -90.0f64..=90.0,
+            lon in -180.0f64..180.0,
+            inner in -1.0f64..20_000.0,
+            width in 1.0f64..40_000.0,
+            bearing in 0.0f64..360.0,
+            at in 0.0f64..=1.0,
+            cells in 1usize..64,
+        ) {
+            let outer = inner.max(0.0) + width;
+            let distance = inner.max(0.0) + at * width;
+            let (plat, plon) = destination(lat, lon, bearing, distance);
+            let d = haversine_m(lat, lon, plat, plon);
+            prop_assume!(d > inner && d <= outer);
+            let ranges = cover(lat, lon, inner, outer, cells);
+            prop_assert!(ranges.len() <= cells.max(1));
+            prop_assert!(covered(&ranges, plat, plon), "{:?} at {} m", (plat, plon), d);
+        }
+    }
+}

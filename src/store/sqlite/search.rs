@@ -1,0 +1,64 @@
+//! A buyer's search (CONTRACT §12) on SQLite: the domain's walk, each ring's key ranges read from
+//! the index `locations_search` (one range scan each, the filter's flags and limits tested inside
+//! the index), then the page's records by `seq`.
+
+use rusqlite::{Connection, params};
+
+use super::locations::{RECORD, record_ref};
+use crate::domain::location::Status;
+use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
+use crate::store::api::StoreError;
+
+/// One key range of the merchant's `ACTIVE` locations that pass the index test: every column from
+/// the index (covering), or the opening hours from the row as well.
+fn range_sql(hours: bool) -> String {
+    format!(
+        "SELECT seq, latitude, longitude{} FROM locations INDEXED BY locations_search \
+         WHERE merchant_pk = ?1 AND status = ?2 AND cell BETWEEN ?3 AND ?4 \
+         AND (flags & ?5) <> 0 AND (flags & ?6) = ?6 \
+         AND fit_a >= ?7 AND fit_b >= ?8 AND fit_c >= ?9 AND fit_w >= ?10",
+        if hours { ", hours" } else { "" }
+    )
+}
+
+/// One page of a search, read in the caller's transaction.
+pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage, StoreError> {
+    let mut walk = Walk::new(query);
+    let hours = walk.needs_hours();
+    let test = query.filter.index_test();
+    let mut range = tx.prepare_cached(&range_sql(hours))?;
+    while let Some(ranges) = walk.next_ring() {
+        for (first, last) in ranges {
+            let mut rows = range.query(params![
+                query.merchant_pk,
+                Status::Active.as_str(),
+                first,
+                last,
+                test.any,
+                test.all,
+                test.fit[0],
+                test.fit[1],
+                test.fit[2],
+                test.fit[3],
+            ])?;
+            while let Some(row) = rows.next()? {
+                let opening = match hours {
+                    true => Some(row.get_ref(3)?.as_blob()?),
+                    false => None,
+                };
+                walk.consider(row.get(0)?, row.get(1)?, row.get(2)?, opening);
+            }
+        }
+    }
+    let (hits, has_next) = walk.finish();
+    let mut page = SearchPage::new(hits.len());
+    let mut by_seq = tx.prepare_cached(&format!("SELECT {RECORD} FROM locations WHERE seq = ?1"))?;
+    for hit in hits {
+        let mut rows = by_seq.query([hit.seq])?;
+        if let Some(row) = rows.next()? {
+            page.push(hit, record_ref(row)?);
+        }
+    }
+    page.has_next = has_next;
+    Ok(page)
+}
