@@ -51,7 +51,7 @@ pub async fn list(
     let taxonomy = state.taxonomy.load();
     let page = taxonomy.page(filter, after.as_ref(), request.limit);
     let next_cursor = page.next.as_ref().map(|resume| state.cursors.encode(&digest, resume));
-    let tail = answer_tail(next_cursor.as_deref(), page.total as u64);
+    let tail = answer_tail(next_cursor.as_deref(), Some(page.total as u64));
 
     let mut body = Pieces::with_capacity(2 * SHARED_RUNS + 1);
     body.push(Bytes::from_static(HEAD));

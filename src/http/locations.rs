@@ -176,7 +176,7 @@ pub async fn list(
     let mut body = Pieces::with_capacity(3);
     body.push(Bytes::from_static(br#"{"locations":["#));
     body.push(page.json);
-    body.push(answer_tail(next_cursor.as_deref(), page.total));
+    body.push(answer_tail(next_cursor.as_deref(), Some(page.total)));
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
 

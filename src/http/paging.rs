@@ -9,10 +9,19 @@ use serde_json::{Map, Value};
 use super::error::{ApiError, ErrorCode};
 use crate::pagination::{Cursors, Position};
 
-/// `pagination.limit` when `pagination` is not sent.
-pub const DEFAULT_LIMIT: usize = 100;
-/// A larger `pagination.limit` is served as this.
-pub const MAX_LIMIT: usize = 1000;
+/// A list's page sizes: `pagination.limit` when `pagination` is not sent, and the largest served
+/// (a larger limit is served as it).
+#[derive(Clone, Copy, Debug)]
+pub struct PageSize {
+    pub default: usize,
+    pub max: usize,
+}
+
+/// The page sizes of the category and location lists (CONTRACT §5.2, §9.2).
+pub const LIST_PAGE: PageSize = PageSize {
+    default: 100,
+    max: 1000,
+};
 /// Most ids in one filter list.
 pub const MAX_IDS: usize = 1000;
 
@@ -45,26 +54,33 @@ impl<F> ListRequest<F> {
         let filter = section(&mut body, "filter")?;
         let pagination = section(&mut body, "pagination")?;
         let filter = parse_filter(&filter.unwrap_or_default())?;
-        let (limit, cursor) = match pagination {
-            None => (DEFAULT_LIMIT, None),
-            Some(pagination) => parse_pagination(pagination)?,
-        };
+        let (limit, cursor) = parse_pagination(pagination, LIST_PAGE)?;
         Ok(ListRequest { filter, limit, cursor })
     }
 
     /// The position the cursor continues after (`None` for the first page), or `INVALID_CURSOR`
     /// when the cursor is not one of this list's for the filter with `digest`.
     pub fn after<P: Position>(&self, cursors: &Cursors, digest: &[u8; 16]) -> Result<Option<P>, ApiError> {
-        match &self.cursor {
-            None => Ok(None),
-            Some(cursor) => cursors.decode(cursor, digest).map(Some).ok_or_else(|| {
-                ApiError::new(
-                    ErrorCode::InvalidCursor,
-                    "the cursor is not valid for this request; start again without one",
-                )
-                .field("pagination.cursor")
-            }),
-        }
+        cursor_position(self.cursor.as_deref(), cursors, digest)
+    }
+}
+
+/// The position a cursor continues after (`None` without a cursor), or `INVALID_CURSOR` when it
+/// is not one of this kind of list's for the question with `digest`.
+pub fn cursor_position<P: Position>(
+    cursor: Option<&str>,
+    cursors: &Cursors,
+    digest: &[u8; 16],
+) -> Result<Option<P>, ApiError> {
+    match cursor {
+        None => Ok(None),
+        Some(cursor) => cursors.decode(cursor, digest).map(Some).ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::InvalidCursor,
+                "the cursor is not valid for this request; start again without one",
+            )
+            .field("pagination.cursor")
+        }),
     }
 }
 
@@ -117,7 +133,7 @@ pub fn id_list(filter: &Map<String, Value>, key: &str) -> Result<Option<Vec<Stri
 }
 
 /// The object at a top-level key: `None` when absent or null.
-fn section(body: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>, ApiError> {
+pub fn section(body: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String, Value>>, ApiError> {
     match body.remove(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(object)) => Ok(Some(object)),
@@ -125,7 +141,15 @@ fn section(body: &mut Map<String, Value>, key: &str) -> Result<Option<Map<String
     }
 }
 
-fn parse_pagination(pagination: Map<String, Value>) -> Result<(usize, Option<String>), ApiError> {
+/// `pagination` (absent or null: the default page size from the start): its limit, served at
+/// most `size.max`, and its cursor, not yet decoded.
+pub fn parse_pagination(
+    pagination: Option<Map<String, Value>>,
+    size: PageSize,
+) -> Result<(usize, Option<String>), ApiError> {
+    let Some(pagination) = pagination else {
+        return Ok((size.default, None));
+    };
     if let Some(unknown) = pagination.keys().find(|k| *k != "limit" && *k != "cursor") {
         return Err(invalid_pagination(
             &format!("pagination.{unknown}"),
@@ -140,7 +164,7 @@ fn parse_pagination(pagination: Map<String, Value>) -> Result<(usize, Option<Str
             ));
         }
         Some(v) => match v.as_f64() {
-            Some(n) if n.fract() == 0.0 && n >= 1.0 => n.min(MAX_LIMIT as f64) as usize,
+            Some(n) if n.fract() == 0.0 && n >= 1.0 => n.min(size.max as f64) as usize,
             Some(n) if n.fract() == 0.0 => {
                 return Err(invalid_pagination(
                     "pagination.limit",
@@ -169,9 +193,9 @@ fn parse_pagination(pagination: Map<String, Value>) -> Result<(usize, Option<Str
     Ok((limit, cursor))
 }
 
-/// The end of a list answer: `],"pagination":{"next_cursor":…,"has_next":…,"total":…}}`.
-/// `next_cursor` is base64url: nothing in it needs escaping.
-pub fn answer_tail(next_cursor: Option<&str>, total: u64) -> Vec<u8> {
+/// The end of a list answer: `],"pagination":{"next_cursor":…,"has_next":…,"total":…}}`, without
+/// `total` when there is none. `next_cursor` is base64url: nothing in it needs escaping.
+pub fn answer_tail(next_cursor: Option<&str>, total: Option<u64>) -> Vec<u8> {
     let mut tail = Vec::with_capacity(160);
     tail.extend_from_slice(br#"],"pagination":{"next_cursor":"#);
     match next_cursor {
@@ -184,8 +208,10 @@ pub fn answer_tail(next_cursor: Option<&str>, total: u64) -> Vec<u8> {
     }
     tail.extend_from_slice(br#","has_next":"#);
     tail.extend_from_slice(if next_cursor.is_some() { b"true" } else { b"false" });
-    tail.extend_from_slice(br#","total":"#);
-    tail.extend_from_slice(total.to_string().as_bytes());
+    if let Some(total) = total {
+        tail.extend_from_slice(br#","total":"#);
+        tail.extend_from_slice(total.to_string().as_bytes());
+    }
     tail.extend_from_slice(b"}}");
     tail
 }
