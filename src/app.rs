@@ -26,7 +26,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
-use crate::http::{categories, changes, gate, locations, openapi, ops, request_id};
+use crate::http::{categories, changes, gate, locations, openapi, ops, request_id, search};
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
 pub use crate::state::{AppState, BodyTiming, Deadline, ServedMerchant};
@@ -68,6 +68,7 @@ pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route("/v1/location/create", post(locations::create))
         .route("/v1/location/list", post(locations::list))
+        .route("/v1/location/search", post(search::search))
         .route("/v1/location/update", post(changes::update))
         .route("/v1/location/archive", post(changes::archive))
         .route("/v1/location/restore", post(changes::restore))

@@ -409,7 +409,8 @@ fn lock_database(path: &Path) -> anyhow::Result<File> {
 /// The built-in demo taxonomy (`scripts/gen-demo-taxonomy.py` writes it).
 const DEMO_TAXONOMY: &str = include_str!("../assets/demo-taxonomy.json");
 
-/// `serve --demo`: on an empty database, the demo taxonomy and the merchant `demo`. Each part is
+/// `serve --demo`: on an empty database, the demo taxonomy and the merchant `demo` with its
+/// locations (`demo::seed_locations`). Each part is
 /// seeded only where it is empty, so a database with its own taxonomy keeps it.
 async fn seed_demo(state: &AppState, args: &ServeArgs) -> anyhow::Result<()> {
     let store = state.store.as_ref();
@@ -420,7 +421,11 @@ async fn seed_demo(state: &AppState, args: &ServeArgs) -> anyhow::Result<()> {
         state.refresh_taxonomy().await?;
     }
     if store.merchant_count().await? == 0 {
-        let issued = auth::create_merchant(store, "demo").await?;
+        let merchant = store.create_merchant("demo").await?;
+        let issued = auth::issue_key(store, &merchant.id).await?;
+        let locations = crate::demo::seed_locations(store, &merchant)
+            .await
+            .context("creating the demo locations")?;
         say!(
             "Demo merchant created (merchant_id {}). Its API key, shown only now:",
             issued.merchant_id
@@ -428,9 +433,15 @@ async fn seed_demo(state: &AppState, args: &ServeArgs) -> anyhow::Result<()> {
         say!();
         say!("    {}", issued.api_key);
         say!();
+        say!("It has {locations} pickup points, lockers and stores around Moscow and Saint Petersburg.");
         say!("Try it:");
         say!(
             "    curl -s http://{}/v1/categories/list -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"pagination\":{{\"limit\":5}}}}'",
+            args.addr,
+            issued.api_key
+        );
+        say!(
+            "    curl -s http://{}/v1/location/search -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"near\":{{\"latitude\":55.7575,\"longitude\":37.6134}},\"pagination\":{{\"limit\":3}}}}'",
             args.addr,
             issued.api_key
         );

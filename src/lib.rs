@@ -6,6 +6,7 @@ pub mod cli;
 pub mod client;
 pub mod codes;
 pub mod config;
+pub mod demo;
 pub mod domain;
 pub mod http;
 pub mod key_verdicts;

@@ -23,6 +23,7 @@ use sha2::Sha256;
 
 use crate::domain::category::OrderKey;
 use crate::domain::category::taxonomy::Resume;
+use crate::domain::location::search::{Hit, MAX_RADIUS_M};
 
 const VERSION: u8 = 2;
 /// Cursors without a position, issued before version 2.
@@ -124,6 +125,28 @@ impl Position for AfterSeq {
     fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
         let seq = i64::from_be_bytes(bytes.try_into().ok()?);
         (seq > 0).then_some(AfterSeq(seq))
+    }
+}
+
+/// Version bytes of search cursors.
+const SEARCH_V1: u8 = 0x53;
+
+/// Where a page of a search ends (CONTRACT §12.3): the last result's `distance_m`, then its `seq`.
+impl Position for Hit {
+    const VERSIONS: &'static [u8] = &[SEARCH_V1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.distance_m.to_be_bytes());
+        bytes.extend_from_slice(&self.seq.to_be_bytes());
+    }
+
+    fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
+        let (distance, seq) = bytes.split_at_checked(4)?;
+        let hit = Hit {
+            distance_m: u32::from_be_bytes(distance.try_into().ok()?),
+            seq: i64::from_be_bytes(seq.try_into().ok()?),
+        };
+        (hit.seq > 0 && hit.distance_m <= MAX_RADIUS_M).then_some(hit)
     }
 }
 

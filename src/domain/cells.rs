@@ -261,7 +261,10 @@ mod tests {
     #[test]
     fn a_ring_leaves_out_its_inside() {
         let ranges = cover(55.75, 37.61, 2000.0, 4000.0, 32);
-        assert!(!covered(&ranges, 55.75, 37.61), "the centre is well inside the inner circle");
+        assert!(
+            !covered(&ranges, 55.75, 37.61),
+            "the centre is well inside the inner circle"
+        );
         let (lat, lon) = destination(55.75, 37.61, 30.0, 3000.0);
         assert!(covered(&ranges, lat, lon));
         assert!(ranges.len() <= 32);

@@ -12,3 +12,4 @@ pub mod ops;
 pub mod paging;
 pub mod request_id;
 pub mod schemas;
+pub mod search;

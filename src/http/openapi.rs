@@ -13,6 +13,7 @@ use super::categories as list;
 use super::changes::{self, ChangeResponse};
 use super::locations as create;
 use super::schemas::*;
+use super::search;
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::location::Status;
@@ -27,12 +28,15 @@ use crate::domain::location::change::ChangeResult;
                        category taxonomy, flat, filtered and paged by cursor.",
         version = "1.0.0"
     ),
-    paths(create::create, create::list, changes::update, changes::archive, changes::restore, list::list),
+    paths(
+        create::create, create::list, search::search, changes::update, changes::archive, changes::restore, list::list
+    ),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
         WorkingDayInput, DatedDayInput, DayScheduleInput, Category, CategoryStatus, ListFilter,
         PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord, ChangeResult, ChangeResponse,
-        UpdateInput, UpdateItem, NamingInput, NamingItem
+        UpdateInput, UpdateItem, NamingInput, NamingItem, NearInput, ParcelInput, SearchFilter, SearchPagination,
+        SearchResult, SearchPaginationResponse
     )),
     modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),

@@ -18,5 +18,7 @@ mod process;
 mod properties;
 mod push;
 mod request;
+mod search;
+mod search_model;
 mod sqlite_faults;
 mod staying_up;

@@ -10,6 +10,7 @@ use storefront::domain::category::import::{Mode, Parsed, Problem};
 use storefront::domain::location::batch::{NewLocation, Outcome};
 use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
+use storefront::domain::location::search::{SearchPage, SearchQuery};
 use storefront::store::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey};
 
 use crate::helpers::*;
@@ -381,6 +382,13 @@ impl Store for FaultyStore {
             Fault::Panic => panic!("injected panic while listing"),
             Fault::Fail => Err(StoreError::Backend("SQLITE_IOERR: /var/lib/secret.db".into())),
             Fault::Slow(_) => self.inner.list_locations(query).await,
+        }
+    }
+    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
+        match self.fault {
+            Fault::Panic => panic!("injected panic while searching"),
+            Fault::Fail => Err(StoreError::Backend("SQLITE_IOERR: /var/lib/secret.db".into())),
+            Fault::Slow(_) => self.inner.search_locations(query).await,
         }
     }
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

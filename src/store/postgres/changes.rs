@@ -7,8 +7,8 @@ use super::locations::{count, neighbours_of};
 use super::sql::{execute, lock_merchant, query};
 use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
-use crate::domain::location::{Status, TypeSet};
 use crate::domain::location::search::key::SearchKey;
+use crate::domain::location::{Status, TypeSet};
 use crate::store::api::stored_status as status;
 use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
 
@@ -53,7 +53,12 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
     }
     let cells: Vec<Option<i64>> = writes.iter().map(|w| key(w).map(|k| k.cell)).collect();
     let flags: Vec<Option<i64>> = writes.iter().map(|w| key(w).map(|k| k.flags)).collect();
-    let fit = |n: usize| writes.iter().map(|w| key(w).map(|k| k.fit[n])).collect::<Vec<Option<f64>>>();
+    let fit = |n: usize| {
+        writes
+            .iter()
+            .map(|w| key(w).map(|k| k.fit[n]))
+            .collect::<Vec<Option<f64>>>()
+    };
     let (fit_a, fit_b, fit_c, fit_w) = (fit(0), fit(1), fit(2), fit(3));
     let hours: Vec<Option<&[u8]>> = writes.iter().map(|w| key(w).map(|k| k.hours.as_slice())).collect();
     execute(
@@ -69,8 +74,8 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
          $16::float8[], $17::bytea[]) AS u(seq, s, q, v, a, b, la, lo, bd, c, f, fa, fb, fc, fw, h) \
          WHERE l.seq = u.seq",
         &[
-            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &bands, &cells, &flags,
-            &fit_a, &fit_b, &fit_c, &fit_w, &hours,
+            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &bands, &cells, &flags, &fit_a,
+            &fit_b, &fit_c, &fit_w, &hours,
         ],
     )
     .await?;

@@ -6,10 +6,10 @@ use std::collections::HashMap;
 use deadpool_postgres::{GenericClient, Pool};
 
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
-use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::StoredRecord;
+use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::stored_status as status;
 use crate::store::api::{StoreError, now_ms};

@@ -3,10 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::domain::location::search::key::SearchKey;
 use super::item::{ChangeResult, Content, Current, Item, Naming, Operation, Write, stored_name};
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::geo::{self, Neighbour};
+use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::{Status, TypeSet};
 
 /// What applying one item did to its location.

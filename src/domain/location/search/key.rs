@@ -58,8 +58,16 @@ impl SearchKey {
     pub fn of(location: &Location) -> SearchKey {
         let mut flags = location.location_types.bits() & TYPE_BITS;
         flags |= location.pickup_point_type.map_or(0, pickup_point_type_bit);
-        flags |= location.payment_methods.iter().map(|p| payment_bit(*p)).fold(0, |a, b| a | b);
-        flags |= location.pickup_services.iter().map(|s| service_bit(*s)).fold(0, |a, b| a | b);
+        flags |= location
+            .payment_methods
+            .iter()
+            .map(|p| payment_bit(*p))
+            .fold(0, |a, b| a | b);
+        flags |= location
+            .pickup_services
+            .iter()
+            .map(|s| service_bit(*s))
+            .fold(0, |a, b| a | b);
         flags |= returns_bit(location.is_accepts_returns);
         let limits = &location.limits;
         let [a, b, c] = sorted_sides([limits.length, limits.width, limits.height]);
@@ -87,9 +95,7 @@ pub mod hours {
     const WEEK: usize = 1 + 7 * DAY;
 
     fn put_day(out: &mut Vec<u8>, day: &DaySchedule) {
-        let (break_start, break_end) = day
-            .break_time
-            .map_or((0, 0), |b| (b.start.minutes(), b.end.minutes()));
+        let (break_start, break_end) = day.break_time.map_or((0, 0), |b| (b.start.minutes(), b.end.minutes()));
         for minutes in [day.time_start.minutes(), day.time_end.minutes(), break_start, break_end] {
             out.extend_from_slice(&minutes.to_le_bytes());
         }
@@ -149,7 +155,7 @@ pub mod hours {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::location::{DatedDay, Limits, TypeSet, WeeklyDay};
+    use crate::domain::location::{DatedDay, Limits, TypeSet, Weekday, WeeklyDay};
     use crate::domain::schedule::{Break, DaySchedule, TimeOfDay};
 
     fn time(s: &str) -> TimeOfDay {
@@ -243,9 +249,15 @@ mod tests {
         assert!(open(monday, Weekday::Monday, "14:00"), "the break has ended");
         assert!(!open(monday, Weekday::Monday, "21:00"), "the end is not open");
         assert!(!open(20261201, Weekday::Tuesday, "12:00"), "no element for Tuesday");
-        assert!(open(20261205, Weekday::Saturday, "23:59"), "24:00 is the end of the day");
+        assert!(
+            open(20261205, Weekday::Saturday, "23:59"),
+            "24:00 is the end of the day"
+        );
         assert!(!open(20261228, Weekday::Monday, "12:00"), "a holiday closed all day");
-        assert!(open(20261231, Weekday::Thursday, "11:00"), "a dated day with other hours");
+        assert!(
+            open(20261231, Weekday::Thursday, "11:00"),
+            "a dated day with other hours"
+        );
         assert!(!open(20261231, Weekday::Thursday, "12:00"));
         assert!(!hours::is_open(b"", monday, Weekday::Monday, 600));
     }

@@ -279,7 +279,11 @@ mod tests {
         wider.radius_m = 5001;
         assert_ne!(wider.digest("m"), query(SearchFilter::default()).digest("m"));
         let all_types = query(SearchFilter {
-            types: Some(TypeSet::WAREHOUSE.union(TypeSet::PICKUP_POINT).union(TypeSet::CLICK_AND_COLLECT)),
+            types: Some(
+                TypeSet::WAREHOUSE
+                    .union(TypeSet::PICKUP_POINT)
+                    .union(TypeSet::CLICK_AND_COLLECT),
+            ),
             ..Default::default()
         });
         assert_eq!(

@@ -93,10 +93,10 @@ impl<'q> Walk<'q> {
         if self.query.after.is_some_and(|after| hit <= after) {
             return;
         }
-        if let Some(at) = self.query.filter.open_at {
-            if !hours.is_some_and(|h| key::hours::is_open(h, at.date, at.weekday, at.minute)) {
-                return;
-            }
+        if let Some(at) = self.query.filter.open_at
+            && !hours.is_some_and(|h| key::hours::is_open(h, at.date, at.weekday, at.minute))
+        {
+            return;
         }
         self.found.push(hit);
     }
@@ -167,7 +167,13 @@ mod tests {
     fn a_dense_page_reads_little() {
         // A 200 × 200 grid, 10 m apart: 40,000 points within 2 km.
         let points: Vec<(i64, f64, f64)> = (0..40_000)
-            .map(|i| (i, 55.75 + (i / 200) as f64 * 0.00009, 37.61 + (i % 200) as f64 * 0.00016))
+            .map(|i| {
+                (
+                    i,
+                    55.75 + (i / 200) as f64 * 0.00009,
+                    37.61 + (i % 200) as f64 * 0.00016,
+                )
+            })
             .collect();
         let q = query(55.759, 37.626, 5000, 20);
         let (hits, has_next, read) = walk(&q, &points);

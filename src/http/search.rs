@@ -1,0 +1,298 @@
+//! `POST /v1/location/search` (CONTRACT §12): check the question, walk the store's spatial index
+//! from the buyer outward, answer one page of results nearest first.
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value};
+
+use super::body::Pieces;
+use super::error::{ApiError, ErrorCode};
+use super::extract::JsonBody;
+use super::gate::Merchant;
+use super::paging::{
+    PageSize, answer_tail, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys,
+    section,
+};
+use crate::domain::location::search::{
+    self, DEFAULT_RADIUS_M, Hit, LocalTime, MAX_RADIUS_M, Near, Parcel, SearchFilter, SearchQuery,
+};
+use crate::domain::location::{LocationType, PaymentMethod, PickupPointType, PickupService, TypeSet};
+use crate::state::AppState;
+
+/// The search's page sizes (CONTRACT §12.1).
+const SEARCH_PAGE: PageSize = PageSize {
+    default: search::DEFAULT_LIMIT,
+    max: search::MAX_LIMIT,
+};
+
+/// The top-level keys of a search.
+const KEYS: [&str; 4] = ["near", "radius_m", "filter", "pagination"];
+
+/// Finds the authenticated merchant's locations that can serve a buyer near a point.
+///
+/// Only `ACTIVE` locations within `radius_m` of `near` that meet every filter condition, nearest
+/// first (`distance_m`, rounded to the metre), then oldest first. Follow `next_cursor` with the same
+/// question for the next page: every match is reachable, none is skipped, however many lie nearer.
+#[utoipa::path(
+    post,
+    path = "/v1/location/search",
+    tag = "locations",
+    operation_id = "searchLocations",
+    request_body(
+        content = crate::http::schemas::SearchRequest,
+        content_type = "application/json",
+        example = json!(crate::http::schemas::search_example_request())
+    ),
+    responses(
+        (status = 200, description = "A page of the locations found, nearest first", body = crate::http::schemas::SearchResponse,
+         example = json!(crate::http::schemas::search_example_answer())),
+        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
+         body = crate::http::schemas::ErrorBody)
+    )
+)]
+pub async fn search(
+    State(state): State<AppState>,
+    Merchant(merchant): Merchant,
+    body: JsonBody,
+) -> Result<Response, ApiError> {
+    let request = parse_request(body.parse()?)?;
+    drop(body);
+    let Request {
+        near,
+        radius_m,
+        filter,
+        limit,
+        cursor,
+    } = request;
+    let mut query = SearchQuery {
+        merchant_pk: merchant.pk,
+        near,
+        radius_m,
+        filter,
+        after: None,
+        limit,
+    };
+    let digest = query.digest(&merchant.id);
+    query.after = cursor_position::<Hit>(cursor.as_deref(), &state.cursors, &digest)?;
+    let page = state.store.search_locations(query).await?;
+    let next_cursor = page
+        .last
+        .filter(|_| page.has_next)
+        .map(|last| state.cursors.encode(&digest, &last));
+    let mut body = Pieces::with_capacity(3);
+    body.push(Bytes::from_static(br#"{"results":["#));
+    body.push(page.json);
+    body.push(answer_tail(next_cursor.as_deref(), None));
+    Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
+}
+
+/// A search after the request-level checks.
+#[derive(Debug)]
+struct Request {
+    near: Near,
+    radius_m: u32,
+    filter: SearchFilter,
+    limit: usize,
+    cursor: Option<String>,
+}
+
+fn invalid_request(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, message).field(field)
+}
+
+/// The checks of CONTRACT §12.1, in the order of its keys: an unknown top-level key, `near`,
+/// `radius_m`, `filter`, `pagination`.
+fn parse_request(body: Value) -> Result<Request, ApiError> {
+    let Value::Object(mut body) = body else {
+        return Err(invalid_request("", "the request body must be a JSON object"));
+    };
+    if let Some(unknown) = body.keys().find(|k| !KEYS.contains(&k.as_str())) {
+        return Err(invalid_request(
+            unknown,
+            "unknown top-level field; a search has near, radius_m, filter and pagination",
+        ));
+    }
+    let near = parse_near(body.remove("near"))?;
+    let radius_m = parse_radius(body.remove("radius_m"))?;
+    let filter = section(&mut body, "filter")?;
+    let pagination = section(&mut body, "pagination")?;
+    let filter = parse_filter(&filter.unwrap_or_default())?;
+    let (limit, cursor) = parse_pagination(pagination, SEARCH_PAGE)?;
+    Ok(Request {
+        near,
+        radius_m,
+        filter,
+        limit,
+        cursor,
+    })
+}
+
+fn parse_near(near: Option<Value>) -> Result<Near, ApiError> {
+    let Some(Value::Object(near)) = near else {
+        return Err(invalid_request(
+            "near",
+            "near is required: an object with latitude and longitude",
+        ));
+    };
+    if let Some(unknown) = near.keys().find(|k| *k != "latitude" && *k != "longitude") {
+        return Err(invalid_request(
+            &format!("near.{unknown}"),
+            "unknown field; near has only latitude and longitude",
+        ));
+    }
+    let coordinate = |key: &str, bound: f64| {
+        near.get(key)
+            .and_then(Value::as_f64)
+            .filter(|v| (-bound..=bound).contains(v))
+            .ok_or_else(|| {
+                invalid_request(
+                    &format!("near.{key}"),
+                    format!("near.{key} is required: a number from -{bound} to {bound}"),
+                )
+            })
+    };
+    Ok(Near {
+        latitude: coordinate("latitude", 90.0)?,
+        longitude: coordinate("longitude", 180.0)?,
+    })
+}
+
+fn parse_radius(radius: Option<Value>) -> Result<u32, ApiError> {
+    match radius {
+        None | Some(Value::Null) => Ok(DEFAULT_RADIUS_M),
+        Some(v) => v
+            .as_f64()
+            .filter(|n| n.fract() == 0.0 && (1.0..=f64::from(MAX_RADIUS_M)).contains(n))
+            .map(|n| n as u32)
+            .ok_or_else(|| {
+                invalid_request(
+                    "radius_m",
+                    format!("radius_m must be an integer from 1 to {MAX_RADIUS_M}, or null"),
+                )
+            }),
+    }
+}
+
+/// A filter key whose value is one word of `E`.
+fn one_of<E: crate::domain::wire::WireEnum>(filter: &Map<String, Value>, key: &str) -> Result<Option<E>, ApiError> {
+    filter_value(filter, key)
+        .map(|v| {
+            v.as_str().and_then(E::parse_wire).ok_or_else(|| {
+                invalid_filter(
+                    &format!("filter.{key}"),
+                    format!("filter.{key} must be one of {}, or null", E::listing()),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// A filter key whose value is a non-empty array of words of `E`.
+fn some_of<E: crate::domain::wire::WireEnum>(
+    filter: &Map<String, Value>,
+    key: &str,
+) -> Result<Option<Vec<E>>, ApiError> {
+    let Some(v) = filter_value(filter, key) else {
+        return Ok(None);
+    };
+    let invalid = || {
+        invalid_filter(
+            &format!("filter.{key}"),
+            format!("filter.{key} must be a non-empty array of {}, or null", E::listing()),
+        )
+    };
+    let items = v.as_array().filter(|a| !a.is_empty()).ok_or_else(invalid)?;
+    items
+        .iter()
+        .map(|item| item.as_str().and_then(E::parse_wire).ok_or_else(invalid))
+        .collect::<Result<Vec<E>, ApiError>>()
+        .map(Some)
+}
+
+/// The search's filter (CONTRACT §12.1).
+fn parse_filter(filter: &Map<String, Value>) -> Result<SearchFilter, ApiError> {
+    reject_unknown_filter_keys(
+        filter,
+        &[
+            "location_types",
+            "pickup_point_type",
+            "payment_method",
+            "pickup_services",
+            "accepts_returns",
+            "parcel",
+            "open_at",
+        ],
+    )?;
+    let types = some_of::<LocationType>(filter, "location_types")?.map(|types| {
+        let mut set = TypeSet::EMPTY;
+        types.into_iter().for_each(|t| set.insert(t));
+        set
+    });
+    let pickup_point_type = one_of::<PickupPointType>(filter, "pickup_point_type")?;
+    let payment_method = one_of::<PaymentMethod>(filter, "payment_method")?;
+    let services = some_of::<PickupService>(filter, "pickup_services")?.unwrap_or_default();
+    let accepts_returns = filter_value(filter, "accepts_returns")
+        .map(|v| {
+            v.as_bool().ok_or_else(|| {
+                invalid_filter(
+                    "filter.accepts_returns",
+                    "filter.accepts_returns must be true, false or null",
+                )
+            })
+        })
+        .transpose()?;
+    let parcel = filter_value(filter, "parcel").map(parse_parcel).transpose()?;
+    let open_at = filter_value(filter, "open_at")
+        .map(|v| {
+            v.as_str().and_then(LocalTime::parse).ok_or_else(|| {
+                invalid_filter(
+                    "filter.open_at",
+                    "filter.open_at must be a local date and time YYYY-MM-DDTHH:MM (a real date, HH 00-23, MM 00-59), or null",
+                )
+            })
+        })
+        .transpose()?;
+    Ok(SearchFilter {
+        types,
+        pickup_point_type,
+        payment_method,
+        services,
+        accepts_returns,
+        parcel,
+        open_at,
+    })
+}
+
+const PARCEL_KEYS: [&str; 4] = ["length", "width", "height", "weight"];
+
+fn parse_parcel(parcel: &Value) -> Result<Parcel, ApiError> {
+    let Some(parcel) = parcel.as_object() else {
+        return Err(invalid_filter(
+            "filter.parcel",
+            "filter.parcel must be an object with length, width, height (cm) and weight (kg), or null",
+        ));
+    };
+    if let Some(unknown) = parcel.keys().find(|k| !PARCEL_KEYS.contains(&k.as_str())) {
+        return Err(invalid_filter(
+            &format!("filter.parcel.{unknown}"),
+            "unknown field; a parcel has length, width, height and weight",
+        ));
+    }
+    let mut sizes = [0.0; 4];
+    for (size, key) in sizes.iter_mut().zip(PARCEL_KEYS) {
+        *size = parcel
+            .get(key)
+            .and_then(Value::as_f64)
+            .filter(|n| *n > 0.0)
+            .ok_or_else(|| {
+                invalid_filter(
+                    &format!("filter.parcel.{key}"),
+                    format!("filter.parcel.{key} is required: a number greater than 0"),
+                )
+            })?;
+    }
+    let [length, width, height, weight] = sizes;
+    Ok(Parcel::new(length, width, height, weight))
+}
