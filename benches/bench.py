@@ -28,6 +28,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import search_bench
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target/release/storefront"
 CEILING = ROOT / "target/release/examples/ceiling"
@@ -424,6 +426,9 @@ def wrk(base, conns, seconds, script, args):
     raise RuntimeError(out)
 
 
+# Workloads that only read a database generated once (served as it is, never copied).
+READS_ONLY = ("locations-", "search-")
+
 # The create workload on PostgreSQL: how many merchants its requests take turns between.
 PG_MERCHANTS = {"create-pg": 1, "create-pg8": 8}
 
@@ -558,9 +563,14 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=Non
         "archive": dbs.get("changes"),
         "locations-1k": dbs.get("locations-1k"),
         "locations-1m": dbs.get("locations-1m"),
+        "search-1k": dbs.get("search-1k.peer" if kind == "peer" else "search-1k"),
+        "search-1m": dbs.get("search-1m.peer" if kind == "peer" else "search-1m"),
+        "search-1m-pg": dbs.get("search-1m-pg"),
     }[split_attack(workload)[0]]
-    # The location lists only read: their (large) databases are served as they are, not copied.
-    reads_only = workload.startswith("locations-")
+    if workload == "search-1m-pg":
+        return measure_on(kind, workload, conns, cfg, workdir, template, key, page_files, bodies, pg)
+    # The location lists and searches only read: their (large) databases are served as they are.
+    reads_only = workload.startswith(READS_ONLY)
     db = template if reads_only else fresh_copy(template, workdir, f"{kind}-{workload}")
     return measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies)
 
@@ -570,7 +580,7 @@ def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies,
     a PostgreSQL URL whose server's CPU is counted with ours); `create+slow` and the like run an
     `Attacker` beside it."""
     workload, attack = split_attack(workload)
-    reads_only = workload.startswith("locations-")
+    reads_only = workload.startswith(READS_ONLY)
     attacker_key = None
     if attack == "slow":
         attacker_key = json.loads(storefront(db, "merchant", "create", "--name", "attacker", "--json"))["api_key"]
@@ -585,6 +595,9 @@ def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies,
         elif workload in ("update", "archive"):
             script, items = ROOT / "benches/wrk/change.lua", 200
             args = lambda tag: [key, workload, str(CHANGE_LOCATIONS // 200)]
+        elif workload.startswith("search-"):
+            script, items = ROOT / "benches/wrk/list.lua", 20
+            args = lambda tag: [key, str(bodies[("ours", workload)]), "/v1/location/search"]
         elif reads_only:
             script, items = ROOT / "benches/wrk/list.lua", 100
             args = lambda tag: [key, str(bodies[("ours", workload)]), "/v1/location/list"]
@@ -664,7 +677,10 @@ def report(results, cfg, cold, command):
                             ("update", "Update: 200 locations a request, each with another working schedule (no coordinates moved)"),
                             ("archive", "Archive and restore: 200 locations a request, a batch's visits alternating archive and restore"),
                             ("locations-1k", "List locations: 100-record pages at random cursors, a merchant with 1,000 locations"),
-                            ("locations-1m", f"List locations: 100-record pages at random cursors, a merchant with {cfg.locations:,} locations")]:
+                            ("locations-1m", f"List locations: 100-record pages at random cursors, a merchant with {cfg.locations:,} locations"),
+                            ("search-1k", "Search: 20 nearest within 5 km, filter mix, a merchant with 1,000 locations around 20 cities"),
+                            ("search-1m", f"Search: the same questions, a merchant with {cfg.locations:,} locations around the same 20 cities"),
+                            ("search-1m-pg", f"Search on PostgreSQL (fsync on, its CPU counted): the same questions, {cfg.locations:,} locations")]:
         lines += [f"## {title}", "", "| server | conns | req/s | items/s | p50 ms | p99 ms | server CPU ms/req | peak RSS MiB | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for kind in ("ours", "base", "ceiling", "peer"):
@@ -734,6 +750,23 @@ def report(results, cfg, cold, command):
               ratio(mean(push_runs, "cli_cpu_s"), mean(push_runs, "server_cpu_s")), "≤ 0.25", lambda v: v <= 0.25, "{:.3f}")
         check(f"push: the CLI's peak RSS, {PUSH_ROWS:,} rows (MiB)", max(r["cli_rss_mib"] for r in push_runs), "≤ 64 MiB",
               lambda v: v <= 64, "{:.1f}")
+    check(f"searches/s, {cfg.locations:,} locations, SQLite, {t} conns", get("ours", "search-1m", t), "≥ 5,000",
+          lambda v: v >= 5000, "{:,.0f}")
+    check(f"search p99, {cfg.locations:,} locations, SQLite, {t} conns (ms)", get("ours", "search-1m", t, "p99_ms"), "≤ 10 ms",
+          lambda v: v <= 10)
+    check(f"search cost (server CPU per search), {cfg.locations:,} ÷ 1,000 locations, {t} conns",
+          ratio(get("ours", "search-1m", t, "cpu_ms_per_req"), get("ours", "search-1k", t, "cpu_ms_per_req")),
+          "≤ 1.5×", lambda v: v <= 1.5)
+    check(f"searches/s ÷ ceiling serving an answer of the same size, {cfg.locations:,} locations, {t} conns",
+          ratio(get("ours", "search-1m", t), get("ceiling", "search-1m", t)), "≥ 0.3", lambda v: v >= 0.3)
+    check(f"searches/s, ours ÷ peer (FastAPI, SQLite R*Tree), {cfg.locations:,} locations, {t} conns",
+          ratio(get("ours", "search-1m", t), get("peer", "search-1m", t)), "≥ 5×", lambda v: v >= 5)
+    check(f"searches/s, ours ÷ peer, 1,000 locations, {t} conns",
+          ratio(get("ours", "search-1k", t), get("peer", "search-1k", t)), "(context)", lambda v: True)
+    check(f"searches/s, PostgreSQL (fsync on, its CPU counted), {cfg.locations:,} locations, {t} conns",
+          get("ours", "search-1m-pg", t), "(report)", lambda v: True, "{:,.0f}")
+    check(f"searches/s, PostgreSQL ÷ SQLite, {cfg.locations:,} locations, {t} conns",
+          ratio(get("ours", "search-1m-pg", t), get("ours", "search-1m", t)), "≥ 0.4", lambda v: v >= 0.4)
     check(f"create on PostgreSQL, one merchant, req/s ÷ create on SQLite, ours, {t} conns",
           ratio(get("ours", "create-pg", t), get("ours", "create", t)), "≥ 0.8", lambda v: v >= 0.8)
     check(f"create on PostgreSQL, eight merchants ÷ one merchant, req/s, ours, {t} conns",
@@ -763,7 +796,7 @@ def report(results, cfg, cold, command):
                     check(f"{base} req/s beside `{attack}` ÷ alone, {t} conns", beside / alone, "≥ 0.8", lambda v: v >= 0.8)
                     check(f"{base} p99 beside `{attack}` ÷ alone, {t} conns", p99b / p99a, "≤ 2×", lambda v: v <= 2)
         lines.append("")
-    lines += ["## Targets (issues 7, 15, 16, 17, 19 and 26)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
+    lines += ["## Targets (issues 7, 15, 16, 17, 19, 26 and 27)", "", "| target | measured | goal | verdict |", "|---|---:|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in checks]
     lines.append("")
     return "\n".join(lines)
@@ -795,7 +828,7 @@ def main():
     workdir = Path(tempfile.mkdtemp(prefix="storefront-bench-"))
     pg = None
     try:
-        if any(w in PG_MERCHANTS for w in workloads):
+        if any(w in PG_MERCHANTS or w.endswith("-pg") for w in workloads):
             os.chmod(workdir, 0o755)  # the cluster runs as the postgres user
             pg = Postgres(workdir)
         dbs = prepare(workdir, cfg.big, workloads)
@@ -815,6 +848,16 @@ def main():
                         server.base, dbs[workload][1], workdir, workload, path="/v1/location/list")
                 finally:
                     server.stop()
+        for workload, n in [("search-1k", 1000), ("search-1m", cfg.locations)]:
+            if workload in workloads or (workload == "search-1m" and "search-1m-pg" in workloads):
+                db, peer, key = search_bench.database(sys.modules[__name__], n, workdir)
+                dbs[workload], dbs[workload + ".peer"] = (db, key), (peer, key)
+                bodies[("ours", workload)] = search_bench.bodies(workdir, workload)
+                page_files[workload] = search_bench.answer_page(sys.modules[__name__], db, key, bodies[("ours", workload)],
+                                                                workdir, workload)
+        if "search-1m-pg" in workloads:
+            dbs["search-1m-pg"] = search_bench.postgres_database(sys.modules[__name__], pg, cfg.locations, workdir)
+            bodies[("ours", "search-1m-pg")] = bodies[("ours", "search-1m")]
         # The ceiling serves the very page ours serves first; bodies are collected from each server.
         for workload, name in [("list-google", "google"), ("list-1m", "big")]:
             if workload not in workloads:
@@ -859,7 +902,7 @@ def main():
                             pass  # the ceiling of a page of that size
                         elif kind != "ours" and (workload.startswith("locations-") or workload in ("update", "archive")):
                             continue  # only ours has a location list and changes
-                        if kind in ("ceiling", "peer") and workload in PG_MERCHANTS:
+                        if kind in ("ceiling", "peer") and (workload in PG_MERCHANTS or workload == "search-1m-pg"):
                             continue
                         if kind == "base" and workload not in ("create", "list-google") and workload not in PG_MERCHANTS:
                             continue  # the base build is measured where a target compares with it

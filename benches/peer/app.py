@@ -276,3 +276,116 @@ def list_categories(request: Optional[ListRequest] = None, authorization: Option
         next_cursor = base64.urlsafe_b64encode(json.dumps([last[5], last[0]]).encode()).decode().rstrip("=")
     return {"categories": [row_to_category(r) for r in rows],
             "pagination": {"next_cursor": next_cursor, "has_next": has_next, "total": total}}
+
+
+# ---- search (issue 27) -----------------------------------------------------------------------
+# As a Python team would write it on SQLite's R*Tree module: the bounding box of the radius from
+# the R*Tree (`peer_rtree`, built by the benchmark beside the locations), the rows joined, the
+# distance and the filters computed in Python over the parsed records, sorted, and a page cut out
+# by offset.
+
+class Near(Strict):
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+
+
+class Parcel(Strict):
+    length: float = Field(gt=0)
+    width: float = Field(gt=0)
+    height: float = Field(gt=0)
+    weight: float = Field(gt=0)
+
+
+class SearchFilter(Strict):
+    location_types: Optional[list[Literal["WAREHOUSE", "PICKUP_POINT", "CLICK_AND_COLLECT"]]] = Field(None, min_length=1)
+    pickup_point_type: Optional[Literal["PICKUP_POINT", "POSTAMAT"]] = None
+    payment_method: Optional[Literal["ALREADY_PAID", "CARD", "CASH"]] = None
+    pickup_services: Optional[list[Literal["FITTING"]]] = Field(None, min_length=1)
+    accepts_returns: Optional[bool] = None
+    parcel: Optional[Parcel] = None
+    open_at: Optional[str] = Field(None, pattern=r"^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d$")
+
+
+class SearchRequest(Strict):
+    near: Near
+    radius_m: Optional[int] = Field(None, ge=1, le=50000)
+    filter: Optional[SearchFilter] = None
+    pagination: Optional[Pagination] = None
+
+
+WEEKDAYS = ["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"]
+
+
+def is_open(loc, at):
+    import datetime
+    date, hhmm = at.split("T")
+    weekday = WEEKDAYS[datetime.date.fromisoformat(date).weekday()]
+    day = next((d for d in loc.get("individual_schedule") or [] if d["date"] == date), None)
+    if day is not None and not day["is_works"]:
+        return False
+    schedule = day["schedule"] if day else next((d["schedule"] for d in loc["working_schedule"] if d["day"] == weekday), None)
+    if schedule is None:
+        return False
+    brk = schedule.get("break")
+    in_break = brk is not None and brk.split("-")[0] <= hhmm < brk.split("-")[1]
+    return schedule["time_start"] <= hhmm < schedule["time_end"] and not in_break
+
+
+def search_matches(loc, f):
+    if f is None:
+        return True
+    if f.location_types and not set(f.location_types) & set(loc["location_types"]):
+        return False
+    if f.pickup_point_type and loc.get("pickup_point_type") != f.pickup_point_type:
+        return False
+    if f.payment_method and f.payment_method not in (loc.get("payment_methods") or []):
+        return False
+    if f.pickup_services and not set(f.pickup_services) <= set(loc.get("pickup_services") or []):
+        return False
+    if f.accepts_returns is not None and loc["is_accepts_returns"] != f.accepts_returns:
+        return False
+    if f.parcel:
+        lim = loc["limits"]
+        have = sorted([lim["length"], lim["width"], lim["height"]], reverse=True)
+        want = sorted([f.parcel.length, f.parcel.width, f.parcel.height], reverse=True)
+        if f.parcel.weight > lim["weight"] or any(w > h for w, h in zip(want, have)):
+            return False
+    if f.open_at and not is_open(loc, f.open_at):
+        return False
+    return True
+
+
+@app.post("/v1/location/search")
+def search(request: SearchRequest, authorization: Optional[str] = Header(None)):
+    merchant = authenticate(authorization)
+    radius = request.radius_m or 5000
+    limit = min(request.pagination.limit, 100) if request.pagination else 20
+    offset = 0
+    if request.pagination and request.pagination.cursor:
+        try:
+            offset = int(base64.urlsafe_b64decode(request.pagination.cursor + "=" * (-len(request.pagination.cursor) % 4)))
+        except Exception:
+            raise HTTPException(400, "invalid cursor")
+    lat, lon = request.near.latitude, request.near.longitude
+    dlat = radius / 111195.0 * 1.01
+    dlon = dlat / max(math.cos(math.radians(min(89.9, abs(lat) + dlat))), 1e-6)
+    rows = conn().execute(
+        "SELECT l.seq, l.location_id, l.merchant_location_id, l.status, l.version, l.created_at, l.updated_at, l.body "
+        "FROM peer_rtree r JOIN locations l ON l.seq = r.id "
+        "WHERE r.min_lat <= ? AND r.max_lat >= ? AND r.min_lon <= ? AND r.max_lon >= ? "
+        "AND l.merchant_pk = ? AND l.status = 'ACTIVE'",
+        (lat + dlat, lat - dlat, lon + dlon, lon - dlon, merchant),
+    ).fetchall()
+    found = []
+    for seq, location_id, mlid, status, version, created, updated, body in rows:
+        loc = json.loads(body)
+        d = round(haversine(lat, lon, loc["latitude"], loc["longitude"]))
+        if d <= radius and search_matches(loc, request.filter):
+            found.append((d, seq, {"location_id": location_id, "merchant_location_id": mlid, "status": status,
+                                   "issue": None, "version": version, "created_at": created, "updated_at": updated, **loc}))
+    found.sort(key=lambda t: (t[0], t[1]))
+    page = found[offset:offset + limit]
+    has_next = len(found) > offset + limit
+    cursor = base64.urlsafe_b64encode(str(offset + limit).encode()).decode().rstrip("=") if has_next else None
+    return {"results": [{"distance_m": d, "location": record} for d, _, record in page],
+            "pagination": {"next_cursor": cursor, "has_next": has_next}}

@@ -1,7 +1,8 @@
 //! A database written before the stored record existed (schema 2) is migrated in place on both
 //! engines: every location gets its record (version 1, `updated_at = created_at`, its content in
-//! the record's form, the issue of a quarantined one), the counts behind `total`, and still
-//! answers a create retry as before.
+//! the record's form, the issue of a quarantined one), the counts behind `total`, its columns in
+//! the search index (found by a search with a parcel and a time), and still answers a create
+//! retry as before.
 
 use serde_json::{Value, json};
 use storefront::auth;
@@ -113,6 +114,25 @@ async fn locations_stored_before_the_record_existed_read_back_as_records() {
         .post_as("/v1/location/list", &key, &json!({"filter": {"status": "QUARANTINE"}}))
         .await;
     assert_eq!(quarantined.body["pagination"]["total"], 1);
+
+    // The search migration filled the index: the ACTIVE one is found, its limits and hours too.
+    let search = |filter: Value| json!({"near": {"latitude": 10.0, "longitude": 37.6}, "filter": filter});
+    let found = app
+        .post_as(
+            "/v1/location/search",
+            &key,
+            &search(json!({"parcel": {"length": 150, "width": 200, "height": 100, "weight": 500}, "open_at": "2026-11-25T08:30"})),
+        )
+        .await;
+    assert_eq!(found.status, 200, "{:#}", found.body);
+    let results = found.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "only the ACTIVE one: {:#}", found.body);
+    assert_eq!(results[0]["location"]["location_id"], "loc-1");
+    assert_eq!(results[0]["distance_m"], 1112);
+    let closed = app
+        .post_as("/v1/location/search", &key, &search(json!({"open_at": "2026-11-26T08:30"})))
+        .await;
+    assert_eq!(closed.body["results"], json!([]), "no Thursday element");
 
     // A retry of the first, as its merchant sent it then, is still recognised.
     let retry = app.create_as(&key, vec![warehouse(1)]).await;

@@ -442,6 +442,28 @@ async fn serve_demo_prints_a_working_key_once() {
 
     let server = Server::start(&db);
     create(&server.base, &key, &[warehouse(1)]).await;
+
+    // The README's search of the demo merchant's points answers what the README shows.
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find("## Searching for a buyer").unwrap()..];
+    let body = section.split("-d '").nth(1).unwrap().split("'\n").next().unwrap();
+    let answer = read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/search", server.base))
+            .bearer_auth(&key)
+            .header("content-type", "application/json")
+            .body(body.to_owned()),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    let shown = section.split("```json").nth(1).unwrap();
+    let results = answer.body["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    for result in results {
+        let (distance, id) = (&result["distance_m"], &result["location"]["merchant_location_id"]);
+        assert!(shown.contains(&format!(r#""distance_m": {distance}, "location": {{"location_id": "01a21301-…", "merchant_location_id": {id}"#)), "{result:#}");
+    }
+    assert_eq!(answer.body["pagination"]["has_next"], true);
 }
 
 #[tokio::test]
