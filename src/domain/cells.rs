@@ -161,6 +161,41 @@ impl Rect {
     }
 }
 
+/// The cells a covering starts from: at most four cells of one level that together hold the
+/// outer circle's bounding box (the finest level where the box spans at most two cells each way),
+/// so that the walk down from the whole world is skipped; the world itself when the box crosses
+/// the 180th meridian or reaches a pole.
+fn start(latitude: f64, longitude: f64, outer: f64) -> Vec<Cell> {
+    let d_lat = (outer / EARTH_RADIUS_M).to_degrees() * 1.01 + 1e-9;
+    let (south, north) = (latitude - d_lat, latitude + d_lat);
+    if south <= -89.0 || north >= 89.0 {
+        return vec![Cell::WORLD];
+    }
+    let d_lon = d_lat / south.abs().max(north.abs()).to_radians().cos();
+    let (west, east) = (longitude - d_lon, longitude + d_lon);
+    if west < -180.0 || east >= 180.0 {
+        return vec![Cell::WORLD];
+    }
+    let step = |value: f64, lowest: f64, span: f64| ((value - lowest) / span * STEPS).floor().max(0.0) as u64;
+    let (x0, x1) = (step(west, -180.0, 360.0), step(east, -180.0, 360.0));
+    let (y0, y1) = (step(south, -90.0, 180.0), step(north, -90.0, 180.0));
+    let level = (0..=BITS)
+        .rev()
+        .find(|level| {
+            let shift = BITS - level;
+            (x1 >> shift) - (x0 >> shift) <= 1 && (y1 >> shift) - (y0 >> shift) <= 1
+        })
+        .unwrap_or(0);
+    let shift = BITS - level;
+    let mut cells = Vec::with_capacity(4);
+    for x in (x0 >> shift)..=(x1 >> shift) {
+        for y in (y0 >> shift)..=(y1 >> shift) {
+            cells.push(Cell { level, x, y });
+        }
+    }
+    cells
+}
+
 /// At most `max_cells` inclusive key ranges, sorted and not touching, whose cells hold every point
 /// at a distance `d` from (`latitude`, `longitude`) with `inner < d ≤ outer` (metres; a negative
 /// `inner` means the whole disk).
@@ -179,7 +214,18 @@ pub fn cover(latitude: f64, longitude: f64, inner: f64, outer: f64, max_cells: u
     };
     let mut whole = Vec::new();
     // Cells crossing an edge, coarsest first (a level's cells are split before the next level's).
-    let mut crossing = std::collections::VecDeque::from([Cell::WORLD]);
+    let mut crossing = std::collections::VecDeque::new();
+    let mut first = start(latitude, longitude, outer);
+    if first.len() > max_cells {
+        first = vec![Cell::WORLD];
+    }
+    for cell in first {
+        match crosses(cell) {
+            Some(true) => crossing.push_back(cell),
+            Some(false) => whole.push(cell),
+            None => {}
+        }
+    }
     while let Some(cell) = crossing.pop_front() {
         if cell.level == BITS {
             whole.push(cell);

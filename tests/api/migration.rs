@@ -130,7 +130,11 @@ async fn locations_stored_before_the_record_existed_read_back_as_records() {
     assert_eq!(results[0]["location"]["location_id"], "loc-1");
     assert_eq!(results[0]["distance_m"], 1112);
     let closed = app
-        .post_as("/v1/location/search", &key, &search(json!({"open_at": "2026-11-26T08:30"})))
+        .post_as(
+            "/v1/location/search",
+            &key,
+            &search(json!({"open_at": "2026-11-26T08:30"})),
+        )
         .await;
     assert_eq!(closed.body["results"], json!([]), "no Thursday element");
 

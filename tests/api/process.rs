@@ -461,7 +461,12 @@ async fn serve_demo_prints_a_working_key_once() {
     assert_eq!(results.len(), 2);
     for result in results {
         let (distance, id) = (&result["distance_m"], &result["location"]["merchant_location_id"]);
-        assert!(shown.contains(&format!(r#""distance_m": {distance}, "location": {{"location_id": "01a21301-…", "merchant_location_id": {id}"#)), "{result:#}");
+        assert!(
+            shown.contains(&format!(
+                r#""distance_m": {distance}, "location": {{"location_id": "01a21301-…", "merchant_location_id": {id}"#
+            )),
+            "{result:#}"
+        );
     }
     assert_eq!(answer.body["pagination"]["has_next"], true);
 }
