@@ -27,10 +27,10 @@ DAYS = ["MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUN
 
 
 def offset(rng, centre, spread):
-    """A point at a normal distance `spread` around `centre`."""
-    d, bearing = abs(rng.gauss(0, spread)), rng.uniform(0, 2 * math.pi)
-    lat = centre[0] + d * math.cos(bearing) / 111195.0
-    lon = centre[1] + d * math.sin(bearing) / (111195.0 * math.cos(math.radians(centre[0])))
+    """A point around `centre`, each coordinate's offset normal with deviation `spread` metres."""
+    north, east = rng.gauss(0, spread), rng.gauss(0, spread)
+    lat = centre[0] + north / 111195.0
+    lon = centre[1] + east / (111195.0 * math.cos(math.radians(centre[0])))
     return round(lat, 6), round(lon, 6)
 
 
@@ -96,7 +96,8 @@ def load(bench, db, n, workdir):
             rng = random.Random(start)
             items = [location(i, rng) for i in range(start, min(start + 200, n))]
             answer = bench.post(server.base, "/v1/location/create", key, {"locations": items})
-            assert all(r["status"] != "FAILED" for r in answer["locations"]), answer
+            failed = [r for r in answer["locations"] if r["status"] == "FAILED"]
+            assert not failed, failed[:2]
         with ThreadPoolExecutor(6) as pool:
             list(pool.map(batch, range(0, n, 200)))
     finally:
