@@ -4,7 +4,8 @@
 //! A ring is a range of whole `distance_m` values, `(inner, outer]`; its covering is computed for the
 //! exact distances that round into it, `[inner + ½, outer + ½)`, with the covering's own margin.
 
-use super::{Hit, MAX_RINGS, RING_CELLS, SearchQuery, key};
+use super::key;
+use super::query::{Hit, MAX_RINGS, RING_CELLS, SearchQuery};
 use crate::domain::cells::cover;
 use crate::domain::geo::haversine_m;
 
@@ -112,7 +113,7 @@ impl<'q> Walk<'q> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Near, SearchFilter};
+    use super::super::query::{Near, SearchFilter};
     use super::*;
     use crate::domain::cells::cell_key;
     use proptest::prelude::*;

@@ -1,0 +1,38 @@
+//! A page of search results as a store writes it: each result's JSON, written as it is read.
+
+use super::super::record::RecordRef;
+use super::query::{Hit, MAX_LIMIT};
+
+/// One page of results, as a store read it: `{"distance_m":…,"location":{record}}` objects,
+/// comma-joined, written as they were read.
+#[derive(Clone, Debug, Default)]
+pub struct SearchPage {
+    pub json: Vec<u8>,
+    pub count: usize,
+    pub last: Option<Hit>,
+    pub has_next: bool,
+}
+
+impl SearchPage {
+    pub fn new(limit: usize) -> SearchPage {
+        SearchPage {
+            json: Vec::with_capacity(limit.min(MAX_LIMIT) * 1600),
+            ..SearchPage::default()
+        }
+    }
+
+    /// Appends a result.
+    pub fn push(&mut self, hit: Hit, record: RecordRef<'_>) {
+        if self.count > 0 {
+            self.json.push(b',');
+        }
+        self.json.extend_from_slice(br#"{"distance_m":"#);
+        self.json
+            .extend_from_slice(itoa::Buffer::new().format(hit.distance_m).as_bytes());
+        self.json.extend_from_slice(br#","location":"#);
+        record.write_json(&mut self.json);
+        self.json.push(b'}');
+        self.count += 1;
+        self.last = Some(hit);
+    }
+}

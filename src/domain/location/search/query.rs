@@ -1,0 +1,239 @@
+//! What a search asks (CONTRACT §12.1), normalised: the buyer's point, the radius, the filter and
+//! what the index tests of it, the page's size and where it continues; and the digest a cursor is
+//! bound to.
+
+use sha2::{Digest, Sha256};
+
+use super::super::{PaymentMethod, PickupPointType, PickupService, TypeSet, Weekday};
+use super::key::{self, TYPE_BITS, payment_bit, pickup_point_type_bit, returns_bit, service_bit, sorted_sides};
+
+/// Default `radius_m`.
+pub const DEFAULT_RADIUS_M: u32 = 5000;
+/// Largest `radius_m`.
+pub const MAX_RADIUS_M: u32 = 50_000;
+/// `pagination.limit` when `pagination` is not sent.
+pub const DEFAULT_LIMIT: usize = 20;
+/// A larger `pagination.limit` is served as this.
+pub const MAX_LIMIT: usize = 100;
+/// Key ranges per ring at most.
+pub const RING_CELLS: usize = 24;
+/// Rings per walk at most (each at least doubles the area read, so a walk reaches 50 km well
+/// before this).
+pub const MAX_RINGS: u32 = 40;
+
+/// A parcel: its sides from longest to shortest, and its weight.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Parcel {
+    pub sides: [f64; 3],
+    pub weight: f64,
+}
+
+impl Parcel {
+    pub fn new(length: f64, width: f64, height: f64, weight: f64) -> Parcel {
+        Parcel {
+            sides: sorted_sides([length, width, height]),
+            weight,
+        }
+    }
+}
+
+/// A local date and time (`open_at`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalTime {
+    /// `YYYYMMDD`.
+    pub date: u32,
+    pub weekday: Weekday,
+    pub minute: u16,
+}
+
+impl LocalTime {
+    /// `YYYY-MM-DDTHH:MM`: a real date, `HH` 00–23, `MM` 00–59.
+    pub fn parse(s: &str) -> Option<LocalTime> {
+        let (date, time) = s.split_once('T')?;
+        if !crate::domain::schedule::is_calendar_date(date) {
+            return None;
+        }
+        let minute = crate::domain::schedule::TimeOfDay::parse(time, false)?.minutes();
+        let (year, month, day) = (
+            date[0..4].parse().ok()?,
+            date[5..7].parse::<u8>().ok()?,
+            date[8..10].parse().ok()?,
+        );
+        let calendar = time::Date::from_calendar_date(year, time::Month::try_from(month).ok()?, day).ok()?;
+        let weekday = Weekday::ALL[usize::from(calendar.weekday().number_days_from_monday())];
+        Some(LocalTime {
+            date: key::hours::date_number(date),
+            weekday,
+            minute,
+        })
+    }
+}
+
+/// A search's filter (CONTRACT §12.1), normalised: absent conditions `None` (or `false`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchFilter {
+    pub types: Option<TypeSet>,
+    pub pickup_point_type: Option<PickupPointType>,
+    pub payment_method: Option<PaymentMethod>,
+    /// Services every match offers (a set of flag bits).
+    pub services: Vec<PickupService>,
+    pub accepts_returns: Option<bool>,
+    pub parcel: Option<Parcel>,
+    pub open_at: Option<LocalTime>,
+}
+
+/// What the index scan tests of each entry: `flags & any != 0`, `flags & all == all`, and each
+/// sorted limit `≥` the parcel's (zeros when no parcel is asked for).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IndexTest {
+    pub any: i64,
+    pub all: i64,
+    pub fit: [f64; 4],
+}
+
+impl SearchFilter {
+    pub fn index_test(&self) -> IndexTest {
+        let mut all = self.pickup_point_type.map_or(0, pickup_point_type_bit);
+        all |= self.payment_method.map_or(0, payment_bit);
+        all |= self.services.iter().map(|s| service_bit(*s)).fold(0, |a, b| a | b);
+        all |= self.accepts_returns.map_or(0, returns_bit);
+        IndexTest {
+            any: self.types.map_or(TYPE_BITS, |t| t.bits()),
+            all,
+            fit: self
+                .parcel
+                .map_or([0.0; 4], |p| [p.sides[0], p.sides[1], p.sides[2], p.weight]),
+        }
+    }
+}
+
+/// A buyer's point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Near {
+    pub latitude: f64,
+    pub longitude: f64,
+}
+
+/// Where a page ended: the last result's `distance_m` and creation order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Hit {
+    pub distance_m: u32,
+    pub seq: i64,
+}
+
+/// One page of a search, as a store reads it.
+#[derive(Clone, Debug)]
+pub struct SearchQuery {
+    pub merchant_pk: i64,
+    pub near: Near,
+    pub radius_m: u32,
+    pub filter: SearchFilter,
+    pub after: Option<Hit>,
+    pub limit: usize,
+}
+
+impl SearchQuery {
+    /// A digest of the merchant and of everything a cursor is bound to (CONTRACT §12.3): `near`,
+    /// `radius_m` and the filter, normalised, so that questions that mean the same share it.
+    pub fn digest(&self, merchant_id: &str) -> [u8; 16] {
+        let mut h = Sha256::new();
+        h.update(b"search/v1\0");
+        h.update(merchant_id.as_bytes());
+        h.update([0]);
+        // `+ 0.0` makes -0 and 0 one question.
+        for number in [self.near.latitude + 0.0, self.near.longitude + 0.0] {
+            h.update(number.to_bits().to_be_bytes());
+        }
+        h.update(self.radius_m.to_be_bytes());
+        let f = &self.filter;
+        let test = f.index_test();
+        h.update(test.any.to_be_bytes());
+        h.update(test.all.to_be_bytes());
+        h.update([u8::from(f.parcel.is_some())]);
+        for n in test.fit {
+            h.update(n.to_bits().to_be_bytes());
+        }
+        match f.open_at {
+            None => h.update([0]),
+            Some(t) => {
+                h.update([1]);
+                h.update(t.date.to_be_bytes());
+                h.update(t.minute.to_be_bytes());
+            }
+        }
+        let full = h.finalize();
+        let mut digest = [0u8; 16];
+        digest.copy_from_slice(&full[..16]);
+        digest
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(filter: SearchFilter) -> SearchQuery {
+        SearchQuery {
+            merchant_pk: 1,
+            near: Near {
+                latitude: 55.75,
+                longitude: 37.61,
+            },
+            radius_m: 5000,
+            filter,
+            after: None,
+            limit: 20,
+        }
+    }
+
+    #[test]
+    fn open_at_parses_strictly() {
+        let t = LocalTime::parse("2026-11-28T09:30").unwrap();
+        assert_eq!((t.date, t.weekday, t.minute), (20261128, Weekday::Saturday, 570));
+        for bad in [
+            "2026-11-28 09:30",
+            "2026-02-29T10:00",
+            "2026-11-28T24:00",
+            "2026-11-28T9:30",
+            "2026-11-28T09:60",
+            "2026-11-28",
+            "2026-11-28T09:30:00",
+        ] {
+            assert_eq!(LocalTime::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn questions_that_mean_the_same_share_a_digest() {
+        let a = query(SearchFilter {
+            parcel: Some(Parcel::new(10.0, 30.0, 20.0, 1.0)),
+            ..Default::default()
+        });
+        let b = query(SearchFilter {
+            parcel: Some(Parcel::new(30.0, 20.0, 10.0, 1.0)),
+            ..Default::default()
+        });
+        assert_eq!(a.digest("m"), b.digest("m"), "a turned parcel is the same parcel");
+        assert_ne!(a.digest("m"), a.digest("n"));
+        assert_ne!(a.digest("m"), query(SearchFilter::default()).digest("m"));
+        let mut moved = query(SearchFilter::default());
+        moved.near.latitude = 55.7500001;
+        assert_ne!(moved.digest("m"), query(SearchFilter::default()).digest("m"));
+        let mut wider = query(SearchFilter::default());
+        wider.radius_m = 5001;
+        assert_ne!(wider.digest("m"), query(SearchFilter::default()).digest("m"));
+        let all_types = query(SearchFilter {
+            types: Some(
+                TypeSet::WAREHOUSE
+                    .union(TypeSet::PICKUP_POINT)
+                    .union(TypeSet::CLICK_AND_COLLECT),
+            ),
+            ..Default::default()
+        });
+        assert_eq!(
+            all_types.digest("m"),
+            query(SearchFilter::default()).digest("m"),
+            "all three types is no type condition"
+        );
+    }
+}
