@@ -856,7 +856,7 @@ def main():
                 page_files[workload] = search_bench.answer_page(sys.modules[__name__], db, key, bodies[("ours", workload)],
                                                                 workdir, workload)
         if "search-1m-pg" in workloads:
-            dbs["search-1m-pg"] = search_bench.postgres_database(sys.modules[__name__], pg, cfg.locations, workdir)
+            dbs["search-1m-pg"] = search_bench.postgres_database(sys.modules[__name__], pg, dbs["search-1m"][0], workdir)
             bodies[("ours", "search-1m-pg")] = bodies[("ours", "search-1m")]
         # The ceiling serves the very page ours serves first; bodies are collected from each server.
         for workload, name in [("list-google", "google"), ("list-1m", "big")]:

@@ -1,7 +1,8 @@
 //! The benchmark's ceiling: our HTTP stack (the same tokio/axum/hyper) doing no work beyond
 //! HTTP and JSON. `POST /v1/categories/list` answers a pre-serialised 100-item page;
 //! `POST /v1/location/create` parses the body into `serde_json::Value` and answers a
-//! pre-serialised 200-item result. Nothing is authenticated, validated or stored.
+//! pre-serialised 200-item result; the location list and the search answer the page given.
+//! Nothing is authenticated, validated or stored.
 //!
 //! Usage: `ceiling ADDR PAGE_FILE` (PAGE_FILE: the JSON answer to serve for the list route).
 
@@ -28,6 +29,7 @@ async fn main() -> std::io::Result<()> {
         })
         .collect();
     let created = Bytes::from(format!(r#"{{"locations":[{}]}}"#, results.join(",")));
+    // The lists and the search answer the page given: the ceiling of an answer of that size.
     let list = {
         let page = page.clone();
         post(move || {
@@ -36,9 +38,9 @@ async fn main() -> std::io::Result<()> {
         })
     };
     let app = Router::new()
-        // Both lists answer the page given: the ceiling of a page of that size.
         .route("/v1/categories/list", list.clone())
-        .route("/v1/location/list", list)
+        .route("/v1/location/list", list.clone())
+        .route("/v1/location/search", list)
         .route(
             "/v1/location/create",
             post(move |body: Bytes| {

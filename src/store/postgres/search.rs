@@ -13,7 +13,12 @@ use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
 use crate::store::api::StoreError;
 
 /// A ring's key ranges of the merchant's `ACTIVE` locations that pass the index test (the opening
-/// hours read from the row as well when asked for).
+/// hours read from the row as well when asked for), one index range scan per key range.
+///
+/// `OFFSET 0` keeps the subquery a subquery. Without it PostgreSQL pulls it up into a plain join,
+/// and the generic plan of the prepared statement (which knows neither the merchant nor how many
+/// ranges) scanned every `ACTIVE` location of the merchant and tested each against every range:
+/// 14 s a search at a million locations, where the range scans take a millisecond.
 fn ring_sql(hours: bool) -> String {
     let hours = if hours { ", hours" } else { "" };
     format!(
@@ -21,7 +26,7 @@ fn ring_sql(hours: bool) -> String {
          (SELECT seq, latitude, longitude{hours} FROM locations \
           WHERE merchant_pk = $1 AND status = $4 AND cell BETWEEN r.lo AND r.hi \
           AND (flags & $5) <> 0 AND (flags & $6) = $6 \
-          AND fit_a >= $7 AND fit_b >= $8 AND fit_c >= $9 AND fit_w >= $10) l"
+          AND fit_a >= $7 AND fit_b >= $8 AND fit_c >= $9 AND fit_w >= $10 OFFSET 0) l"
     )
 }
 
