@@ -17,7 +17,7 @@
 //! the 180th meridian and at the poles. Where the budget runs out the cells are larger than the
 //! ring needs: more points are read and discarded, none is missed.
 
-use super::geo::{EARTH_RADIUS_M, haversine_m};
+use super::geo::{EARTH_RADIUS_M, QUARANTINE_RADIUS_M, haversine_m};
 
 /// Bits per coordinate; a key has twice as many.
 const BITS: u32 = 30;
@@ -159,6 +159,16 @@ impl Rect {
             .flat_map(|m| [self.south, self.north].map(|p| haversine_m(latitude, longitude, p, m)))
             .fold(0.0, f64::max)
     }
+}
+
+/// Key ranges per neighbour search at most: a 50 m disk is two to four cells of about 80 m.
+const NEIGHBOUR_CELLS: usize = 8;
+
+/// The key ranges that hold every location within the quarantine radius of a point (CONTRACT
+/// §4.5, §17): the neighbour search of create, update, restore and approval reads the same index
+/// as a buyer's search.
+pub fn neighbour_ranges(latitude: f64, longitude: f64) -> Vec<(i64, i64)> {
+    cover(latitude, longitude, -1.0, QUARANTINE_RADIUS_M, NEIGHBOUR_CELLS)
 }
 
 /// The cells a covering starts from: at most four cells of one level that together hold the

@@ -1,10 +1,11 @@
-//! Distances and the indexed neighbour search behind quarantine (CONTRACT §4.5).
+//! Distances and the neighbour search behind quarantine (CONTRACT §4.5).
 //!
-//! Stored locations carry a *latitude band*: `floor(latitude / 0.001°)`, about 111 m, wider than
-//! the 50 m radius. Points within the radius of a location therefore lie in its band or the
-//! adjacent ones, inside a longitude window that widens with latitude. A store index on
-//! `(merchant, band, longitude)` answers the search with a few short range scans whose cost
-//! depends on how many points are near, not on how many the merchant has.
+//! The stores find a point's stored neighbours on the search index (`cells::neighbour_ranges`: a
+//! few key ranges whose cells hold the 50 m disk), so its cost depends on how many points are
+//! near, not on how many the merchant has. A batch's own new locations are kept in memory by
+//! *latitude band*, `floor(latitude / 0.001°)`, about 111 m, wider than the radius: points within
+//! it lie in a location's band or the adjacent ones, inside a longitude window that widens with
+//! latitude (`search_box`, `Buckets`).
 
 use super::location::{Status, TypeSet};
 

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use deadpool_postgres::{GenericClient, Pool};
 
-use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
+use crate::domain::cells;
+use crate::domain::geo::{self, Neighbour};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::StoredRecord;
@@ -17,7 +18,7 @@ use crate::store::migrate;
 
 use super::sql::{Params, execute, query};
 
-/// The merchant's live locations in one search box (index `locations_nearby`).
+/// The merchant's live locations near one point (see `neighbours_of`).
 pub(super) async fn neighbours(
     client: &impl GenericClient,
     merchant_pk: i64,
@@ -30,12 +31,13 @@ pub(super) async fn neighbours(
         .unwrap_or_default())
 }
 
-/// The merchant's live locations in the search box of each point, in the points' order: one
-/// statement for all the points (a range scan of `locations_nearby` per band and longitude
-/// interval of each box), not a round trip and a statement each: a create of 200 new locations
-/// asked PostgreSQL 200 to 800 queries. `OFFSET 0` keeps the subquery a nested loop of index
-/// scans, one per box: pulled up into a join, the planner (its statistics stale after a burst of
-/// inserts) hashed all the merchant's rows instead, 85 ms against 0.5 at 50,000 rows.
+/// The merchant's live locations in the cells around each point that hold every one within the
+/// quarantine radius, in the points' order: one statement for all the points (a range scan of
+/// `locations_search` per status and key range of each point), not a round trip and a statement
+/// each: a create of 200 new locations asked PostgreSQL 200 to 800 queries. `OFFSET 0` keeps the
+/// subquery a nested loop of index scans, one per range: pulled up into a join, the planner (its
+/// statistics stale after a burst of inserts) hashed all the merchant's rows instead, 85 ms
+/// against 0.5 at 50,000 rows.
 pub(super) async fn neighbours_of(
     client: &impl GenericClient,
     merchant_pk: i64,
@@ -45,27 +47,22 @@ pub(super) async fn neighbours_of(
     if points.is_empty() {
         return Ok(found);
     }
-    let (mut point, mut bands, mut wests, mut easts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut point, mut firsts, mut lasts) = (Vec::new(), Vec::new(), Vec::new());
     for (i, (latitude, longitude)) in points.iter().enumerate() {
-        let search = geo::search_box(*latitude, *longitude, QUARANTINE_RADIUS_M);
-        for band in search.bands.0..=search.bands.1 {
-            for (west, east) in &search.longitudes {
-                point.push(i32::try_from(i).unwrap_or(i32::MAX));
-                bands.push(band);
-                wests.push(*west);
-                easts.push(*east);
-            }
+        for (first, last) in cells::neighbour_ranges(*latitude, *longitude) {
+            point.push(i32::try_from(i).unwrap_or(i32::MAX));
+            firsts.push(first);
+            lasts.push(last);
         }
     }
     let live = Status::LIVE.map(Status::as_str);
     let rows = query(
         client,
         "SELECT b.i, l.location_id, l.latitude, l.longitude, l.types, l.seq, l.status \
-         FROM UNNEST($2::int4[], $3::int8[], $4::float8[], $5::float8[]) AS b(i, band, west, east) \
+         FROM UNNEST($2::int4[], $3::int8[], $4::int8[]) AS b(i, lo, hi) \
          CROSS JOIN LATERAL (SELECT location_id, latitude, longitude, types, seq, status FROM locations \
-          WHERE merchant_pk = $1 AND band = b.band AND longitude BETWEEN b.west AND b.east \
-          AND status = ANY($6) OFFSET 0) l",
-        &[&merchant_pk, &point, &bands, &wests, &easts, &&live[..]],
+          WHERE merchant_pk = $1 AND status = ANY($5) AND cell BETWEEN b.lo AND b.hi OFFSET 0) l",
+        &[&merchant_pk, &point, &firsts, &lasts, &&live[..]],
     )
     .await?;
     for row in rows {
@@ -109,6 +106,12 @@ pub(super) async fn upgrade_records(tx: &impl GenericClient) -> Result<(), Store
             }
         }
     }
+    Ok(())
+}
+
+/// Migration 3's second step (see the SQLite store's `name_quarantining_neighbours`), once every
+/// migration is applied: it searches on the index of migration 5.
+pub(super) async fn name_quarantining_neighbours(tx: &impl GenericClient) -> Result<(), StoreError> {
     let quarantined = tx
         .query(
             "SELECT seq, merchant_pk, latitude, longitude, types FROM locations \

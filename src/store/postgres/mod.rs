@@ -161,16 +161,22 @@ impl PgStore {
             .await?
             .get(0);
         migrate::refuse_newer(i64::from(applied), MIGRATIONS.len())?;
+        let mut name_neighbours = false;
         for (version, sql) in (1_i32..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
             tx.batch_execute(sql).await?;
             if version == migrate::RECORD_MIGRATION as i32 {
                 locations::upgrade_records(&tx).await?;
+                name_neighbours = true;
             }
             if version == SEARCH_MIGRATION {
                 locations::fill_search(&tx).await?;
             }
             tx.execute("INSERT INTO schema_migrations (version) VALUES ($1)", &[&version])
                 .await?;
+        }
+        // Migration 3's second step searches neighbours, on the index migration 5 made.
+        if name_neighbours {
+            locations::name_quarantining_neighbours(&tx).await?;
         }
         tx.commit().await?;
         Ok(())

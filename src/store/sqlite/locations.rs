@@ -1,5 +1,5 @@
-//! Location SQL: the create decision's reads and writes, the counts, the neighbour search, and
-//! the list's pages.
+//! Location SQL: the create decision's reads and writes, the counts, the neighbour search (on the
+//! search index), and the list's pages.
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -7,7 +7,8 @@ use std::sync::atomic::AtomicU64;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::writer::fire;
-use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
+use crate::domain::cells;
+use crate::domain::geo::{self, Neighbour};
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage};
 use crate::domain::location::record::{RecordRef, StoredRecord};
@@ -121,39 +122,33 @@ pub(super) fn count(tx: &Connection, merchant_pk: i64, changes: &[(Status, TypeS
     Ok(())
 }
 
-/// The merchant's live locations in the search box around a point (index `locations_nearby`:
-/// one range scan per band and longitude interval).
+/// The merchant's live locations in the cells around a point that hold every one within the
+/// quarantine radius (index `locations_search`: one range scan per status and key range).
 pub(super) fn neighbours(
     conn: &Connection,
     merchant_pk: i64,
     latitude: f64,
     longitude: f64,
 ) -> Result<Vec<Neighbour>, StoreError> {
-    let search = geo::search_box(latitude, longitude, QUARANTINE_RADIUS_M);
     let mut stmt = conn.prepare_cached(
-        "SELECT location_id, latitude, longitude, types, seq, status FROM locations \
-         WHERE merchant_pk = ?1 AND band = ?2 AND longitude BETWEEN ?3 AND ?4 AND status IN (?5, ?6)",
+        "SELECT location_id, latitude, longitude, types, seq FROM locations INDEXED BY locations_search \
+         WHERE merchant_pk = ?1 AND status = ?2 AND cell BETWEEN ?3 AND ?4",
     )?;
     let mut found = Vec::new();
-    for band in search.bands.0..=search.bands.1 {
-        for (west, east) in &search.longitudes {
-            let [live_1, live_2] = Status::LIVE.map(Status::as_str);
-            let rows = stmt.query_map(params![merchant_pk, band, west, east, live_1, live_2], |r| {
+    for (first, last) in cells::neighbour_ranges(latitude, longitude) {
+        for status in Status::LIVE {
+            let rows = stmt.query_map(params![merchant_pk, status.as_str(), first, last], |r| {
                 Ok(Neighbour {
                     location_id: r.get(0)?,
                     latitude: r.get(1)?,
                     longitude: r.get(2)?,
                     types: TypeSet::from_bits(r.get(3)?),
                     seq: r.get(4)?,
-                    status: Status::Active,
+                    status,
                 })
-                .map(|n| (n, r.get::<_, String>(5)))
             })?;
             for row in rows {
-                let (mut neighbour, status) = row?;
-                let status = status?;
-                neighbour.status = Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?;
-                found.push(neighbour);
+                found.push(row?);
             }
         }
     }

@@ -73,15 +73,22 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     crate::store::migrate::refuse_newer(applied, MIGRATIONS.len())?;
+    let mut name_neighbours = false;
     for (version, sql) in (1_i64..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
         tx.execute_batch(sql)?;
         if version == migrate::RECORD_MIGRATION as i64 {
             upgrade_records(&tx)?;
+            name_neighbours = true;
         }
         if version == SEARCH_MIGRATION {
             fill_search(&tx)?;
         }
         tx.pragma_update(None, "user_version", version)?;
+    }
+    // Migration 3's second step searches neighbours, on the index migration 4 made: it runs
+    // once every migration is applied, in the same transaction.
+    if name_neighbours {
+        name_quarantining_neighbours(&tx)?;
     }
     tx.commit()?;
     Ok(())
@@ -107,8 +114,7 @@ fn fill_search(tx: &Connection) -> Result<(), StoreError> {
     }
 }
 
-/// Migration 3's step: every body rewritten to the record's content, and the neighbour named of
-/// every `QUARANTINE` location stored before locations named it.
+/// Migration 3's step: every body rewritten to the record's content.
 fn upgrade_records(tx: &Connection) -> Result<(), StoreError> {
     let mut after = 0i64;
     loop {
@@ -126,6 +132,12 @@ fn upgrade_records(tx: &Connection) -> Result<(), StoreError> {
             }
         }
     }
+    Ok(())
+}
+
+/// Migration 3's second step: the neighbour named of every `QUARANTINE` location stored before
+/// locations named it.
+fn name_quarantining_neighbours(tx: &Connection) -> Result<(), StoreError> {
     let quarantined: Vec<(i64, i64, f64, f64, i64)> = tx
         .prepare(
             "SELECT seq, merchant_pk, latitude, longitude, types FROM locations \
