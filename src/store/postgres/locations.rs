@@ -82,31 +82,34 @@ pub(super) async fn neighbours_of(
     Ok(found)
 }
 
+/// The next chunk of every location's `seq` and stored body after `after`, in `seq` order (the
+/// migrations' steps written in Rust); empty at the end.
+async fn body_chunk(tx: &impl GenericClient, after: i64) -> Result<Vec<(i64, String)>, StoreError> {
+    let rows = tx
+        .query(
+            "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
+            &[&after, &migrate::UPGRADE_CHUNK],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+}
+
 /// Migration 3's step (see the SQLite store's `upgrade_records`).
 pub(super) async fn upgrade_records(tx: &impl GenericClient) -> Result<(), StoreError> {
     let mut after = 0i64;
     loop {
-        let rows = tx
-            .query(
-                "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
-                &[&after, &migrate::UPGRADE_CHUNK],
-            )
-            .await?;
-        let Some(last) = rows.last() else {
-            break;
+        let rows = body_chunk(tx, after).await?;
+        let Some(&(last, _)) = rows.last() else {
+            return Ok(());
         };
-        after = last.get(0);
-        for row in &rows {
-            if let Some(body) = migrate::upgraded_body(row.get(1)) {
-                tx.execute(
-                    "UPDATE locations SET body = $2 WHERE seq = $1",
-                    &[&row.get::<_, i64>(0), &body],
-                )
-                .await?;
+        after = last;
+        for (seq, body) in rows {
+            if let Some(body) = migrate::upgraded_body(&body) {
+                tx.execute("UPDATE locations SET body = $2 WHERE seq = $1", &[&seq, &body])
+                    .await?;
             }
         }
     }
-    Ok(())
 }
 
 /// Migration 3's second step (see the SQLite store's `name_quarantining_neighbours`), once every
@@ -139,23 +142,18 @@ pub(super) async fn name_quarantining_neighbours(tx: &impl GenericClient) -> Res
 pub(super) async fn fill_search(tx: &impl GenericClient) -> Result<(), StoreError> {
     let mut after = 0i64;
     loop {
-        let rows = tx
-            .query(
-                "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
-                &[&after, &migrate::UPGRADE_CHUNK],
-            )
-            .await?;
-        let Some(last) = rows.last() else {
+        let rows = body_chunk(tx, after).await?;
+        let Some(&(last, _)) = rows.last() else {
             return Ok(());
         };
-        after = last.get(0);
-        for row in &rows {
-            if let Some(key) = migrate::search_key(row.get(1)) {
+        after = last;
+        for (seq, body) in rows {
+            if let Some(key) = migrate::search_key(&body) {
                 tx.execute(
                     "UPDATE locations SET cell = $2, flags = $3, fit_a = $4, fit_b = $5, fit_c = $6, fit_w = $7, \
                      hours = $8 WHERE seq = $1",
                     &[
-                        &row.get::<_, i64>(0),
+                        &seq,
                         &key.cell,
                         &key.flags,
                         &key.fit[0],

@@ -94,8 +94,9 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Migration 4's step: the search index's columns of every location, from its record.
-fn fill_search(tx: &Connection) -> Result<(), StoreError> {
+/// Hands every location's `seq` and stored body to `each`, a chunk of rows at a time, in `seq`
+/// order (the migrations' steps written in Rust).
+fn each_body(tx: &Connection, mut each: impl FnMut(i64, String) -> Result<(), StoreError>) -> Result<(), StoreError> {
     let mut after = 0i64;
     loop {
         let rows: Vec<(i64, String)> = tx
@@ -107,32 +108,27 @@ fn fill_search(tx: &Connection) -> Result<(), StoreError> {
         };
         after = last;
         for (seq, body) in rows {
-            if let Some(key) = migrate::search_key(&body) {
-                super::locations::write_search_key(tx, seq, &key)?;
-            }
+            each(seq, body)?;
         }
     }
 }
 
+/// Migration 4's step: the search index's columns of every location, from its record.
+fn fill_search(tx: &Connection) -> Result<(), StoreError> {
+    each_body(tx, |seq, body| match migrate::search_key(&body) {
+        Some(key) => super::locations::write_search_key(tx, seq, &key),
+        None => Ok(()),
+    })
+}
+
 /// Migration 3's step: every body rewritten to the record's content.
 fn upgrade_records(tx: &Connection) -> Result<(), StoreError> {
-    let mut after = 0i64;
-    loop {
-        let rows: Vec<(i64, String)> = tx
-            .prepare("SELECT seq, body FROM locations WHERE seq > ?1 ORDER BY seq LIMIT ?2")?
-            .query_map(params![after, migrate::UPGRADE_CHUNK], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<Result<_, _>>()?;
-        let Some(&(last, _)) = rows.last() else {
-            break;
-        };
-        after = last;
-        for (seq, body) in rows {
-            if let Some(body) = migrate::upgraded_body(&body) {
-                tx.execute("UPDATE locations SET body = ?2 WHERE seq = ?1", params![seq, body])?;
-            }
+    each_body(tx, |seq, body| {
+        if let Some(body) = migrate::upgraded_body(&body) {
+            tx.execute("UPDATE locations SET body = ?2 WHERE seq = ?1", params![seq, body])?;
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Migration 3's second step: the neighbour named of every `QUARANTINE` location stored before
