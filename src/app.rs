@@ -2,8 +2,8 @@
 //! the tests.
 //!
 //! Layers, outermost first: `observe` (the request id, assigned, echoed and in scope for 500
-//! bodies; the request's time cap, 500 after it; metrics; one access-log line, with the client's
-//! address) → panic catcher (a
+//! bodies; CORS preflights answered and every answer's CORS headers; the request's time cap, 500
+//! after it; metrics; one access-log line, with the client's address) → panic catcher (a
 //! panic is a 500 and the server keeps serving) → routes, whose 404/405 answer in the contract's
 //! body; the `/v1` routes pass the gate (authentication, requests in flight, rate limit) first.
 //!
@@ -26,7 +26,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
-use crate::http::{categories, changes, gate, locations, openapi, ops, request_id, search};
+use crate::http::{categories, changes, cors, gate, locations, openapi, ops, request_id, search};
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
 pub use crate::state::{AppState, BodyTiming, Deadline, ServedMerchant};
@@ -57,6 +57,7 @@ async fn upkeep(state: AppState) {
         }
         if last_forget.elapsed() >= FORGET_IDLE_EVERY {
             state.limits.forget_idle();
+            state.storefront_limits.forget_idle();
             state.keys.forget_expired();
             crate::http::extract::forget_idle_merchants();
             last_forget = Instant::now();
@@ -111,7 +112,8 @@ fn route_of(request: &Request) -> String {
 }
 
 /// Every request's bookkeeping, in one layer (one layer is one boxed service per route, cloned for
-/// every request): its id (echoed, and in scope for any 500 body), its time cap (after
+/// every request): its id (echoed, and in scope for any 500 body), CORS (a preflight answered here,
+/// before authentication and the rate limit; the headers on every answer), its time cap (after
 /// `request_timeout` the answer is 500; handlers that store find a `Deadline` a margin earlier and
 /// must not begin a write after it), its metrics and its access-log line.
 async fn observe(State(state): State<AppState>, mut request: Request, next: Next) -> axum::response::Response {
@@ -120,6 +122,8 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let method = request.method().clone();
     let route = route_of(&request);
     let client = request.extensions().get::<ClientAddr>().map(|c| c.0.ip());
+    let origin = cors::origin(&state.settings.cors_origins, request.headers());
+    let preflight = cors::is_preflight(&method, request.uri().path(), request.headers());
     let timeout = state.settings.request_timeout;
     let deadline = started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2));
     request.extensions_mut().insert(Deadline(deadline));
@@ -127,14 +131,19 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
         deadline: started + timeout.saturating_sub(BODY_MARGIN.min(timeout / 4)),
         stall: state.settings.body_stall_timeout,
     });
-    let mut response = request_id::scope(id.clone(), async move {
-        match tokio::time::timeout(timeout, next.run(request)).await {
-            Ok(response) => response,
-            Err(_) => ApiError::internal(&TimedOut(timeout)).into_response(),
-        }
-    })
-    .await;
+    let mut response = if preflight {
+        cors::preflight(&origin)
+    } else {
+        request_id::scope(id.clone(), async move {
+            match tokio::time::timeout(timeout, next.run(request)).await {
+                Ok(response) => response,
+                Err(_) => ApiError::internal(&TimedOut(timeout)).into_response(),
+            }
+        })
+        .await
+    };
     response.headers_mut().insert(request_id::HEADER, id_header);
+    cors::decorate(&origin, response.headers_mut());
     security_headers(&route, response.headers_mut());
     let latency = started.elapsed();
     let status = response.status().as_u16();

@@ -11,6 +11,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+pub use crate::store::KeyScope;
 use crate::store::{MerchantRef, Store, StoreError};
 
 const PREFIX: &str = "sf_";
@@ -23,6 +24,19 @@ pub struct IssuedKey {
     pub merchant_id: String,
     pub key_id: String,
     pub api_key: String,
+    #[serde(serialize_with = "scope_name")]
+    pub scope: KeyScope,
+}
+
+fn scope_name<S: serde::Serializer>(scope: &KeyScope, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(scope.as_str())
+}
+
+/// Who a request's key speaks for, and what it may call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    pub merchant: MerchantRef,
+    pub scope: KeyScope,
 }
 
 impl std::fmt::Debug for IssuedKey {
@@ -30,6 +44,7 @@ impl std::fmt::Debug for IssuedKey {
         f.debug_struct("IssuedKey")
             .field("merchant_id", &self.merchant_id)
             .field("key_id", &self.key_id)
+            .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
 }
@@ -43,26 +58,27 @@ fn hash(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-/// Issues a new key for the merchant with public id `merchant_id`.
-pub async fn issue_key(store: &dyn Store, merchant_id: &str) -> Result<IssuedKey, StoreError> {
+/// Issues a new key of `scope` for the merchant with public id `merchant_id`.
+pub async fn issue_key(store: &dyn Store, merchant_id: &str, scope: KeyScope) -> Result<IssuedKey, StoreError> {
     let key_id: String = random::<KEY_ID_BYTES>()?.iter().map(|b| format!("{b:02x}")).collect();
     let secret = URL_SAFE_NO_PAD.encode(random::<SECRET_BYTES>()?);
-    store.insert_key(merchant_id, &key_id, hash(&secret)).await?;
+    store.insert_key(merchant_id, &key_id, hash(&secret), scope).await?;
     Ok(IssuedKey {
         merchant_id: merchant_id.to_owned(),
         api_key: format!("{PREFIX}{key_id}_{secret}"),
         key_id,
+        scope,
     })
 }
 
-/// Creates a merchant and issues its first key.
+/// Creates a merchant and issues its first key (of the full scope).
 pub async fn create_merchant(store: &dyn Store, name: &str) -> Result<IssuedKey, StoreError> {
     let merchant = store.create_merchant(name).await?;
-    issue_key(store, &merchant.id).await
+    issue_key(store, &merchant.id, KeyScope::Full).await
 }
 
-/// The merchant a presented key belongs to; `None` for an unknown, malformed or revoked key.
-pub async fn authenticate(store: &dyn Store, api_key: &str) -> Result<Option<MerchantRef>, StoreError> {
+/// Who a presented key speaks for; `None` for an unknown, malformed or revoked key.
+pub async fn authenticate(store: &dyn Store, api_key: &str) -> Result<Option<Caller>, StoreError> {
     let Some((key_id, secret)) = api_key.strip_prefix(PREFIX).and_then(|rest| rest.split_once('_')) else {
         return Ok(None);
     };
@@ -73,5 +89,8 @@ pub async fn authenticate(store: &dyn Store, api_key: &str) -> Result<Option<Mer
         return Ok(None);
     };
     let matches: bool = hash(secret).ct_eq(&stored.secret_hash).into();
-    Ok(matches.then_some(stored.merchant))
+    Ok(matches.then_some(Caller {
+        merchant: stored.merchant,
+        scope: stored.scope,
+    }))
 }

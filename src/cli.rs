@@ -12,7 +12,7 @@ use clap::{Parser, Subcommand};
 use tokio::net::TcpListener;
 
 use crate::app::{self, AppState};
-use crate::auth::{self, IssuedKey};
+use crate::auth::{self, IssuedKey, KeyScope};
 use crate::client::pull::{self, PullArgs};
 use crate::client::push::{self, PushArgs};
 use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
@@ -129,10 +129,25 @@ pub enum MerchantCommand {
     Create {
         #[arg(long)]
         name: String,
-        /// Print one JSON object: {"merchant_id", "key_id", "api_key"}.
+        /// Print one JSON object: {"merchant_id", "key_id", "api_key", "scope"}.
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    Full,
+    Storefront,
+}
+
+impl From<ScopeArg> for KeyScope {
+    fn from(scope: ScopeArg) -> Self {
+        match scope {
+            ScopeArg::Full => KeyScope::Full,
+            ScopeArg::Storefront => KeyScope::Storefront,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -141,6 +156,11 @@ pub enum KeyCommand {
     Issue {
         #[arg(long)]
         merchant: String,
+        /// `full` may call everything; `storefront` only search and the category list, for a key
+        /// published in a web page (the pickup-point widget).
+        #[arg(long, value_enum, default_value_t = ScopeArg::Full)]
+        scope: ScopeArg,
+        /// Print one JSON object: {"merchant_id", "key_id", "api_key", "scope"}.
         #[arg(long)]
         json: bool,
     },
@@ -176,9 +196,9 @@ async fn run_local(url: &DatabaseUrl, command: Command) -> anyhow::Result<()> {
             })
             .await
         }
-        Command::Key(KeyCommand::Issue { merchant, json }) => {
+        Command::Key(KeyCommand::Issue { merchant, scope, json }) => {
             with_store(url, |store| async move {
-                let issued = match auth::issue_key(store.as_ref(), &merchant).await {
+                let issued = match auth::issue_key(store.as_ref(), &merchant, scope.into()).await {
                     Err(StoreError::NotFound(_)) => bail!("no merchant with id {merchant}"),
                     other => other?,
                 };
@@ -330,6 +350,7 @@ fn print_key(issued: &IssuedKey, json: bool) -> anyhow::Result<()> {
         say!("merchant_id: {}", issued.merchant_id);
         say!("key_id:      {}", issued.key_id);
         say!("api_key:     {}", issued.api_key);
+        say!("scope:       {}", issued.scope.as_str());
         say!("(the API key is shown only now; store it safely)");
     }
     Ok(())
@@ -422,7 +443,7 @@ async fn seed_demo(state: &AppState, args: &ServeArgs) -> anyhow::Result<()> {
     }
     if store.merchant_count().await? == 0 {
         let merchant = store.create_merchant("demo").await?;
-        let issued = auth::issue_key(store, &merchant.id).await?;
+        let issued = auth::issue_key(store, &merchant.id, KeyScope::Full).await?;
         let locations = crate::demo::seed_locations(store, &merchant)
             .await
             .context("creating the demo locations")?;

@@ -38,6 +38,17 @@ pub struct ServeArgs {
     /// Requests a merchant may send at once before the rate applies.
     #[arg(long, env = "STOREFRONT_RATE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_burst: u32,
+    /// Requests per merchant made with its storefront keys (CONTRACT §13.1), a budget apart from
+    /// --rate-limit: N/s or N/min; 0 disables.
+    #[arg(long, env = "STOREFRONT_STOREFRONT_RATE_LIMIT", default_value = "500/s")]
+    pub storefront_rate_limit: Rate,
+    /// Requests a merchant's storefront keys may send at once before their rate applies.
+    #[arg(long, env = "STOREFRONT_STOREFRONT_RATE_BURST", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
+    pub storefront_rate_burst: u32,
+    /// A web origin (`https://shop.example`) whose pages may call the service from a browser
+    /// (CORS, CONTRACT §13.2); repeat for more. The environment variable takes them comma-separated.
+    #[arg(long = "cors-origin", env = "STOREFRONT_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
+    pub cors_origins: Vec<String>,
     /// Most /v1 requests in flight at once; more are answered 429 rather than queued.
     #[arg(long, env = "STOREFRONT_MAX_IN_FLIGHT", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight: u64,
@@ -62,6 +73,9 @@ impl ServeArgs {
         Settings {
             rate: self.rate_limit,
             burst: self.rate_burst,
+            storefront_rate: self.storefront_rate_limit,
+            storefront_burst: self.storefront_rate_burst,
+            cors_origins: self.cors_origins.clone(),
             max_in_flight: usize::try_from(self.max_in_flight).unwrap_or(usize::MAX),
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
@@ -81,6 +95,11 @@ impl ServeArgs {
 pub struct Settings {
     pub rate: Rate,
     pub burst: u32,
+    /// The budget of a merchant's storefront keys (CONTRACT §13.1).
+    pub storefront_rate: Rate,
+    pub storefront_burst: u32,
+    /// The web origins allowed to call from a browser (CONTRACT §13.2), as `scheme://host[:port]`.
+    pub cors_origins: Vec<String>,
     /// Most `/v1` requests in flight at once; more are answered 429.
     pub max_in_flight: usize,
     /// A request's time in the server; after it the answer is 500 and nothing is stored.
@@ -100,12 +119,59 @@ impl Default for Settings {
         Settings {
             rate: Rate::PerSecond(std::num::NonZeroU32::new(50).unwrap_or(std::num::NonZeroU32::MIN)),
             burst: 100,
+            storefront_rate: Rate::PerSecond(std::num::NonZeroU32::new(500).unwrap_or(std::num::NonZeroU32::MIN)),
+            storefront_burst: 1000,
+            cors_origins: Vec::new(),
             max_in_flight: 512,
             request_timeout: Duration::from_secs(30),
             body_stall_timeout: Duration::from_secs(10),
             connections: ConnectionLimits::default(),
             auth_failure_rate: Rate::PerSecond(std::num::NonZeroU32::new(20).unwrap_or(std::num::NonZeroU32::MIN)),
             auth_failure_burst: 100,
+        }
+    }
+}
+
+/// A web origin as browsers send it in `Origin`: `scheme://host[:port]`, nothing after, lower case
+/// (a trailing `/` is dropped, as people copy origins from the address bar).
+fn parse_origin(value: &str) -> Result<String, String> {
+    let origin = value.trim().trim_end_matches('/').to_ascii_lowercase();
+    let bad =
+        || format!("--cors-origin {value:?}: write an origin such as https://shop.example or http://localhost:3000");
+    let (scheme, rest) = origin.split_once("://").ok_or_else(bad)?;
+    let host_ok = !rest.is_empty()
+        && rest
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    if !matches!(scheme, "http" | "https") || !host_ok {
+        return Err(bad());
+    }
+    Ok(origin)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins() {
+        assert_eq!(
+            parse_origin("https://Shop.Example/"),
+            Ok("https://shop.example".to_owned())
+        );
+        assert_eq!(
+            parse_origin("http://localhost:3000"),
+            Ok("http://localhost:3000".to_owned())
+        );
+        assert_eq!(parse_origin("http://[::1]:8080"), Ok("http://[::1]:8080".to_owned()));
+        for bad in [
+            "shop.example",
+            "ftp://shop.example",
+            "https://",
+            "https://shop.example/checkout",
+            "*",
+        ] {
+            assert!(parse_origin(bad).is_err(), "{bad}");
         }
     }
 }

@@ -49,7 +49,9 @@ pub struct Services {
     /// The current taxonomy snapshot, swapped whole when the stored one changes.
     pub taxonomy: ArcSwap<Taxonomy>,
     pub cursors: Cursors,
+    /// The merchants' budgets: of their full keys, and of their storefront keys (CONTRACT §13.1).
     pub limits: RateLimits,
+    pub storefront_limits: RateLimits,
     /// Presented keys' verdicts and client addresses' 401 budgets (CONTRACT §17).
     pub keys: KeyVerdicts,
     pub in_flight: Arc<Semaphore>,
@@ -74,6 +76,7 @@ impl AppState {
             taxonomy: ArcSwap::from_pointee(taxonomy),
             cursors,
             limits: RateLimits::new("merchant", settings.rate, settings.burst),
+            storefront_limits: RateLimits::new("storefront", settings.storefront_rate, settings.storefront_burst),
             keys: KeyVerdicts::new(settings.auth_failure_rate, settings.auth_failure_burst),
             in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
             settings,

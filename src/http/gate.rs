@@ -1,6 +1,8 @@
 //! The gate every `/v1` request passes before its handler (CONTRACT §3 order, after routing):
-//! authentication (401, the body not read), the bound on requests in flight (429, nothing spent),
-//! the merchant's rate limit (429), then the handler; the answer gets the rate-limit headers.
+//! authentication (401, the body not read), the key's scope (403 for a storefront key outside
+//! search and the category list, CONTRACT §13.1: nothing read, no budget spent), the bound on
+//! requests in flight (429, nothing spent), the rate limit of the key's budget (the merchant's, or
+//! its storefront keys', 429), then the handler; the answer gets the rate-limit headers.
 //!
 //! Authentication answers from memory where it can (CONTRACT §17, `crate::key_verdicts`): a
 //! client address whose 401 budget is spent gets 429 without a lookup (unless its key was served
@@ -19,7 +21,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ErrorCode};
-use crate::auth;
+use crate::auth::{self, Caller, KeyScope};
 use crate::key_verdicts::Presented;
 use crate::rate_limit::{self, Refusal};
 use crate::server::ClientAddr;
@@ -34,9 +36,24 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         .extensions()
         .get::<ClientAddr>()
         .map_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED), |c| c.0.ip());
-    let merchant = match authenticate(&state, client, request.headers()).await {
-        Ok(merchant) => merchant,
+    let Caller { merchant, scope } = match authenticate(&state, client, request.headers()).await {
+        Ok(caller) => caller,
         Err(refused) => return refused,
+    };
+    if !may_call(scope, request.uri().path()) {
+        return ApiError::new(
+            ErrorCode::Forbidden,
+            format!(
+                "this API key has the {} scope: it may call {} only",
+                scope.as_str(),
+                STOREFRONT_ROUTES.join(" and ")
+            ),
+        )
+        .into_response();
+    }
+    let limits = match scope {
+        KeyScope::Full => &state.limits,
+        KeyScope::Storefront => &state.storefront_limits,
     };
     let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
         return rate_limited(
@@ -45,12 +62,16 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             None,
         );
     };
-    let headers = match state.limits.check(&merchant.pk) {
+    let headers = match limits.check(&merchant.pk) {
         None => None,
         Some(Ok(headers)) => Some(headers),
         Some(Err(Refusal { retry_after, headers })) => {
             metrics::counter!("rate_limited_total").increment(1);
-            return rate_limited("rate limit exceeded for this merchant", retry_after, Some(headers));
+            let message = match scope {
+                KeyScope::Full => "rate limit exceeded for this merchant",
+                KeyScope::Storefront => "rate limit exceeded for this merchant's storefront keys",
+            };
+            return rate_limited(message, retry_after, Some(headers));
         }
     };
     let merchant_id = ServedMerchant(merchant.id.clone());
@@ -61,6 +82,16 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         insert_headers(response.headers_mut(), &headers);
     }
     response
+}
+
+/// What a storefront key may call (CONTRACT §13.1): what a web page needs, nothing that changes.
+pub const STOREFRONT_ROUTES: [&str; 2] = ["/v1/location/search", "/v1/categories/list"];
+
+fn may_call(scope: KeyScope, path: &str) -> bool {
+    match scope {
+        KeyScope::Full => true,
+        KeyScope::Storefront => STOREFRONT_ROUTES.contains(&path),
+    }
 }
 
 fn insert_headers(map: &mut HeaderMap, headers: &rate_limit::Headers) {
@@ -84,9 +115,9 @@ fn rate_limited(message: &'static str, wait: Duration, headers: Option<rate_limi
     response
 }
 
-/// The merchant of the request's key, or the answer refusing it (401, or 429 past the address's
+/// Who the request's key speaks for, or the answer refusing it (401, or 429 past the address's
 /// 401 budget).
-async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> Result<MerchantRef, Response> {
+async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> Result<Caller, Response> {
     let token = bearer_token(headers);
     let presented = token.as_ref().ok().map(|token| Presented::new(token));
     if let Some(refusal) = state.keys.refusal(client, presented.as_ref()) {
@@ -97,9 +128,9 @@ async fn authenticate(state: &AppState, client: IpAddr, headers: &HeaderMap) -> 
         (Err(e), _) => e,
         (Ok(_), Some(presented)) if state.keys.is_unknown(&presented) => unknown(),
         (Ok(token), Some(presented)) => match auth::authenticate(state.store.as_ref(), token).await {
-            Ok(Some(merchant)) => {
+            Ok(Some(caller)) => {
                 state.keys.remember_valid(&presented);
-                return Ok(merchant);
+                return Ok(caller);
             }
             Ok(None) => {
                 state.keys.remember_unknown(&presented);

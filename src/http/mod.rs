@@ -3,6 +3,7 @@
 pub mod body;
 pub mod categories;
 pub mod changes;
+pub mod cors;
 pub mod error;
 pub mod extract;
 pub mod gate;

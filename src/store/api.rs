@@ -25,10 +25,39 @@ pub struct MerchantRef {
     pub id: String,
 }
 
+/// What a key may call (CONTRACT §13.1): everything, or only what a storefront's web page needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum KeyScope {
+    #[default]
+    Full,
+    /// A key that may be published in a web page: search and the category list.
+    Storefront,
+}
+
+impl KeyScope {
+    /// The stored and printed name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyScope::Full => "full",
+            KeyScope::Storefront => "storefront",
+        }
+    }
+
+    /// The scope a stored name means; an unknown name is the narrowest scope (a newer release's
+    /// scope is never widened by an older one).
+    pub fn from_stored(name: &str) -> Self {
+        match name {
+            "full" => KeyScope::Full,
+            _ => KeyScope::Storefront,
+        }
+    }
+}
+
 /// A stored, unrevoked API key.
 #[derive(Clone, Debug)]
 pub struct StoredKey {
     pub merchant: MerchantRef,
+    pub scope: KeyScope,
     pub secret_hash: [u8; 32],
 }
 
@@ -129,7 +158,13 @@ pub trait Store: Send + Sync + 'static {
     async fn merchant_count(&self) -> Result<u64, StoreError>;
 
     /// Stores a new key for the merchant with public id `merchant_id` (`NotFound` if none).
-    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError>;
+    async fn insert_key(
+        &self,
+        merchant_id: &str,
+        key_id: &str,
+        secret_hash: [u8; 32],
+        scope: KeyScope,
+    ) -> Result<(), StoreError>;
 
     /// Revokes a key; `false` when no unrevoked key has that id.
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError>;

@@ -170,6 +170,24 @@ impl TestApp {
         (response.status(), response.text().await.unwrap())
     }
 
+    /// The public id of this app's merchant.
+    pub async fn merchant_id(&self) -> String {
+        let key_id = self.key.strip_prefix("sf_").unwrap().split_once('_').unwrap().0;
+        self.store.find_key(key_id).await.unwrap().unwrap().merchant.id
+    }
+
+    /// A new storefront key (CONTRACT §13.1) of this app's merchant: its key and its key id.
+    pub async fn storefront_key(&self) -> (String, String) {
+        let issued = auth::issue_key(
+            self.store.as_ref(),
+            &self.merchant_id().await,
+            auth::KeyScope::Storefront,
+        )
+        .await
+        .unwrap();
+        (issued.api_key, issued.key_id)
+    }
+
     /// Another merchant's API key.
     pub async fn merchant_key(&self, name: &str) -> String {
         auth::create_merchant(self.store.as_ref(), name).await.unwrap().api_key

@@ -22,3 +22,4 @@ mod search;
 mod search_model;
 mod sqlite_faults;
 mod staying_up;
+mod storefront;

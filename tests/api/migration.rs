@@ -2,10 +2,9 @@
 //! engines: every location gets its record (version 1, `updated_at = created_at`, its content in
 //! the record's form, the issue of a quarantined one), the counts behind `total`, its columns in
 //! the search index (found by a search with a parcel and a time), and still answers a create
-//! retry as before.
+//! retry as before. A key issued before keys had a scope is a full key (CONTRACT §13.1).
 
 use serde_json::{Value, json};
-use storefront::auth;
 
 use crate::helpers::*;
 
@@ -15,6 +14,19 @@ const TWIN: &str = r#"{"merchant_location_id":"wh-twin","location_types":["WAREH
 
 const CREATED_AT: i64 = 1_795_339_800_123;
 
+/// A key stored before keys had a scope: its id, and its secret (stored as a SHA-256).
+const OLD_KEY_ID: &str = "0123456789abcdef01234567";
+const OLD_SECRET: &str = "a-secret-issued-before-scopes";
+
+fn old_key() -> String {
+    format!("sf_{OLD_KEY_ID}_{OLD_SECRET}")
+}
+
+fn old_hash() -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(OLD_SECRET.as_bytes()).to_vec()
+}
+
 /// (location_id, merchant_location_id, status, body, created_at)
 fn rows() -> [(&'static str, &'static str, &'static str, &'static str, i64); 2] {
     [
@@ -23,7 +35,7 @@ fn rows() -> [(&'static str, &'static str, &'static str, &'static str, i64); 2] 
     ]
 }
 
-/// A schema-2 database at `url` holding merchant `m-old` and the two rows.
+/// A schema-2 database at `url` holding merchant `m-old`, its key and the two rows.
 async fn write_schema_2(url: &str) {
     match postgres_admin_url() {
         None => {
@@ -37,6 +49,11 @@ async fn write_schema_2(url: &str) {
             conn.execute(
                 "INSERT INTO merchants (id, name, created_at) VALUES ('m-old', 'old', 1)",
                 [],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) VALUES (?1, 1, ?2, 1)",
+                rusqlite::params![OLD_KEY_ID, old_hash()],
             )
             .unwrap();
             for (id, mlid, status, body, created_at) in rows() {
@@ -67,6 +84,14 @@ async fn write_schema_2(url: &str) {
                 )
                 .await
                 .unwrap();
+            client
+                .execute(
+                    "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) \
+                     SELECT $1, pk, $2, 1 FROM merchants WHERE id = 'm-old'",
+                    &[&OLD_KEY_ID, &old_hash()],
+                )
+                .await
+                .unwrap();
             for (id, mlid, status, body, created_at) in rows() {
                 client
                     .execute(
@@ -88,7 +113,8 @@ async fn locations_stored_before_the_record_existed_read_back_as_records() {
     let url = fresh_database_url(dir.path()).await;
     write_schema_2(&url).await;
     let store = open_store(&url).await;
-    let key = auth::issue_key(store.as_ref(), "m-old").await.unwrap().api_key;
+    // The key issued before scopes existed is a full key: it lists (a storefront key may not).
+    let key = old_key();
     let app = TestApp::spawn_with(store, dir).await;
 
     let answer = app.post_as("/v1/location/list", &key, &json!({})).await;

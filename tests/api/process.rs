@@ -40,10 +40,11 @@ pub fn merchant_create_at(url: &str, name: &str) -> Value {
     assert_eq!(stdout.lines().count(), 1, "exactly one JSON object: {stdout}");
     let issued: Value = serde_json::from_str(&stdout).unwrap();
     let keys: Vec<&String> = issued.as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 3);
+    assert_eq!(keys.len(), 4);
     for key in ["merchant_id", "key_id", "api_key"] {
         assert!(issued[key].as_str().is_some_and(|s| !s.is_empty()), "{key}");
     }
+    assert_eq!(issued["scope"], "full", "merchant create issues a full key");
     issued
 }
 
@@ -329,11 +330,41 @@ async fn keys_are_issued_and_revoked_by_the_cli() {
     assert!(out.status.success());
     let second: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(second["merchant_id"], merchant_id);
+    assert_eq!(second["scope"], "full", "the default scope");
     assert_ne!(second["api_key"], merchant["api_key"]);
+    let out = storefront(&db)
+        .args([
+            "key",
+            "issue",
+            "--merchant",
+            merchant_id,
+            "--scope",
+            "storefront",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let published: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(published["scope"], "storefront");
+    let out = storefront(&db)
+        .args(["key", "issue", "--merchant", merchant_id, "--scope", "admin"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "an unknown scope is a usage error");
 
     let server = Server::start(&db);
     let key = second["api_key"].as_str().unwrap();
     create(&server.base, key, &[]).await;
+    let storefront_key = published["api_key"].as_str().unwrap();
+    let refused = read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/create", server.base))
+            .bearer_auth(storefront_key)
+            .json(&json!({"locations": []})),
+    )
+    .await;
+    assert_error(&refused, 403, "ERROR_TYPE_UNAUTHORIZED", "FORBIDDEN");
     let out = storefront(&db)
         .args(["key", "revoke", second["key_id"].as_str().unwrap()])
         .output()

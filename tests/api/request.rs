@@ -11,7 +11,7 @@ use storefront::domain::location::batch::{NewLocation, Outcome};
 use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
 use storefront::domain::location::search::{SearchPage, SearchQuery};
-use storefront::store::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey};
+use storefront::store::{Approval, Imported, KeyScope, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey};
 
 use crate::helpers::*;
 
@@ -208,7 +208,7 @@ async fn authentication_comes_first_and_is_strict() {
 #[tokio::test]
 async fn a_revoked_key_is_refused_from_the_next_request_on() {
     let app = TestApp::spawn().await;
-    let issued = storefront::auth::issue_key(app.store.as_ref(), &merchant_id(&app).await)
+    let issued = storefront::auth::issue_key(app.store.as_ref(), &app.merchant_id().await, KeyScope::Full)
         .await
         .unwrap();
     assert_eq!(
@@ -226,11 +226,6 @@ async fn a_revoked_key_is_refused_from_the_next_request_on() {
     );
     // The merchant's other key still works.
     assert_eq!(app.post(CREATE, &json!({"locations": []})).await.status, 200);
-}
-
-async fn merchant_id(app: &TestApp) -> String {
-    let key_id = app.key.strip_prefix("sf_").unwrap().split_once('_').unwrap().0;
-    app.store.find_key(key_id).await.unwrap().unwrap().merchant.id
 }
 
 #[tokio::test]
@@ -327,8 +322,14 @@ impl Store for FaultyStore {
     async fn merchant_count(&self) -> Result<u64, StoreError> {
         self.inner.merchant_count().await
     }
-    async fn insert_key(&self, merchant_id: &str, key_id: &str, hash: [u8; 32]) -> Result<(), StoreError> {
-        self.inner.insert_key(merchant_id, key_id, hash).await
+    async fn insert_key(
+        &self,
+        merchant_id: &str,
+        key_id: &str,
+        hash: [u8; 32],
+        scope: KeyScope,
+    ) -> Result<(), StoreError> {
+        self.inner.insert_key(merchant_id, key_id, hash, scope).await
     }
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
         self.inner.revoke_key(key_id).await

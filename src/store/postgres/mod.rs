@@ -40,7 +40,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
-use super::api::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms};
+use super::api::{
+    Approval, Imported, KeyScope, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms,
+};
 use super::migrate;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -56,6 +58,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0003_location_records.sql"),
     include_str!("../../../migrations/postgres/0004_write_path.sql"),
     include_str!("../../../migrations/postgres/0005_search.sql"),
+    include_str!("../../../migrations/postgres/0006_key_scope.sql"),
 ];
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
@@ -232,13 +235,19 @@ impl Store for PgStore {
         Ok(n.unsigned_abs())
     }
 
-    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError> {
+    async fn insert_key(
+        &self,
+        merchant_id: &str,
+        key_id: &str,
+        secret_hash: [u8; 32],
+        scope: KeyScope,
+    ) -> Result<(), StoreError> {
         let client = self.pool.get().await?;
         let inserted = client
             .execute(
-                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) \
-                 SELECT $1, pk, $3, $4 FROM merchants WHERE id = $2",
-                &[&key_id, &merchant_id, &&secret_hash[..], &now_ms()],
+                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at, scope) \
+                 SELECT $1, pk, $3, $4, $5 FROM merchants WHERE id = $2",
+                &[&key_id, &merchant_id, &&secret_hash[..], &now_ms(), &scope.as_str()],
             )
             .await?;
         if inserted == 0 {
@@ -262,14 +271,15 @@ impl Store for PgStore {
         let client = self.pool.get().await?;
         let stmt = client
             .prepare_cached(
-                "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
-                 WHERE k.key_id = $1 AND k.revoked_at IS NULL",
+                "SELECT m.pk, m.id, k.secret_hash, k.scope FROM api_keys k \
+                 JOIN merchants m ON m.pk = k.merchant_pk WHERE k.key_id = $1 AND k.revoked_at IS NULL",
             )
             .await?;
         let row = client.query_opt(&stmt, &[&key_id]).await?;
         Ok(row.and_then(|r| {
             let hash: Vec<u8> = r.get(2);
             Some(StoredKey {
+                scope: KeyScope::from_stored(r.get(3)),
                 merchant: MerchantRef {
                     pk: r.get(0),
                     id: r.get(1),

@@ -46,7 +46,9 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
-use super::api::{Approval, Imported, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms};
+use super::api::{
+    Approval, Imported, KeyScope, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms,
+};
 use super::group::Waiting;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -101,14 +103,17 @@ impl SqliteStore {
             .read(move |c| {
                 let row = c
                     .prepare_cached(
-                        "SELECT m.pk, m.id, k.secret_hash FROM api_keys k JOIN merchants m ON m.pk = k.merchant_pk \
-                         WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
+                        "SELECT m.pk, m.id, k.secret_hash, k.scope FROM api_keys k \
+                         JOIN merchants m ON m.pk = k.merchant_pk WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
                     )?
-                    .query_row([&key_id], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?)))
+                    .query_row([&key_id], |r| {
+                        Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?, r.get::<_, String>(3)?))
+                    })
                     .optional()?;
-                Ok(row.and_then(|(pk, id, hash)| {
+                Ok(row.and_then(|(pk, id, hash, scope)| {
                     Some(StoredKey {
                         merchant: MerchantRef { pk, id },
+                        scope: KeyScope::from_stored(&scope),
                         secret_hash: hash.try_into().ok()?,
                     })
                 }))
@@ -228,7 +233,13 @@ impl Store for SqliteStore {
             .map(|n| n.unsigned_abs())
     }
 
-    async fn insert_key(&self, merchant_id: &str, key_id: &str, secret_hash: [u8; 32]) -> Result<(), StoreError> {
+    async fn insert_key(
+        &self,
+        merchant_id: &str,
+        key_id: &str,
+        secret_hash: [u8; 32],
+        scope: KeyScope,
+    ) -> Result<(), StoreError> {
         let (merchant_id, key_id) = (merchant_id.to_owned(), key_id.to_owned());
         self.write(move |tx| {
             let pk: Option<i64> = tx
@@ -236,8 +247,8 @@ impl Store for SqliteStore {
                 .optional()?;
             let pk = pk.ok_or_else(|| StoreError::NotFound(format!("merchant {merchant_id}")))?;
             tx.execute(
-                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
-                params![key_id, pk, &secret_hash[..], now_ms()],
+                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at, scope) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![key_id, pk, &secret_hash[..], now_ms(), scope.as_str()],
             )?;
             Ok(())
         })
@@ -496,7 +507,9 @@ mod tests {
         assert!(matches!(store.keys.version(), Some(Version::WalIndex(_))));
         let merchant = crate::auth::create_merchant(&store, "m").await.unwrap();
         for round in 0..20 {
-            let issued = crate::auth::issue_key(&store, &merchant.merchant_id).await.unwrap();
+            let issued = crate::auth::issue_key(&store, &merchant.merchant_id, KeyScope::Full)
+                .await
+                .unwrap();
             // Twice: the second answer comes from the cache.
             for _ in 0..2 {
                 assert!(store.find_key(&issued.key_id).await.unwrap().is_some(), "round {round}");

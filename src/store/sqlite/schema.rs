@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0002_categories.sql"),
     include_str!("../../../migrations/sqlite/0003_location_records.sql"),
     include_str!("../../../migrations/sqlite/0004_search.sql"),
+    include_str!("../../../migrations/sqlite/0005_key_scope.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;
