@@ -26,7 +26,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
-use crate::http::{categories, changes, cors, gate, locations, openapi, ops, request_id, search};
+use crate::http::{categories, changes, cors, gate, locations, openapi, ops, request_id, search, widget};
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
 pub use crate::state::{AppState, BodyTiming, Deadline, ServedMerchant};
@@ -89,6 +89,7 @@ pub fn router(state: AppState) -> Router {
                         .persist_authorization(false),
                 ),
         )
+        .merge(widget::routes())
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
@@ -165,16 +166,23 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
 }
 
 /// What a browser may do with an answer (CONTRACT §17): no answer is sniffed as another type;
-/// a page the service serves (`/docs`) runs only what the service itself serves (Swagger UI needs
-/// its inline styles and data images) and is never framed. API answers are JSON that no browser
-/// renders, so they carry `nosniff` alone.
+/// a page the service serves runs only what the service itself serves and is never framed
+/// (`/docs`: Swagger UI needs its inline styles and data images; `/widget/` needs nothing inline).
+/// API answers are JSON that no browser renders, so they carry `nosniff` alone.
 fn security_headers(route: &str, headers: &mut axum::http::HeaderMap) {
     use axum::http::{HeaderValue, header};
-    const PAGE: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; \
+    const DOCS: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; \
                         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+    const WIDGET: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+                          img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    if route.starts_with("/docs") {
-        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(PAGE));
+    let page = match route {
+        "/widget/" => Some(WIDGET),
+        docs if docs.starts_with("/docs") => Some(DOCS),
+        _ => None,
+    };
+    if let Some(policy) = page {
+        headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
         headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     }
 }

@@ -370,14 +370,15 @@ async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
     let state = AppState::load(Arc::clone(&store), settings)
         .await
         .context("loading the taxonomy")?;
-    if args.demo {
-        seed_demo(&state, &args).await?;
-    }
-    tracing::info!(categories = state.taxonomy.load().len(), "taxonomy loaded");
     let listener = TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("listening on {}", args.addr))?;
     let local = listener.local_addr()?;
+    // After binding: what the demo prints names the address really listened on.
+    if args.demo {
+        seed_demo(&state, local).await?;
+    }
+    tracing::info!(categories = state.taxonomy.load().len(), "taxonomy loaded");
     tracing::info!(addr = %local, "listening");
     warn_user!("storefront is listening on http://{local}");
 
@@ -433,7 +434,7 @@ const DEMO_TAXONOMY: &str = include_str!("../assets/demo-taxonomy.json");
 /// `serve --demo`: on an empty database, the demo taxonomy and the merchant `demo` with its
 /// locations (`demo::seed_locations`). Each part is
 /// seeded only where it is empty, so a database with its own taxonomy keeps it.
-async fn seed_demo(state: &AppState, args: &ServeArgs) -> anyhow::Result<()> {
+async fn seed_demo(state: &AppState, addr: std::net::SocketAddr) -> anyhow::Result<()> {
     let store = state.store.as_ref();
     if state.taxonomy.load().is_empty() {
         import_categories(store, DEMO_TAXONOMY, Some(Format::Json), Mode::Replace)
@@ -458,14 +459,22 @@ async fn seed_demo(state: &AppState, args: &ServeArgs) -> anyhow::Result<()> {
         say!("Try it:");
         say!(
             "    curl -s http://{}/v1/categories/list -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"pagination\":{{\"limit\":5}}}}'",
-            args.addr,
+            addr,
             issued.api_key
         );
         say!(
             "    curl -s http://{}/v1/location/search -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"near\":{{\"latitude\":55.7575,\"longitude\":37.6134}},\"pagination\":{{\"limit\":3}}}}'",
-            args.addr,
+            addr,
             issued.api_key
         );
+        let storefront = auth::issue_key(store, &merchant.id, KeyScope::Storefront).await?;
+        say!();
+        say!("A storefront key, for web pages (it may search and list categories, nothing else):");
+        say!();
+        say!("    {}", storefront.api_key);
+        say!();
+        say!("The pickup-point widget with the demo's points:");
+        say!("    http://{addr}/widget/#key={}", storefront.api_key);
     } else {
         say!(
             "This database already has merchants, so no demo key was printed; issue one with \

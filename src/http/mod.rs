@@ -14,3 +14,4 @@ pub mod paging;
 pub mod request_id;
 pub mod schemas;
 pub mod search;
+pub mod widget;

@@ -47,9 +47,10 @@ use crate::domain::location::change::ChangeResult;
 )]
 pub struct ApiDoc;
 
-/// What every `/v1` operation answers besides its own 200 and 400 (CONTRACT §3, §6, §17): the
-/// headers of a 200, and 401, 408, 429 and 500 in the error body, and 503 for the operations that
-/// write. Written here once for every operation.
+/// What every `/v1` operation answers besides its own 200 and 400 (CONTRACT §3, §6, §13, §17):
+/// the headers of a 200, and 401, 408, 429 and 500 in the error body, 403 for the operations a
+/// storefront key may not call, and 503 for the operations that write. Written here once for
+/// every operation.
 struct CommonAnswers;
 
 /// The operations that store: their answer may be 503 `OUTCOME_UNKNOWN` (CONTRACT §17).
@@ -100,14 +101,22 @@ impl Modify for CommonAnswers {
                 );
                 ok.headers.insert(
                     "RateLimit-Policy".into(),
-                    header("\"merchant\";q=<burst>;w=<seconds to refill it>, while limiting is on").into(),
+                    header("\"merchant\" (or \"storefront\" for a storefront key);q=<burst>;w=<seconds to refill it>, while limiting is on").into(),
                 );
                 ok.headers.insert(
                     "RateLimit".into(),
-                    header("\"merchant\";r=<units left>;t=<seconds until one more>, while limiting is on").into(),
+                    header("\"merchant\" (or \"storefront\");r=<units left>;t=<seconds until one more>, while limiting is on").into(),
                 );
             }
             answers.insert("401".into(), error("UNAUTHENTICATED or INVALID_API_KEY").build().into());
+            if !super::gate::STOREFRONT_ROUTES.contains(&path.as_str()) {
+                answers.insert(
+                    "403".into(),
+                    error("FORBIDDEN: a storefront key, which may call /v1/location/search and /v1/categories/list only; nothing is read or changed and no budget is spent")
+                        .build()
+                        .into(),
+                );
+            }
             answers.insert(
                 "408".into(),
                 error("REQUEST_TIMEOUT: the body stopped arriving for 10 s, or was not complete within the request's 30 s; nothing is stored")
@@ -124,7 +133,7 @@ impl Modify for CommonAnswers {
             }
             answers.insert(
                 "429".into(),
-                error("RATE_LIMITED: the merchant's budget (policy \"merchant\"), or the client address's budget of 401s (policy \"unauthenticated\")")
+                error("RATE_LIMITED: the merchant's budget (policy \"merchant\"), its storefront keys' budget (policy \"storefront\"), or the client address's budget of 401s (policy \"unauthenticated\")")
                     .header("Retry-After", retry_after.clone())
                     .build()
                     .into(),
@@ -148,7 +157,9 @@ impl Modify for BearerAuth {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "Authorization: Bearer <api_key>; keys are issued with `storefront merchant create`.",
+                        "Authorization: Bearer <api_key>; keys are issued with `storefront merchant create` and \
+                         `storefront key issue --merchant ID [--scope storefront]`. A storefront key may be published \
+                         in a web page: it may call /v1/location/search and /v1/categories/list only.",
                     ))
                     .build(),
             ),

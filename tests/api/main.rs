@@ -23,3 +23,4 @@ mod search_model;
 mod sqlite_faults;
 mod staying_up;
 mod storefront;
+mod widget;

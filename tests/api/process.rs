@@ -451,7 +451,7 @@ async fn serve_demo_prints_a_working_key_once() {
         let mut text = String::new();
         for line in BufReader::new(stdout).lines() {
             let line = line.unwrap();
-            let done = line.contains("Try it") || line.contains("already has merchants");
+            let done = line.contains("/widget/#key=") || line.contains("already has merchants");
             text.push_str(&line);
             text.push('\n');
             if done {
@@ -468,11 +468,32 @@ async fn serve_demo_prints_a_working_key_once() {
         .find(|w| w.starts_with("sf_"))
         .expect("a key is printed")
         .to_owned();
+    // The widget's address carries a storefront key (in the fragment, which no server sees).
+    let widget = first
+        .split_whitespace()
+        .find(|w| w.contains("/widget/#key="))
+        .expect("the widget's address is printed");
+    let published = widget.split_once("#key=").unwrap().1.to_owned();
+    assert_ne!(published, key);
+    assert!(
+        first.contains(&format!("\n    {published}\n")),
+        "the storefront key on a line of its own: {first}"
+    );
     let second = run(&db);
     assert!(!second.contains("sf_"), "the key is printed only once: {second}");
 
     let server = Server::start(&db);
     create(&server.base, &key, &[warehouse(1)]).await;
+    let refused = read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/create", server.base))
+            .bearer_auth(&published)
+            .json(&json!({"locations": []})),
+    )
+    .await;
+    assert_error(&refused, 403, "ERROR_TYPE_UNAUTHORIZED", "FORBIDDEN");
+    let page = reqwest::get(format!("{}/widget/", server.base)).await.unwrap();
+    assert_eq!(page.status(), 200);
 
     // The README's search of the demo merchant's points answers what the README shows.
     let readme = include_str!("../../README.md");
@@ -481,12 +502,12 @@ async fn serve_demo_prints_a_working_key_once() {
     let answer = read(
         reqwest::Client::new()
             .post(format!("{}/v1/location/search", server.base))
-            .bearer_auth(&key)
+            .bearer_auth(&published)
             .header("content-type", "application/json")
             .body(body.to_owned()),
     )
     .await;
-    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    assert_eq!(answer.status, 200, "the storefront key searches: {:#}", answer.body);
     let shown = section.split("```json").nth(1).unwrap();
     let results = answer.body["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
