@@ -41,7 +41,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         Err(refused) => return refused,
     };
     if !may_call(scope, request.uri().path()) {
-        return ApiError::new(
+        let mut refused = ApiError::new(
             ErrorCode::Forbidden,
             format!(
                 "this API key has the {} scope: it may call {} only",
@@ -50,6 +50,9 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             ),
         )
         .into_response();
+        // The access line names the merchant whose key was refused.
+        refused.extensions_mut().insert(ServedMerchant(merchant.id));
+        return refused;
     }
     let limits = match scope {
         KeyScope::Full => &state.limits,
