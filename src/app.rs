@@ -39,8 +39,8 @@ const BODY_MARGIN: Duration = Duration::from_millis(250);
 /// How often idle merchants are dropped from the rate limiter.
 const FORGET_IDLE_EVERY: Duration = Duration::from_secs(60);
 
-/// Background upkeep for as long as it runs: taxonomy refresh, the metrics' pending samples, idle
-/// rate-limit state.
+/// Background upkeep for as long as it runs: taxonomy refresh, the metrics' pending samples, the
+/// heartbeat and idle holdings of shared rate budgets, idle rate-limit state.
 async fn upkeep(state: AppState) {
     let mut tick = tokio::time::interval(TAXONOMY_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -55,6 +55,9 @@ async fn upkeep(state: AppState) {
         if let Some(metrics) = crate::telemetry::metrics() {
             metrics.run_upkeep();
         }
+        state.heartbeat().await;
+        state.limits.settle().await;
+        state.storefront_limits.settle().await;
         if last_forget.elapsed() >= FORGET_IDLE_EVERY {
             state.limits.forget_idle();
             state.storefront_limits.forget_idle();

@@ -49,6 +49,10 @@ pub struct ServeArgs {
     /// (CORS, CONTRACT §13.2); repeat for more. The environment variable takes them comma-separated.
     #[arg(long = "cors-origin", env = "STOREFRONT_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
     pub cors_origins: Vec<String>,
+    /// Keep the merchants' rate budgets in this instance alone, even on PostgreSQL (where instances
+    /// share them by default, CONTRACT §15): for one instance, or to measure what sharing costs.
+    #[arg(long, env = "STOREFRONT_LOCAL_RATE_BUDGET")]
+    pub local_rate_budget: bool,
     /// Most /v1 requests in flight at once; more are answered 429 rather than queued.
     #[arg(long, env = "STOREFRONT_MAX_IN_FLIGHT", default_value_t = 512, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_in_flight: u64,
@@ -76,6 +80,7 @@ impl ServeArgs {
             storefront_rate: self.storefront_rate_limit,
             storefront_burst: self.storefront_rate_burst,
             cors_origins: self.cors_origins.clone(),
+            shared_rate_budget: !self.local_rate_budget,
             max_in_flight: usize::try_from(self.max_in_flight).unwrap_or(usize::MAX),
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
@@ -100,6 +105,8 @@ pub struct Settings {
     pub storefront_burst: u32,
     /// The web origins allowed to call from a browser (CONTRACT §13.2), as `scheme://host[:port]`.
     pub cors_origins: Vec<String>,
+    /// Whether instances on a shared database share the merchants' budgets (CONTRACT §15).
+    pub shared_rate_budget: bool,
     /// Most `/v1` requests in flight at once; more are answered 429.
     pub max_in_flight: usize,
     /// A request's time in the server; after it the answer is 500 and nothing is stored.
@@ -122,6 +129,7 @@ impl Default for Settings {
             storefront_rate: Rate::PerSecond(std::num::NonZeroU32::new(500).unwrap_or(std::num::NonZeroU32::MIN)),
             storefront_burst: 1000,
             cors_origins: Vec::new(),
+            shared_rate_budget: true,
             max_in_flight: 512,
             request_timeout: Duration::from_secs(30),
             body_stall_timeout: Duration::from_secs(10),

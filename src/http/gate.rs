@@ -65,7 +65,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
             None,
         );
     };
-    let headers = match limits.check(&merchant.pk) {
+    let headers = match limits.check(merchant.pk).await {
         None => None,
         Some(Ok(headers)) => Some(headers),
         Some(Err(Refusal { retry_after, headers })) => {

@@ -20,6 +20,7 @@ mod push;
 mod request;
 mod search;
 mod search_model;
+mod shared_budget;
 mod sqlite_faults;
 mod staying_up;
 mod storefront;

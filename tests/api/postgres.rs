@@ -137,14 +137,14 @@ async fn two_instances_share_one_database() {
 }
 
 /// A private PostgreSQL cluster this test may stop and start.
-struct Cluster {
+pub struct Cluster {
     dir: tempfile::TempDir,
     bin: PathBuf,
     port: u16,
 }
 
 impl Cluster {
-    fn new() -> Cluster {
+    pub fn new() -> Cluster {
         let bin = PathBuf::from(
             std::env::var("STOREFRONT_TEST_PGBIN").expect("STOREFRONT_TEST_PGBIN (scripts/test sets it)"),
         );
@@ -206,19 +206,19 @@ impl Cluster {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
-    fn start(&self) {
+    pub fn start(&self) {
         let data = format!("{}/data", self.path());
         let log = format!("{}/log", self.path());
         let options = format!("-c listen_addresses=127.0.0.1 -p {} -k {}", self.port, self.path());
         self.run("pg_ctl", &["-D", &data, "-l", &log, "-w", "-o", &options, "start"]);
     }
 
-    fn stop(&self) {
+    pub fn stop(&self) {
         let data = format!("{}/data", self.path());
         self.run("pg_ctl", &["-D", &data, "-m", "fast", "-w", "stop"]);
     }
 
-    fn url(&self) -> String {
+    pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
     }
 }

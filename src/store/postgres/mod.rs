@@ -27,6 +27,7 @@ mod categories;
 mod changes;
 mod groups;
 mod locations;
+mod rate;
 mod search;
 mod sql;
 
@@ -59,6 +60,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0004_write_path.sql"),
     include_str!("../../../migrations/postgres/0005_search.sql"),
     include_str!("../../../migrations/postgres/0006_key_scope.sql"),
+    include_str!("../../../migrations/postgres/0007_rate_budgets.sql"),
 ];
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
@@ -209,6 +211,29 @@ impl Store for PgStore {
             settings.push((name.to_owned(), value));
         }
         Ok(settings)
+    }
+
+    fn shares_rate_budgets(&self) -> bool {
+        true
+    }
+
+    async fn take_rate_units(
+        &self,
+        policy: &str,
+        key: i64,
+        want: u32,
+        per_sec: f64,
+        burst: u32,
+    ) -> Result<(u32, f64), StoreError> {
+        rate::take(&self.pool, policy, key, want, per_sec, burst).await
+    }
+
+    async fn return_rate_units(&self, policy: &str, key: i64, units: u32, burst: u32) -> Result<(), StoreError> {
+        rate::give_back(&self.pool, policy, key, units, burst).await
+    }
+
+    async fn instance_heartbeat(&self, instance: &str) -> Result<u32, StoreError> {
+        rate::heartbeat(&self.pool, instance).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

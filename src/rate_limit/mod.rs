@@ -1,5 +1,7 @@
-//! Rate limiting (CONTRACT §6, §17): a keyed GCRA limiter from `governor`, one per budget: the
-//! merchant's (keyed by merchant), and the 401 budget of a client address (`"unauthenticated"`).
+//! Rate limiting (CONTRACT §6, §13.1, §15, §17): a keyed GCRA limiter from `governor`, one per
+//! budget: the merchant's and its storefront keys' (keyed by merchant), and the 401 budget of a
+//! client address (`"unauthenticated"`). Where instances share a database, the merchants' budgets
+//! are shared by them all (`shared`); a [`Budget`] is either kind.
 //!
 //! Every authenticated `/v1` request that is not refused spends one unit of its merchant's
 //! budget. The answer carries the IETF httpapi draft's headers:
@@ -19,12 +21,27 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota, RateLimiter};
 
+pub mod shared;
+
+use shared::SharedBudget;
+
 /// `--rate-limit`: `N/s`, `N/min`, or `0` (off).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rate {
     Off,
     PerSecond(NonZeroU32),
     PerMinute(NonZeroU32),
+}
+
+impl Rate {
+    /// Units a second; `None` when off.
+    pub fn per_sec(self) -> Option<f64> {
+        match self {
+            Rate::Off => None,
+            Rate::PerSecond(n) => Some(f64::from(n.get())),
+            Rate::PerMinute(n) => Some(f64::from(n.get()) / 60.0),
+        }
+    }
 }
 
 impl FromStr for Rate {
@@ -99,6 +116,21 @@ impl<K: Hash + Eq + Clone> RateLimits<K> {
         }
     }
 
+    /// A budget of `quota.per_sec` units a second (a fraction too), `quota.burst` at once.
+    pub fn with_quota(policy: &'static str, quota: shared::Quota) -> Self {
+        let burst = NonZeroU32::new(quota.burst.max(1)).unwrap_or(NonZeroU32::MIN);
+        let period = Duration::from_secs_f64(1.0 / quota.per_sec.max(1e-6));
+        let quota = Quota::with_period(period).map(|q| q.allow_burst(burst));
+        RateLimits {
+            refill_secs: quota.map_or(0, |q| ceil_secs(q.replenish_interval() * burst.get())),
+            limiter: quota.map(|q| {
+                RateLimiter::dashmap_with_clock(q, MonotonicClock).with_middleware::<StateInformationMiddleware>()
+            }),
+            policy,
+            burst: burst.get(),
+        }
+    }
+
     pub fn enabled(&self) -> bool {
         self.limiter.is_some()
     }
@@ -159,6 +191,36 @@ impl<K: Hash + Eq + Clone> RateLimits<K> {
     /// How many keys the limiter holds state for.
     pub fn tracked(&self) -> usize {
         self.limiter.as_ref().map_or(0, RateLimiter::len)
+    }
+}
+
+/// A merchant budget: this instance's own, or shared with every instance on the database.
+pub enum Budget {
+    Local(RateLimits<i64>),
+    Shared(SharedBudget),
+}
+
+impl Budget {
+    /// Spends one unit of `key`'s budget, or refuses. `None` when limiting is off.
+    pub async fn check(&self, key: i64) -> Option<Result<Headers, Refusal>> {
+        match self {
+            Budget::Local(limits) => limits.check(&key),
+            Budget::Shared(shared) => Some(shared.check(key).await),
+        }
+    }
+
+    /// Every second: gives back what a shared budget holds for merchants gone quiet.
+    pub async fn settle(&self) {
+        if let Budget::Shared(shared) = self {
+            shared.settle().await;
+        }
+    }
+
+    /// Now and then: forgets merchants whose local budget is full again.
+    pub fn forget_idle(&self) {
+        if let Budget::Local(limits) = self {
+            limits.forget_idle();
+        }
     }
 }
 
