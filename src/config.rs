@@ -63,6 +63,15 @@ pub struct ServeArgs {
     /// balancer whose address every client shares).
     #[arg(long, env = "STOREFRONT_MAX_CONNECTIONS_PER_CLIENT", default_value_t = 256)]
     pub max_connections_per_client: u64,
+    /// A load balancer (an IP address; repeat for more) whose connections open with a PROXY
+    /// protocol header (HAProxy's `send-proxy`) naming the client: the per-client limits and the
+    /// logs see that client. Connections from other addresses may not send one.
+    #[arg(
+        long = "proxy-protocol-from",
+        env = "STOREFRONT_PROXY_PROTOCOL_FROM",
+        value_delimiter = ','
+    )]
+    pub proxy_protocol_from: Vec<std::net::IpAddr>,
     /// Requests with an unknown or revoked key (401s) per client address: N/s or N/min; 0
     /// disables. Past it the address is answered 429 without a lookup.
     #[arg(long, env = "STOREFRONT_AUTH_FAILURE_LIMIT", default_value = "20/s")]
@@ -85,6 +94,7 @@ impl ServeArgs {
             connections: ConnectionLimits {
                 max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
                 max_per_client: usize::try_from(self.max_connections_per_client).unwrap_or(usize::MAX),
+                proxies: self.proxy_protocol_from.clone().into(),
                 ..ConnectionLimits::default()
             }
             .fit_descriptors(),

@@ -517,3 +517,45 @@ async fn a_change_that_overruns_its_deadline_is_rolled_back_and_never_stored_aft
     assert_eq!(listed.body["locations"][0]["status"], "ACTIVE", "{:#}", listed.body);
     assert_eq!(listed.body["locations"][0]["version"], 1);
 }
+
+/// One request with a made-up key on a connection that opens with `proxy_line`; answers the status.
+async fn through_balancer(balancer: [u8; 4], to: SocketAddr, proxy_line: &str) -> Option<u16> {
+    let mut stream = connect_from(balancer, to).await;
+    let request = format!(
+        "{proxy_line}POST {LIST} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sf_000000000000000000000000_nope\r\n\
+         Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer).await;
+    answer.split_whitespace().nth(1).and_then(|s| s.parse().ok())
+}
+
+#[tokio::test]
+async fn behind_a_load_balancer_the_per_client_rules_see_the_client_its_proxy_header_names() {
+    let balancer = [127, 0, 0, 9];
+    let app = TestApp::spawn_with_settings(Settings {
+        auth_failure_rate: Rate::PerMinute(std::num::NonZeroU32::new(1).unwrap()),
+        auth_failure_burst: 2,
+        connections: ConnectionLimits {
+            proxies: vec![IpAddr::from(balancer)].into(),
+            ..ConnectionLimits::default()
+        },
+        ..settings(ConnectionLimits::default())
+    })
+    .await;
+    let addr = server_addr(&app);
+    let one = "PROXY TCP4 203.0.113.7 10.0.0.1 40000 8080\r\n";
+    let other = "PROXY TCP4 198.51.100.4 10.0.0.1 40001 8080\r\n";
+    // The 401 budget of 203.0.113.7 is spent, not the balancer's: another client behind it keeps its own.
+    assert_eq!(through_balancer(balancer, addr, one).await, Some(401));
+    assert_eq!(through_balancer(balancer, addr, one).await, Some(401));
+    assert_eq!(through_balancer(balancer, addr, one).await, Some(429));
+    assert_eq!(through_balancer(balancer, addr, other).await, Some(401));
+    // The balancer's own connection (a health check) is the balancer's.
+    assert_eq!(through_balancer(balancer, addr, "PROXY UNKNOWN\r\n").await, Some(401));
+    // From the balancer, a connection without the header is closed unanswered.
+    assert_eq!(through_balancer(balancer, addr, "").await, None);
+    // From any other address the header is not taken: it is not HTTP, and answered 400 or closed.
+    assert_ne!(through_balancer(ATTACKER, addr, other).await, Some(401));
+}

@@ -14,6 +14,10 @@
 //!   request in progress (HTTP/1.1 closes after it, HTTP/2 gets GOAWAY) and then close, so the
 //!   process exits as soon as the last request in progress ends.
 //!
+//! - **load balancers**: a connection from an address named in `proxies` opens with a PROXY
+//!   protocol header (`proxy`), read within the head deadline; the client it names is the
+//!   connection's client, counted per client from then on.
+//!
 //! The watchdog sleeps until the one instant that matters next (the head deadline, or the idle
 //! deadline) and looks at the connection's counters then; requests only update atomics and never
 //! wake it (but while it drains at shutdown), so serving a request costs no extra task wake-up.
@@ -38,6 +42,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+pub mod proxy;
+
 /// A client must send its request headers within this time (CONTRACT §17).
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// A connection with no request in progress for this long is closed (CONTRACT §17).
@@ -60,6 +66,8 @@ pub struct ConnectionLimits {
     pub max_per_client: usize,
     pub head_timeout: Duration,
     pub idle_timeout: Duration,
+    /// Load balancers whose connections open with a PROXY protocol header naming the client.
+    pub proxies: Arc<[IpAddr]>,
 }
 
 impl Default for ConnectionLimits {
@@ -70,6 +78,7 @@ impl Default for ConnectionLimits {
             max_per_client: 256,
             head_timeout: HEAD_TIMEOUT,
             idle_timeout: IDLE_TIMEOUT,
+            proxies: Arc::from([]),
         }
     }
 }
@@ -111,7 +120,8 @@ struct Admission {
 /// An admitted connection's place, given back when it closes.
 struct Admitted {
     admission: Arc<Admission>,
-    client: IpAddr,
+    /// The client it is counted for (none yet: a load balancer's, before its header).
+    client: Option<IpAddr>,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -131,33 +141,46 @@ impl Admission {
 
     /// A place for one more connection from `client`, or why not.
     fn admit(self: &Arc<Self>, client: IpAddr) -> Result<Admitted, &'static str> {
+        self.admit_any()?.count_for(client)
+    }
+
+    /// A place among all connections, not yet counted for a client.
+    fn admit_any(self: &Arc<Self>) -> Result<Admitted, &'static str> {
         let permit = Arc::clone(&self.total)
             .try_acquire_owned()
             .map_err(|_| "max_connections")?;
-        if self.max_per_client > 0 {
-            let mut clients = self.clients();
-            let open = clients.entry(client).or_insert(0);
-            if *open >= self.max_per_client {
-                return Err("max_connections_per_client");
-            }
-            *open += 1;
-        }
         Ok(Admitted {
             admission: Arc::clone(self),
-            client,
+            client: None,
             _permit: permit,
         })
     }
 }
 
-impl Drop for Admitted {
-    fn drop(&mut self) {
+impl Admitted {
+    /// Counts the connection for `client` too, or refuses it (its place among all given back).
+    fn count_for(mut self, client: IpAddr) -> Result<Admitted, &'static str> {
         if self.admission.max_per_client > 0 {
             let mut clients = self.admission.clients();
-            if let Some(open) = clients.get_mut(&self.client) {
+            let open = clients.entry(client).or_insert(0);
+            if *open >= self.admission.max_per_client {
+                return Err("max_connections_per_client");
+            }
+            *open += 1;
+            self.client = Some(client);
+        }
+        Ok(self)
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        if let Some(client) = self.client {
+            let mut clients = self.admission.clients();
+            if let Some(open) = clients.get_mut(&client) {
                 *open -= 1;
                 if *open == 0 {
-                    clients.remove(&self.client);
+                    clients.remove(&client);
                 }
             }
         }
@@ -263,7 +286,12 @@ pub async fn run(
             },
             () = &mut shutdown => break,
         };
-        let admitted = match admission.admit(peer.ip()) {
+        let from_proxy = limits.proxies.contains(&peer.ip());
+        let admitted = match if from_proxy {
+            admission.admit_any()
+        } else {
+            admission.admit(peer.ip())
+        } {
             Ok(admitted) => admitted,
             Err(limit) => {
                 // Dropping the stream closes it; the open connections are not disturbed.
@@ -272,21 +300,49 @@ pub async fn run(
             }
         };
         let _ = stream.set_nodelay(true);
-        connections.spawn(connection(
-            stream,
-            ClientAddr(peer),
-            app.clone(),
-            Arc::clone(&builder),
-            limits.clone(),
-            stopping.clone(),
-            admitted,
-        ));
+        let (app, builder, limits, stopping) = (app.clone(), Arc::clone(&builder), limits.clone(), stopping.clone());
+        connections.spawn(async move {
+            let Some((stream, client, admitted)) = carried(stream, peer, from_proxy, admitted, &limits).await else {
+                return;
+            };
+            connection(stream, client, app, builder, limits, stopping, admitted).await;
+        });
     }
     drop(listener);
     stopping.cancel();
     connections.close();
     connections.wait().await;
     Ok(())
+}
+
+/// The client a connection carries: its peer, or for a load balancer's connection the client its
+/// PROXY header names (read within the head deadline), then counted for that client. `None`: the
+/// connection is closed (no valid header in time, or the client has its connections).
+async fn carried(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    from_proxy: bool,
+    admitted: Admitted,
+    limits: &ConnectionLimits,
+) -> Option<(TcpStream, ClientAddr, Admitted)> {
+    if !from_proxy {
+        return Some((stream, ClientAddr(peer), admitted));
+    }
+    let client = match tokio::time::timeout(limits.head_timeout, proxy::read_header(&mut stream)).await {
+        Ok(Ok(client)) => client.unwrap_or(peer),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, balancer = %peer, "closing a load balancer's connection");
+            return None;
+        }
+        Err(_) => return None,
+    };
+    match admitted.count_for(client.ip()) {
+        Ok(admitted) => Some((stream, ClientAddr(client), admitted)),
+        Err(limit) => {
+            metrics::counter!("connections_refused_total", "limit" => limit).increment(1);
+            None
+        }
+    }
 }
 
 /// Serves one connection under its watchdog (see the module's notes).
