@@ -216,7 +216,9 @@ async fn first_statistics(pool: Pool) {
             return;
         }
         let Ok(client) = pool.get().await else { continue };
-        let Ok(row) = client.query_opt(CHECK, &[]).await else { continue };
+        let Ok(row) = client.query_opt(CHECK, &[]).await else {
+            continue;
+        };
         let (analyzed, changed) = row.map_or((false, 0), |r| (r.get::<_, bool>(0), r.get::<_, i64>(1)));
         if analyzed {
             return;
