@@ -12,8 +12,8 @@ use crate::config::Settings;
 use crate::domain::category::taxonomy::Taxonomy;
 use crate::key_verdicts::KeyVerdicts;
 use crate::pagination::Cursors;
-use crate::rate_limit::shared::{Ledger, LedgerDown, Peers, Quota, SharedBudget, Taken};
-use crate::rate_limit::{Budget, Rate, RateLimits};
+use crate::rate_limit::shared::{Ledger, LedgerDown, Peers, SharedBudget, Taken};
+use crate::rate_limit::{Budget, Quota, Rate, RateLimits};
 use crate::store::{Store, StoreError};
 
 /// When a request's store work must be done by: a margin before its time cap, so that a write

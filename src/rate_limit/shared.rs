@@ -24,7 +24,8 @@ use async_trait::async_trait;
 use dashmap::DashMap;
 use tokio::sync::Mutex;
 
-use super::{Headers, RateLimits, Refusal, ceil_secs};
+use super::local::RateLimits;
+use super::quota::{Headers, Quota, Refusal, ceil_secs};
 
 /// How long a request waits for a take before its instance limits on its own share.
 pub const TAKE_WAIT: Duration = Duration::from_millis(250);
@@ -34,13 +35,6 @@ const DOWN_FOR: Duration = Duration::from_secs(1);
 pub const IDLE: Duration = Duration::from_secs(1);
 /// A merchant's state is dropped after this long without a request (and nothing held).
 const FORGET: Duration = Duration::from_secs(60);
-
-/// A budget's size: `per_sec` units a second, at most `burst` at once.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Quota {
-    pub per_sec: f64,
-    pub burst: u32,
-}
 
 /// What a take got: `granted` units, and the units the shared budget has left after it.
 #[derive(Clone, Copy, Debug, PartialEq)]
