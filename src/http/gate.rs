@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use super::error::{ApiError, ErrorCode};
 use crate::auth::{self, Caller, KeyScope};
 use crate::key_verdicts::Presented;
-use crate::rate_limit::{self, Refusal};
+use crate::rate_limit::{self, Budget, Refusal};
 use crate::server::ClientAddr;
 use crate::state::{AppState, ServedMerchant};
 use crate::store::MerchantRef;
@@ -54,10 +54,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         refused.extensions_mut().insert(ServedMerchant(merchant.id));
         return refused;
     }
-    let limits = match scope {
-        KeyScope::Full => &state.limits,
-        KeyScope::Storefront => &state.storefront_limits,
-    };
+    let (limits, exceeded) = budget_of(&state, scope);
     let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
         return rate_limited(
             "the service is at its limit of requests in flight; retry shortly",
@@ -70,11 +67,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         Some(Ok(headers)) => Some(headers),
         Some(Err(Refusal { retry_after, headers })) => {
             metrics::counter!("rate_limited_total").increment(1);
-            let message = match scope {
-                KeyScope::Full => "rate limit exceeded for this merchant",
-                KeyScope::Storefront => "rate limit exceeded for this merchant's storefront keys",
-            };
-            return rate_limited(message, retry_after, Some(headers));
+            return rate_limited(exceeded, retry_after, Some(headers));
         }
     };
     let merchant_id = ServedMerchant(merchant.id.clone());
@@ -89,6 +82,17 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
 
 /// What a storefront key may call (CONTRACT §13.1): what a web page needs, nothing that changes.
 pub const STOREFRONT_ROUTES: [&str; 2] = ["/v1/location/search", "/v1/categories/list"];
+
+/// The budget a key's requests spend (CONTRACT §13.1), and what its 429 says.
+fn budget_of(state: &AppState, scope: KeyScope) -> (&Budget, &'static str) {
+    match scope {
+        KeyScope::Full => (&state.limits, "rate limit exceeded for this merchant"),
+        KeyScope::Storefront => (
+            &state.storefront_limits,
+            "rate limit exceeded for this merchant's storefront keys",
+        ),
+    }
+}
 
 fn may_call(scope: KeyScope, path: &str) -> bool {
     match scope {
