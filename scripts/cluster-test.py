@@ -174,7 +174,8 @@ def flooder(key):
 
 
 def instance_ready(k):
-    port = int(URL.rsplit(":", 1)[1]) + k
+    with open(f"{DIR}/s{k}.port") as f:
+        port = int(f.read())
     for _ in range(300):
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1) as r:
