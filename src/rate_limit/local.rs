@@ -28,24 +28,28 @@ pub struct RateLimits<K: Hash + Eq + Clone = i64> {
 
 impl<K: Hash + Eq + Clone> RateLimits<K> {
     pub fn new(policy: &'static str, rate: Rate, burst: u32) -> Self {
+        let burst_nz = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
         let quota = match rate {
             Rate::Off => None,
             Rate::PerSecond(n) => Some(GovernorQuota::per_second(n)),
             Rate::PerMinute(n) => Some(GovernorQuota::per_minute(n)),
-        };
-        Self::of(policy, quota, burst)
+        }
+        .map(|q| q.allow_burst(burst_nz));
+        RateLimits {
+            refill_secs: quota.map_or(0, |q| ceil_secs(q.replenish_interval() * burst_nz.get())),
+            limiter: quota.map(|q| {
+                RateLimiter::dashmap_with_clock(q, MonotonicClock).with_middleware::<StateInformationMiddleware>()
+            }),
+            policy,
+            burst: burst_nz.get(),
+        }
     }
 
     /// A budget of `quota.per_sec` units a second (a fraction too), `quota.burst` at once.
     pub fn with_quota(policy: &'static str, quota: Quota) -> Self {
+        let burst = NonZeroU32::new(quota.burst.max(1)).unwrap_or(NonZeroU32::MIN);
         let period = Duration::from_secs_f64(1.0 / quota.per_sec.max(1e-6));
-        Self::of(policy, GovernorQuota::with_period(period), quota.burst)
-    }
-
-    /// The limiter of `quota` (none: limiting off) allowing `burst` at once.
-    fn of(policy: &'static str, quota: Option<GovernorQuota>, burst: u32) -> Self {
-        let burst = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
-        let quota = quota.map(|q| q.allow_burst(burst));
+        let quota = GovernorQuota::with_period(period).map(|q| q.allow_burst(burst));
         RateLimits {
             refill_secs: quota.map_or(0, |q| ceil_secs(q.replenish_interval() * burst.get())),
             limiter: quota.map(|q| {
