@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crate::domain::json::{Value, take_member};
+use crate::domain::location::Persist;
 use crate::domain::location::batch::Plan;
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use crate::store::{MerchantRef, Store};
@@ -26,7 +27,10 @@ pub async fn seed_locations(store: &dyn Store, merchant: &MerchantRef) -> anyhow
             "a demo location is invalid: regenerate assets/demo-locations.json"
         );
         let deadline = Instant::now() + Duration::from_secs(60);
-        stored += store.create_locations(merchant, to_store, deadline).await?.len();
+        stored += store
+            .create_locations(merchant, to_store, Persist::Commit, deadline)
+            .await?
+            .len();
     }
     Ok(stored)
 }

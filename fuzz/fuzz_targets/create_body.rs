@@ -3,6 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use storefront::domain::location::Persist;
 use storefront::domain::location::batch::{Outcome, Plan};
 
 #[path = "items.rs"]
@@ -20,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
             quarantined_by: None,
         })
         .collect();
-    let results = plan.finish(outcomes).expect("one result per item");
+    let results = plan.finish(outcomes, Persist::Commit).expect("one result per item");
     assert_eq!(results.len(), values.len());
     for (i, result) in results.iter().enumerate() {
         items::check_errors(i, &result.errors);

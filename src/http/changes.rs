@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::error::ApiError;
 use super::extract::JsonBody;
 use super::gate::Merchant;
-use super::locations::request_items;
+use super::locations::{Batch, Options, batch_request};
 use crate::domain::location::change::{ChangePlan, ChangeResult, Operation};
 use crate::state::{AppState, Deadline};
 
@@ -54,7 +54,8 @@ change_operation!(
     /// makes the change conditional on the version read. `location_types` and
     /// `merchant_location_id` are fixed at creation; an archived location is not updated. Content
     /// equal to the stored one changes nothing. A location whose coordinates change is decided
-    /// `ACTIVE` or `QUARANTINE` again.
+    /// `ACTIVE` or `QUARANTINE` again. With `"validate_only": true` nothing is changed: the answer
+    /// is what the request would answer now (a changed location's `version` is the one it would get).
     update, Operation::Update, "/v1/location/update", "updateLocations",
     crate::http::schemas::UpdateRequest, crate::http::schemas::update_example_request()
 );
@@ -79,17 +80,21 @@ async fn change(
     Extension(Deadline(deadline)): Extension<Deadline>,
     body: JsonBody,
 ) -> Result<Json<ChangeResponse>, ApiError> {
-    let items = request_items(body.parse()?)?;
+    let options = match operation {
+        Operation::Update => Options::ValidateOnly,
+        Operation::Archive | Operation::Restore => Options::LocationsOnly,
+    };
+    let Batch { items, persist } = batch_request(body.parse()?, options)?;
     let plan = ChangePlan::new(operation, &items);
     drop(items);
     let _budget = body.into_budget();
     // A batch that names no location never touches the database.
     let decision = if plan.names_any() {
-        state.store.change_locations(&merchant, plan, deadline).await?
+        state.store.change_locations(&merchant, plan, persist, deadline).await?
     } else {
         plan.decide(Vec::new(), Vec::new(), Vec::new())
     };
-    for status in &decision.changed {
+    for status in decision.changed.iter().filter(|_| persist.commits()) {
         metrics::counter!("location_changes_total", "operation" => operation.as_str(), "status" => status.as_str())
             .increment(1);
     }

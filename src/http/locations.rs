@@ -17,11 +17,11 @@ use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
 use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys};
-use crate::domain::json::{Value, take_member};
+use crate::domain::json::Value;
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 use crate::domain::location::listing::{self, LocationFilter, LocationQuery};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
-use crate::domain::location::{LocationType, Status, TypeSet};
+use crate::domain::location::{LocationType, Persist, Status, TypeSet};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
 
@@ -38,6 +38,10 @@ pub struct CreateResponse {
 /// `merchant_location_id`: the last one wins. Sending the same item again returns the stored
 /// location; other content under a used id is a CONFLICT. All items are stored in one transaction,
 /// and the answer is sent only after it is durably committed.
+///
+/// With `"validate_only": true` nothing is stored: the answer is what the request would answer
+/// now, except that a location that would be new has the `location_id` `""` (and a quarantine
+/// decision against one of them names it as `locations[j]`).
 #[utoipa::path(
     post,
     path = "/v1/location/create",
@@ -64,7 +68,7 @@ pub async fn create(
     Extension(Deadline(deadline)): Extension<Deadline>,
     body: JsonBody,
 ) -> Result<Json<CreateResponse>, ApiError> {
-    let items = request_items(body.parse()?)?;
+    let Batch { items, persist } = batch_request(body.parse()?, Options::ValidateOnly)?;
     let mut plan = Plan::new(&items);
     drop(items);
     let _budget = body.into_budget();
@@ -73,9 +77,12 @@ pub async fn create(
     let outcomes = if to_store.is_empty() {
         Vec::new()
     } else {
-        state.store.create_locations(&merchant, to_store, deadline).await?
+        state
+            .store
+            .create_locations(&merchant, to_store, persist, deadline)
+            .await?
     };
-    for outcome in &outcomes {
+    for outcome in outcomes.iter().filter(|_| persist.commits()) {
         if let Outcome::Created { quarantined_by, .. } = outcome {
             let status = if quarantined_by.is_some() {
                 "QUARANTINE"
@@ -86,27 +93,65 @@ pub async fn create(
         }
     }
     let locations = plan
-        .finish(outcomes)
+        .finish(outcomes, persist)
         .ok_or_else(|| ApiError::internal(&Inconsistent("the store answered for fewer items than it was given")))?;
     Ok(Json(CreateResponse { locations }))
 }
 
 /// The request's `locations`, after the request-level checks of CONTRACT §3 (public for the fuzz
-/// targets, which drive create and update without a server).
-/// With several unknown keys the one first in byte order is named; with `locations` repeated,
-/// the last one counts.
+/// targets, which drive create and update without a server), for a request without
+/// `validate_only` (archive, restore).
 pub fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
+    batch_request(body, Options::LocationsOnly).map(|batch| batch.items)
+}
+
+/// A batch request's top level, checked.
+pub struct Batch<'a> {
+    pub items: Vec<Value<'a>>,
+    /// `"validate_only": true` (CONTRACT §14).
+    pub persist: Persist,
+}
+
+/// Which top-level keys a batch request may have besides `locations`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Options {
+    LocationsOnly,
+    /// Create and update: `validate_only` too.
+    ValidateOnly,
+}
+
+/// The request-level checks of CONTRACT §3 and §14. With several unknown keys the one first in
+/// byte order is named; with a key repeated, the last one counts.
+pub fn batch_request(body: Value<'_>, options: Options) -> Result<Batch<'_>, ApiError> {
     let invalid = |message: &'static str, field: &str| ApiError::new(ErrorCode::InvalidRequest, message).field(field);
     let Value::Object(body) = body else {
         return Err(invalid("the request body must be a JSON object", ""));
     };
-    if let Some(unknown) = body.keys().filter(|k| *k != "locations").min() {
+    let known = |key: &str| key == "locations" || (options == Options::ValidateOnly && key == "validate_only");
+    if let Some(unknown) = body.keys().filter(|k| !known(k)).min() {
         return Err(invalid(
-            "unknown top-level field; the request has only locations",
+            match options {
+                Options::LocationsOnly => "unknown top-level field; the request has only locations",
+                Options::ValidateOnly => "unknown top-level field; the request has only locations and validate_only",
+            },
             unknown,
         ));
     }
-    let Some(Value::Array(items)) = take_member(body, "locations") else {
+    let mut items = None;
+    let mut validate_only = None;
+    for (key, value) in body.into_vec() {
+        if key == "locations" {
+            items = Some(value);
+        } else {
+            validate_only = Some(value);
+        }
+    }
+    let persist = match validate_only {
+        None | Some(Value::Null | Value::Bool(false)) => Persist::Commit,
+        Some(Value::Bool(true)) => Persist::ValidateOnly,
+        Some(_) => return Err(invalid("validate_only must be true or false", "validate_only")),
+    };
+    let Some(Value::Array(items)) = items else {
         return Err(invalid("locations is required and must be an array", "locations"));
     };
     if items.len() > ITEMS_PER_REQUEST {
@@ -118,7 +163,7 @@ pub fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
         .detail("max", ITEMS_PER_REQUEST)
         .detail("actual", items.len()));
     }
-    Ok(items)
+    Ok(Batch { items, persist })
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -164,6 +164,10 @@ any_item!(
 #[allow(dead_code)]
 pub struct CreateRequest {
     locations: Vec<LocationItem>,
+    /// `true`: decide every item exactly as now and store nothing (CONTRACT §14). A location that
+    /// would be new answers the `location_id` `""`.
+    #[schema(default = false)]
+    validate_only: Option<bool>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -240,6 +244,10 @@ pub struct UpdateInput {
 #[allow(dead_code)]
 pub struct UpdateRequest {
     locations: Vec<UpdateItem>,
+    /// `true`: decide every item exactly as now and change nothing (CONTRACT §14); a location that
+    /// would change answers the `version` it would get.
+    #[schema(default = false)]
+    validate_only: Option<bool>,
 }
 
 /// A valid archive or restore item: it only names the location.

@@ -10,11 +10,11 @@ use async_trait::async_trait;
 
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
-use crate::domain::location::Status;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 use crate::domain::location::search::{SearchPage, SearchQuery};
+use crate::domain::location::{Persist, Status};
 
 /// A merchant as the rest of the service refers to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -175,11 +175,13 @@ pub trait Store: Send + Sync + 'static {
     /// Stores the valid items of one create request, in order, in one transaction (CONTRACT §4.1
     /// steps 4–6): one outcome per item. On error nothing of the request is stored. A write not
     /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
-    /// `DeadlinePassed`.
+    /// `DeadlinePassed`. With `Persist::ValidateOnly` the same work is done in the same place and
+    /// rolled back: the outcomes are what a committed request would have had (CONTRACT §14).
     async fn create_locations(
         &self,
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        persist: Persist,
         deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError>;
 
@@ -187,11 +189,13 @@ pub trait Store: Send + Sync + 'static {
     /// transaction, serialised with every other write of the merchant: fetches what
     /// `ChangePlan::decide` reads, writes what it decides. On error nothing is changed. A write not
     /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
-    /// `DeadlinePassed`.
+    /// `DeadlinePassed`. With `Persist::ValidateOnly` the decision is made and its writes rolled
+    /// back (CONTRACT §14).
     async fn change_locations(
         &self,
         merchant: &MerchantRef,
         plan: ChangePlan,
+        persist: Persist,
         deadline: std::time::Instant,
     ) -> Result<Decision, StoreError>;
 

@@ -24,4 +24,5 @@ mod shared_budget;
 mod sqlite_faults;
 mod staying_up;
 mod storefront;
+mod validate_only;
 mod widget;

@@ -7,6 +7,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use storefront::domain::category::Category;
 use storefront::domain::category::import::{Mode, Parsed, Problem};
+use storefront::domain::location::Persist;
 use storefront::domain::location::batch::{NewLocation, Outcome};
 use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
@@ -342,6 +343,7 @@ impl Store for FaultyStore {
         &self,
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        persist: Persist,
         deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
         match self.fault {
@@ -351,7 +353,7 @@ impl Store for FaultyStore {
             )),
             Fault::Slow(wait) => {
                 tokio::time::sleep(wait).await;
-                self.inner.create_locations(merchant, items, deadline).await
+                self.inner.create_locations(merchant, items, persist, deadline).await
             }
         }
     }
@@ -359,6 +361,7 @@ impl Store for FaultyStore {
         &self,
         merchant: &MerchantRef,
         plan: ChangePlan,
+        persist: Persist,
         deadline: std::time::Instant,
     ) -> Result<Decision, StoreError> {
         match self.fault {
@@ -368,7 +371,7 @@ impl Store for FaultyStore {
             )),
             Fault::Slow(wait) => {
                 tokio::time::sleep(wait).await;
-                self.inner.change_locations(merchant, plan, deadline).await
+                self.inner.change_locations(merchant, plan, persist, deadline).await
             }
         }
     }

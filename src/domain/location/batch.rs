@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::{Location, Status, validate};
+use super::{Location, Persist, Status, validate};
 
 use crate::domain::field_error::{FieldCode, FieldError, Path};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
@@ -265,19 +265,46 @@ impl Plan {
 
     /// The answer, given the store's outcome for each valid item (same order). `None` when the
     /// store did not answer for every item, which would be a bug in the store.
-    pub fn finish(self, outcomes: Vec<Outcome>) -> Option<Vec<ItemResult>> {
+    pub fn finish(self, outcomes: Vec<Outcome>, persist: Persist) -> Option<Vec<ItemResult>> {
         let Plan {
             mut results, pending, ..
         } = self;
         if outcomes.len() != pending.len() {
             return None;
         }
+        let outcomes = match persist {
+            Persist::Commit => outcomes,
+            Persist::ValidateOnly => unstored(&pending, outcomes),
+        };
         for (item, outcome) in pending.into_iter().zip(outcomes) {
             let index = item.index;
             results[index] = Some(stored_result(item, outcome));
         }
         results.into_iter().collect()
     }
+}
+
+/// A `validate_only` request's outcomes as CONTRACT §14 answers them: a location that would be new
+/// has no id (`""`), and a quarantine decision against one of them names its item, `locations[j]`.
+fn unstored(pending: &[Pending], outcomes: Vec<Outcome>) -> Vec<Outcome> {
+    let new: HashMap<String, usize> = pending
+        .iter()
+        .zip(&outcomes)
+        .filter_map(|(item, outcome)| match outcome {
+            Outcome::Created { location_id, .. } => Some((location_id.clone(), item.index)),
+            _ => None,
+        })
+        .collect();
+    outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            Outcome::Created { quarantined_by, .. } => Outcome::Created {
+                location_id: String::new(),
+                quarantined_by: quarantined_by.map(|by| new.get(&by).map_or(by, |j| format!("locations[{j}]"))),
+            },
+            other => other,
+        })
+        .collect()
 }
 
 fn stored_result(item: Pending, outcome: Outcome) -> ItemResult {

@@ -100,6 +100,21 @@ impl Status {
     }
 }
 
+/// What becomes of a create or update request's writes (CONTRACT §14): committed, or decided the
+/// same way, in the same transaction, and rolled back (`"validate_only": true`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Persist {
+    #[default]
+    Commit,
+    ValidateOnly,
+}
+
+impl Persist {
+    pub fn commits(self) -> bool {
+        self == Persist::Commit
+    }
+}
+
 /// A set of location types, as a bit mask (one bit per `LocationType`, in declaration order).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TypeSet(u8);

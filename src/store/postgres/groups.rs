@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 
 use super::changes::change_in_tx;
 use super::locations::create_in_tx;
+use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::store::api::StoreError;
@@ -29,8 +30,8 @@ use crate::store::group::{GroupDeadline, MAX_GROUP, SharedError, Waiting, WriteD
 
 /// A request's write, queued for its merchant's next group.
 enum Job {
-    Create(Vec<NewLocation>, Waiting<Vec<Outcome>>),
-    Change(ChangePlan, Waiting<Decision>),
+    Create(Vec<NewLocation>, Persist, Waiting<Vec<Outcome>>),
+    Change(ChangePlan, Persist, Waiting<Decision>),
 }
 
 /// A job done inside the group's transaction, waiting for its commit.
@@ -42,15 +43,15 @@ enum Done {
 impl Job {
     fn abandoned(&self) -> bool {
         match self {
-            Job::Create(_, waiting) => waiting.abandoned(),
-            Job::Change(_, waiting) => waiting.abandoned(),
+            Job::Create(_, _, waiting) => waiting.abandoned(),
+            Job::Change(_, _, waiting) => waiting.abandoned(),
         }
     }
 
     fn deadline(&self) -> Instant {
         match self {
-            Job::Create(_, waiting) => waiting.deadline,
-            Job::Change(_, waiting) => waiting.deadline,
+            Job::Create(_, _, waiting) => waiting.deadline,
+            Job::Change(_, _, waiting) => waiting.deadline,
         }
     }
 
@@ -59,8 +60,8 @@ impl Job {
         self.done_with(e).finish(Ok(()));
     }
 
-    /// Writes the job in a savepoint of `tx`: released when it succeeded before its deadline,
-    /// else rolled back. An error of the savepoint itself leaves `tx` unusable: returned as is.
+    /// Writes the job in a savepoint of `tx`: released when it succeeded and is to be kept, else
+    /// rolled back (a `validate_only` request decides in it and keeps nothing, CONTRACT §14). An error of the savepoint itself leaves `tx` unusable: returned as is.
     async fn write(
         self,
         tx: &mut Transaction<'_>,
@@ -71,18 +72,18 @@ impl Job {
             Ok(savepoint) => savepoint,
             Err(e) => return Err((self.done_with(StoreError::Unavailable), e)),
         };
-        let done = match self {
-            Job::Create(items, waiting) => {
+        let (done, persist) = match self {
+            Job::Create(items, persist, waiting) => {
                 let result = create_in_tx(&savepoint, merchant_pk, &items).await;
-                Done::Created(waiting, result)
+                (Done::Created(waiting, result), persist)
             }
-            Job::Change(plan, waiting) => {
+            Job::Change(plan, persist, waiting) => {
                 let result = change_in_tx(&savepoint, merchant_pk, plan).await;
-                Done::Changed(waiting, result)
+                (Done::Changed(waiting, result), persist)
             }
         };
         tokio::time::sleep(delay.take()).await;
-        let ended = if done.succeeded() {
+        let ended = if done.succeeded() && persist.commits() {
             savepoint.commit().await
         } else {
             savepoint.rollback().await
@@ -96,8 +97,8 @@ impl Job {
     /// The job, not written, with `e` for its result.
     fn done_with(self, e: StoreError) -> Done {
         match self {
-            Job::Create(_, waiting) => Done::Created(waiting, Err(e)),
-            Job::Change(_, waiting) => Done::Changed(waiting, Err(e)),
+            Job::Create(_, _, waiting) => Done::Created(waiting, Err(e)),
+            Job::Change(_, _, waiting) => Done::Changed(waiting, Err(e)),
         }
     }
 }
@@ -139,27 +140,31 @@ impl MerchantGroups {
         }
     }
 
-    /// Creates `items` in the merchant's next group; their outcomes once committed.
+    /// Creates `items` in the merchant's next group (or decides them there and rolls back); their
+    /// outcomes once committed.
     pub(super) async fn create(
         &self,
         merchant_pk: i64,
         items: Vec<NewLocation>,
+        persist: Persist,
         deadline: Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.queue(merchant_pk, Job::Create(items, Waiting::new(deadline, reply)));
+        self.queue(merchant_pk, Job::Create(items, persist, Waiting::new(deadline, reply)));
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
-    /// Decides and writes `plan` in the merchant's next group; the decision once committed.
+    /// Decides and writes `plan` in the merchant's next group (or decides it there and rolls
+    /// back); the decision once committed.
     pub(super) async fn change(
         &self,
         merchant_pk: i64,
         plan: ChangePlan,
+        persist: Persist,
         deadline: Instant,
     ) -> Result<Decision, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.queue(merchant_pk, Job::Change(plan, Waiting::new(deadline, reply)));
+        self.queue(merchant_pk, Job::Change(plan, persist, Waiting::new(deadline, reply)));
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 

@@ -48,6 +48,7 @@ use super::migrate;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
+use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
@@ -356,18 +357,20 @@ impl Store for PgStore {
         &self,
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        persist: Persist,
         deadline: std::time::Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
-        self.groups.create(merchant.pk, items, deadline).await
+        self.groups.create(merchant.pk, items, persist, deadline).await
     }
 
     async fn change_locations(
         &self,
         merchant: &MerchantRef,
         plan: ChangePlan,
+        persist: Persist,
         deadline: std::time::Instant,
     ) -> Result<Decision, StoreError> {
-        self.groups.change(merchant.pk, plan, deadline).await
+        self.groups.change(merchant.pk, plan, persist, deadline).await
     }
 
     async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {

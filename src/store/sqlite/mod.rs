@@ -53,6 +53,7 @@ use super::group::Waiting;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
+use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
@@ -136,15 +137,16 @@ impl SqliteStore {
             .ok_or(StoreError::Unavailable)
     }
 
-    /// Runs `work` on the writer thread in the next group commit; its result once committed. Not
-    /// begun after `deadline`.
+    /// Runs `work` on the writer thread in the next group commit (kept, or rolled back after it
+    /// ran when `persist` says so); its result once committed. Not begun after `deadline`.
     async fn grouped<T: Send + 'static>(
         &self,
         deadline: Instant,
+        persist: Persist,
         work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
-        let job = Queued::job(Waiting::new(deadline, reply), work);
+        let job = Queued::job(Waiting::new(deadline, reply), persist, work);
         self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
@@ -287,11 +289,14 @@ impl Store for SqliteStore {
         &self,
         merchant: &MerchantRef,
         plan: ChangePlan,
+        persist: Persist,
         deadline: Instant,
     ) -> Result<Decision, StoreError> {
         let merchant_pk = merchant.pk;
-        self.grouped(deadline, move |tx, _| changes::change_in_tx(tx, merchant_pk, plan))
-            .await
+        self.grouped(deadline, persist, move |tx, _| {
+            changes::change_in_tx(tx, merchant_pk, plan)
+        })
+        .await
     }
 
     async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {
@@ -404,13 +409,14 @@ impl Store for SqliteStore {
         &self,
         merchant: &MerchantRef,
         items: Vec<NewLocation>,
+        persist: Persist,
         deadline: Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
         if items.is_empty() {
             return Ok(Vec::new());
         }
         let merchant_pk = merchant.pk;
-        self.grouped(deadline, move |tx, health| {
+        self.grouped(deadline, persist, move |tx, health| {
             locations::create_in_tx(tx, merchant_pk, &items, &health.failpoint)
         })
         .await

@@ -19,6 +19,7 @@ use std::time::Instant;
 use rusqlite::{Connection, TransactionBehavior};
 use tokio::sync::mpsc;
 
+use crate::domain::location::Persist;
 use crate::store::api::StoreError;
 use crate::store::group::{GroupDeadline, MAX_GROUP, SharedError, Waiting, WriteDelay};
 
@@ -81,6 +82,8 @@ pub(super) trait GroupWrite: Send {
     fn deadline(&self) -> Instant;
     /// Does the work (in a savepoint of its own); whether it succeeded.
     fn write(&mut self, tx: &Connection, health: &WriterHealth) -> bool;
+    /// Whether its work is kept: a `validate_only` request's is rolled back (CONTRACT §14).
+    fn persist(&self) -> Persist;
     /// Its work is lost (its savepoint could not be taken or released): it answers `e`.
     fn fail(&mut self, e: StoreError);
     /// Answers: its result when the group committed, else the commit's error.
@@ -90,6 +93,7 @@ pub(super) trait GroupWrite: Send {
 /// The one `GroupWrite`: a closure and the reply for what it returns.
 pub(super) struct Queued<T> {
     waiting: Waiting<T>,
+    persist: Persist,
     work: Option<Work<T>>,
     result: Option<Result<T, StoreError>>,
 }
@@ -99,10 +103,12 @@ type Work<T> = Box<dyn FnOnce(&Connection, &WriterHealth) -> Result<T, StoreErro
 impl<T: Send + 'static> Queued<T> {
     pub(super) fn job(
         waiting: Waiting<T>,
+        persist: Persist,
         work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
     ) -> Job {
         Job::Grouped(Box::new(Queued {
             waiting,
+            persist,
             work: Some(Box::new(work)),
             result: None,
         }))
@@ -126,6 +132,10 @@ impl<T: Send + 'static> GroupWrite for Queued<T> {
         let ok = result.is_ok();
         self.result = Some(result);
         ok
+    }
+
+    fn persist(&self) -> Persist {
+        self.persist
     }
 
     fn fail(&mut self, e: StoreError) {
@@ -216,10 +226,15 @@ fn commit_group(
         interrupt.set(deadline);
         let ok = match tx.savepoint() {
             Ok(sp) => {
-                // A failed write's savepoint is dropped, which rolls back what it did.
+                // A failed write's savepoint is dropped, which rolls back what it did; so is a
+                // `validate_only` request's, which succeeded.
                 let ok = job.write(&sp, health);
                 std::thread::sleep(health.delay.take());
-                ok && sp.commit().map_err(|e| job.fail(e.into())).is_ok()
+                if job.persist().commits() {
+                    ok && sp.commit().map_err(|e| job.fail(e.into())).is_ok()
+                } else {
+                    ok
+                }
             }
             Err(e) => {
                 job.fail(e.into());
