@@ -4,12 +4,16 @@
 //! and answers back to rows.
 
 pub mod api;
+pub mod chunk;
+pub mod layout;
+pub mod missing;
 pub mod pull;
 pub mod push;
+pub mod read_cells;
 pub mod report;
 pub mod rows;
 pub mod send;
-pub mod sheet;
+pub mod write_cells;
 
 use std::io::Write;
 use std::path::Path;

@@ -14,8 +14,8 @@ use serde_json::value::RawValue;
 
 use super::api::{Api, ClientArgs, Failed};
 use super::rows::Format;
-use super::sheet;
 use super::{Exit, probe, walk};
+use super::{layout, write_cells};
 
 #[derive(Args, Debug)]
 pub struct PullArgs {
@@ -125,7 +125,7 @@ impl<W: Write> Output<W> {
             }
             Format::Csv => {
                 let mut csv = csv::Writer::from_writer(writer);
-                csv.write_record(sheet::pulled_columns().iter().map(|c| c.name))?;
+                csv.write_record(layout::pulled_columns().iter().map(|c| c.name))?;
                 Output::Csv(Box::new(csv))
             }
         })
@@ -144,7 +144,7 @@ impl<W: Write> Output<W> {
             }
             Output::Csv(csv) => {
                 let value: Value = serde_json::from_str(record.get())?;
-                csv.write_record(sheet::record_cells(&value))?;
+                csv.write_record(write_cells::record_cells(&value))?;
             }
         }
         Ok(())

@@ -1,5 +1,5 @@
 //! Reading a file of locations, row by row, without holding it (CONTRACT §11): JSON Lines, a JSON
-//! array (or `{"locations": [...]}`), or CSV in the layout of `sheet`.
+//! array (or `{"locations": [...]}`), or CSV in the layout of `layout`.
 //!
 //! `scan` is the one reader. `push` runs it twice: first to check the whole file (a broken line, a
 //! CSV row with too many cells, a bad header: exit 2 before anything is sent), then to send it. A
@@ -18,8 +18,8 @@ use serde::Deserializer as _;
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::layout::{self, Layout};
 use super::report::RowError;
-use super::sheet::{self, Layout};
 use crate::domain::location::Weekday;
 
 /// A file format of push and pull.
@@ -120,13 +120,13 @@ impl Row {
             let field = if path == "expected_version" { "version" } else { path };
             return RowError::new(field, code, message);
         };
-        let (column, inner) = sheet::column_of(path, days);
+        let (column, inner) = layout::column_of(path, days);
         let mut text = if inner.is_empty() {
             message.to_owned()
         } else {
             format!("{inner}: {message}")
         };
-        if let Some(syntax) = sheet::syntax_of(&column, &inner, code) {
+        if let Some(syntax) = layout::syntax_of(&column, &inner, code) {
             text.push_str(&format!(" (cell syntax: {syntax})"));
         }
         RowError::new(column, code, text)
