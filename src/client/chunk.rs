@@ -9,18 +9,11 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::api::{Api, Failed};
+use super::api::Failed;
 use super::report::{Outcome, RowError, RowReport};
 use super::rows::Row;
-use super::send::{AnswerError, Sent, send};
+use super::send::{AnswerError, Context, Sent, send};
 use super::walk;
-
-/// What every chunk's task needs.
-pub(super) struct Context {
-    pub(super) api: Api,
-    pub(super) update: bool,
-    pub(super) retries: u32,
-}
 
 /// A stored location, as the chunk found it before sending.
 #[derive(Clone, Debug)]
@@ -88,34 +81,29 @@ pub(super) async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowRepo
         .filter(|(_, r)| matches!(r, Route::Create))
         .map(|(i, _)| (i, Cow::Borrowed(rows[i].item.as_str())))
         .collect();
-    for (i, sent) in send(&context.api, context.retries, "/v1/location/create", creates, |i| {
-        rows[i].merchant_location_id.is_some()
+    for (i, sent) in send(context, "/v1/location/create", creates, |i| {
+        context.dry_run || rows[i].merchant_location_id.is_some()
     })
     .await
     {
         let row = &rows[i];
         results[i] = Some(match sent {
-            Sent::Result(result) => {
-                let location_id = Some(result.location_id.as_str()).filter(|s| !s.is_empty());
-                let errors = row_errors(row, &result.errors);
-                match location_id {
-                    Some(id) => {
-                        let outcome = if prior(row, false).is_some() {
-                            Outcome::Unchanged
-                        } else if result.status == "QUARANTINE" {
-                            Outcome::Quarantined
-                        } else {
-                            Outcome::Created
-                        };
-                        (outcome, Some(id.to_owned()), errors)
-                    }
-                    None if context.update && is_taken(&result.errors) => {
-                        routes[i] = Route::Update { by_id: false };
-                        continue;
-                    }
-                    None => (Outcome::Failed, None, errors),
-                }
+            Sent::Result(result) if result.status != "FAILED" => {
+                let outcome = if prior(row, false).is_some() {
+                    Outcome::Unchanged
+                } else if result.status == "QUARANTINE" {
+                    Outcome::Quarantined
+                } else {
+                    Outcome::Created
+                };
+                // A dry run's new location has the id "" (CONTRACT §14), and so has its report.
+                (outcome, Some(result.location_id), row_errors(row, &result.errors))
             }
+            Sent::Result(result) if context.update && is_taken(&result.errors) => {
+                routes[i] = Route::Update { by_id: false };
+                continue;
+            }
+            Sent::Result(result) => (Outcome::Failed, None, row_errors(row, &result.errors)),
             Sent::Unknown(why) => (Outcome::Unknown, None, vec![RowError::new("", "UNKNOWN", why)]),
             Sent::Failed(error) => (Outcome::Failed, None, vec![error]),
         });
@@ -129,7 +117,7 @@ pub(super) async fn push_chunk(context: &Context, rows: Vec<Row>) -> Vec<RowRepo
             _ => None,
         })
         .collect();
-    for (i, sent) in send(&context.api, context.retries, "/v1/location/update", updates, |_| true).await {
+    for (i, sent) in send(context, "/v1/location/update", updates, |_| true).await {
         let row = &rows[i];
         let by_id_route = matches!(routes[i], Route::Update { by_id: true });
         results[i] = Some(match sent {

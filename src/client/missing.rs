@@ -6,11 +6,12 @@ use std::collections::HashSet;
 use serde_json::{Value, json};
 
 use super::api::{Backoff, Failed};
-use super::chunk::Context;
+use super::send::Context;
 use super::walk;
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 
-/// Archives every stored location that is not archived and that no row named.
+/// Archives every stored location that is not archived and that no row named; how many were. In
+/// a dry run (CONTRACT §14) it archives nothing and answers how many it would have.
 pub(super) async fn archive_missing(
     context: &Context,
     named_ids: &HashSet<String>,
@@ -30,6 +31,9 @@ pub(super) async fn archive_missing(
         Ok(())
     })
     .await?;
+    if context.dry_run {
+        return Ok(missing.len() as u64);
+    }
     let mut archived = 0;
     for ids in missing.chunks(ITEMS_PER_REQUEST) {
         let items: Vec<Value> = ids.iter().map(|id| json!({ "location_id": id })).collect();

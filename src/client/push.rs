@@ -21,10 +21,11 @@ use clap::Args;
 use tokio::task::JoinSet;
 
 use super::api::{Api, ClientArgs};
-use super::chunk::{Context, push_chunk};
+use super::chunk::push_chunk;
 use super::missing::archive_missing;
 use super::report::{Outcome, Progress, ReportFile, RowReport, Tally};
 use super::rows::{self, Format, Row};
+use super::send::Context;
 use super::{Exit, format_of};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 
@@ -52,6 +53,11 @@ pub struct PushArgs {
     /// The file's format (default: by its extension).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// Report what the push would do, row by row, and store nothing: every request is sent with
+    /// `validate_only`, and --archive-missing only counts what it would archive. Each chunk is
+    /// decided against what is stored, not against the earlier rows of the file.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub client: ClientArgs,
 }
@@ -85,6 +91,7 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
         api,
         update: args.update,
         retries: args.retries,
+        dry_run: args.dry_run,
     });
     let progress = Progress::start(total);
     // Rows cross from the reading thread in batches: one wake-up per batch, not per row.
@@ -148,6 +155,9 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     }
     let mut bad = tally.get(Outcome::Failed) + tally.get(Outcome::Unknown) > 0;
     let mut summary = tally.summary();
+    if args.dry_run {
+        summary.insert_str(0, "dry run, nothing stored: ");
+    }
     if let Err(e) = read {
         summary.push_str(&format!("; the file could not be read to its end: {e}"));
         bad = true;
@@ -157,6 +167,7 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
             summary.push_str("; --archive-missing skipped: some rows' outcome is unknown");
         } else {
             match archive_missing(&context, &named_ids, &named_mlids).await {
+                Ok(archived) if args.dry_run => summary.push_str(&format!("; {archived} would be archived")),
                 Ok(archived) => summary.push_str(&format!("; {archived} archived")),
                 Err(e) => {
                     summary.push_str(&format!("; --archive-missing failed: {e}"));

@@ -8,6 +8,15 @@ use std::borrow::Cow;
 use super::api::{Api, Attempt, Backoff};
 use super::report::RowError;
 
+/// What every chunk's task needs.
+pub(super) struct Context {
+    pub(super) api: Api,
+    pub(super) update: bool,
+    pub(super) retries: u32,
+    /// `--dry-run`: every request with `validate_only` (CONTRACT §14).
+    pub(super) dry_run: bool,
+}
+
 /// What became of one sent item.
 pub(super) enum Sent {
     /// The item's result in a 200 answer.
@@ -42,17 +51,20 @@ pub(super) struct AnswerError {
     pub(super) message: String,
 }
 
-/// Sends `items` (row index, item) to `path` in one request, again after a 429, a refused
-/// connection or a 500; after an unknown outcome, again only the items `resendable` allows.
+/// Sends `items` (row index, item) to `path` in one request (with `validate_only` in a dry run),
+/// again after a 429, a refused connection or a 500; after an unknown outcome, again only the
+/// items `resendable` allows.
 pub(super) async fn send(
-    api: &Api,
-    retries: u32,
+    context: &Context,
     path: &str,
     mut items: Vec<(usize, Cow<'_, str>)>,
     resendable: impl Fn(usize) -> bool,
 ) -> Vec<(usize, Sent)> {
     let mut out = Vec::with_capacity(items.len());
-    let mut backoff = Backoff::new(retries);
+    let Context {
+        api, retries, dry_run, ..
+    } = context;
+    let mut backoff = Backoff::new(*retries);
     while !items.is_empty() {
         // `{"locations":[...]}` around the items' own text.
         let mut body = Vec::with_capacity(items.iter().map(|(_, item)| item.len() + 1).sum::<usize>() + 16);
@@ -63,7 +75,7 @@ pub(super) async fn send(
             }
             body.extend_from_slice(item.as_bytes());
         }
-        body.extend_from_slice(b"]}");
+        body.extend_from_slice(if *dry_run { b"],\"validate_only\":true}" } else { b"]}" });
         match api.attempt_json(path, body).await {
             Attempt::Answered(answer) => {
                 let results = serde_json::from_slice::<Answer>(&answer).map_or_else(|_| Vec::new(), |a| a.locations);

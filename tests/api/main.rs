@@ -8,6 +8,7 @@ mod create_batch;
 mod create_rules;
 mod density;
 mod docs;
+mod dry_run;
 mod helpers;
 mod import;
 mod limits;

@@ -12,20 +12,20 @@ use storefront::rate_limit::Rate;
 use crate::helpers::*;
 use crate::process::{BIN, Server, merchant_create_at};
 
-fn sample_csv() -> PathBuf {
+pub(crate) fn sample_csv() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/locations.csv")
 }
 
 /// What one run of the CLI did.
 #[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs `storefront locations ARGS` against `base` as `key`.
-async fn cli(base: &str, key: &str, args: &[&str]) -> Run {
+pub(crate) async fn cli(base: &str, key: &str, args: &[&str]) -> Run {
     let out = tokio::process::Command::new(BIN)
         .env("STOREFRONT_URL", base)
         .env("STOREFRONT_API_KEY", key)
@@ -42,12 +42,12 @@ async fn cli(base: &str, key: &str, args: &[&str]) -> Run {
     }
 }
 
-fn path_arg(path: &Path) -> &str {
+pub(crate) fn path_arg(path: &Path) -> &str {
     path.to_str().unwrap()
 }
 
 /// The report's records (JSON Lines).
-fn report_lines(path: &Path) -> Vec<Value> {
+pub(crate) fn report_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -55,7 +55,7 @@ fn report_lines(path: &Path) -> Vec<Value> {
         .collect()
 }
 
-fn outcomes(report: &[Value]) -> Vec<String> {
+pub(crate) fn outcomes(report: &[Value]) -> Vec<String> {
     report
         .iter()
         .map(|r| r["outcome"].as_str().unwrap().to_owned())
@@ -63,30 +63,30 @@ fn outcomes(report: &[Value]) -> Vec<String> {
 }
 
 impl TestApp {
-    async fn push(&self, args: &[&str]) -> Run {
+    pub(crate) async fn push(&self, args: &[&str]) -> Run {
         let mut all = vec!["push"];
         all.extend_from_slice(args);
         cli(&self.base, &self.key, &all).await
     }
 
-    async fn pull(&self, args: &[&str]) -> Run {
+    pub(crate) async fn pull(&self, args: &[&str]) -> Run {
         let mut all = vec!["pull"];
         all.extend_from_slice(args);
         cli(&self.base, &self.key, &all).await
     }
 
-    async fn records(&self) -> Vec<Value> {
+    pub(crate) async fn records(&self) -> Vec<Value> {
         self.walk_locations(&self.key, &Value::Null, 1000).await
     }
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path
 }
 
-fn jsonl(items: &[Value]) -> String {
+pub(crate) fn jsonl(items: &[Value]) -> String {
     items.iter().map(|i| format!("{i}\n")).collect()
 }
 
@@ -206,7 +206,7 @@ async fn json_lines_and_json_arrays_round_trip_as_the_records_themselves() {
 }
 
 /// Rewrites a CSV file through a closure over its rows (header included).
-fn edit_csv(from: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Vec<String>>)) {
+pub(crate) fn edit_csv(from: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Vec<String>>)) {
     let mut reader = csv::Reader::from_path(from).unwrap();
     let mut rows: Vec<Vec<String>> = vec![reader.headers().unwrap().iter().map(str::to_owned).collect()];
     rows.extend(reader.records().map(|r| r.unwrap().iter().map(str::to_owned).collect()));
@@ -218,7 +218,7 @@ fn edit_csv(from: &Path, to: &Path, edit: impl FnOnce(&mut Vec<Vec<String>>)) {
     writer.flush().unwrap();
 }
 
-fn column(rows: &[Vec<String>], name: &str) -> usize {
+pub(crate) fn column(rows: &[Vec<String>], name: &str) -> usize {
     rows[0].iter().position(|c| c == name).unwrap()
 }
 
