@@ -4,7 +4,11 @@
 //! and answers back to rows.
 
 pub mod api;
+pub mod cells;
 pub mod chunk;
+pub mod csv_dialect;
+mod csv_rows;
+mod json_rows;
 pub mod layout;
 pub mod missing;
 pub mod pull;
@@ -13,6 +17,7 @@ pub mod read_cells;
 pub mod report;
 pub mod rows;
 pub mod send;
+pub mod workbook;
 pub mod write_cells;
 
 use std::io::Write;

@@ -1,5 +1,5 @@
-//! `storefront locations pull` (CONTRACT §11): every record of the merchant (`--status`, `--type`)
-//! as JSON Lines, a JSON array, or CSV in the layout `push` reads, so that a pulled file pushed back
+//! `storefront locations pull` (CONTRACT §11, §16): every record of the merchant (`--status`,
+//! `--type`) as JSON Lines, a JSON array, or CSV or a workbook in the layout `push` reads, so that a pulled file pushed back
 //! changes nothing. JSON records are written as the service wrote them (its key order), never
 //! re-encoded. With `--output`, the file appears only when the walk is complete.
 
@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 
 use super::api::{Api, ClientArgs, Failed};
 use super::rows::Format;
+use super::workbook::SheetWriter;
 use super::{Exit, probe, walk};
 use super::{layout, write_cells};
 
@@ -66,7 +67,7 @@ async fn pull(args: PullArgs) -> Result<u64, Exit> {
     let filter = Value::Object(filter);
 
     // With --output, a temporary file beside it, renamed over it at the end.
-    let (sink, partial): (Box<dyn Write>, Option<(tempfile::NamedTempFile, PathBuf)>) = match &args.output {
+    let (sink, partial): (Box<dyn Write + Send>, Option<(tempfile::NamedTempFile, PathBuf)>) = match &args.output {
         None => (Box::new(std::io::stdout()), None),
         Some(path) => {
             let dir = path
@@ -77,7 +78,7 @@ async fn pull(args: PullArgs) -> Result<u64, Exit> {
                 .with_context(|| format!("cannot write {}", path.display()))
                 .map_err(Exit::NothingSent)?;
             let file = temp.reopen().map_err(|e| Exit::NothingSent(e.into()))?;
-            (Box::new(file) as Box<dyn Write>, Some((temp, path.clone())))
+            (Box::new(file) as Box<dyn Write + Send>, Some((temp, path.clone())))
         }
     };
     let mut out = Output::new(BufWriter::with_capacity(256 * 1024, sink), format).map_err(Exit::Failed)?;
@@ -109,13 +110,18 @@ async fn pull(args: PullArgs) -> Result<u64, Exit> {
 }
 
 /// Records written in a format.
-enum Output<W: Write> {
+enum Output<W: Write + Send> {
     Lines(W),
-    Array { writer: W, empty: bool },
+    Array {
+        writer: W,
+        empty: bool,
+    },
     Csv(Box<csv::Writer<W>>),
+    /// Written to `W` when complete (a workbook is a zip archive).
+    Xlsx(Box<SheetWriter>, W),
 }
 
-impl<W: Write> Output<W> {
+impl<W: Write + Send> Output<W> {
     fn new(mut writer: W, format: Format) -> anyhow::Result<Output<W>> {
         Ok(match format {
             Format::Jsonl => Output::Lines(writer),
@@ -127,6 +133,10 @@ impl<W: Write> Output<W> {
                 let mut csv = csv::Writer::from_writer(writer);
                 csv.write_record(layout::pulled_columns().iter().map(|c| c.name))?;
                 Output::Csv(Box::new(csv))
+            }
+            Format::Xlsx => {
+                let header: Vec<&str> = layout::pulled_columns().iter().map(|c| c.name).collect();
+                Output::Xlsx(Box::new(SheetWriter::new(&header)?), writer)
             }
         })
     }
@@ -144,7 +154,14 @@ impl<W: Write> Output<W> {
             }
             Output::Csv(csv) => {
                 let value: Value = serde_json::from_str(record.get())?;
-                csv.write_record(write_cells::record_cells(&value))?;
+                for cell in &write_cells::record_cells(&value) {
+                    csv.write_field(write_cells::csv_text(cell).as_bytes())?;
+                }
+                csv.write_record(None::<&[u8]>)?;
+            }
+            Output::Xlsx(sheet, _) => {
+                let value: Value = serde_json::from_str(record.get())?;
+                sheet.row(&write_cells::record_cells(&value))?;
             }
         }
         Ok(())
@@ -158,6 +175,10 @@ impl<W: Write> Output<W> {
                 writer.flush()?;
             }
             Output::Csv(mut csv) => csv.flush()?,
+            Output::Xlsx(sheet, mut writer) => {
+                sheet.finish(&mut writer)?;
+                writer.flush()?;
+            }
         }
         Ok(())
     }

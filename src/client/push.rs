@@ -22,16 +22,18 @@ use tokio::task::JoinSet;
 
 use super::api::{Api, ClientArgs};
 use super::chunk::push_chunk;
+use super::csv_dialect::{self, CsvOptions};
 use super::missing::archive_missing;
 use super::report::{Outcome, Progress, ReportFile, RowReport, Tally};
-use super::rows::{self, Format, Row};
+use super::rows::{Format, ReadOptions, Row, Source, Unreadable};
 use super::send::Context;
 use super::{Exit, format_of};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 
 #[derive(Args, Debug)]
 pub struct PushArgs {
-    /// JSON Lines (.jsonl, .ndjson), a JSON array (.json) or CSV (.csv) of locations.
+    /// JSON Lines (.jsonl, .ndjson), a JSON array (.json), CSV (.csv) or a workbook (.xlsx) of
+    /// locations.
     pub file: PathBuf,
     /// A row whose location is stored with other content updates it (by `location_id` when the row
     /// has one, else by `merchant_location_id`) instead of failing with CONFLICT.
@@ -53,6 +55,16 @@ pub struct PushArgs {
     /// The file's format (default: by its extension).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
+    /// A workbook's sheet to read (default: the first).
+    #[arg(long)]
+    pub sheet: Option<String>,
+    /// A CSV file's delimiter: `,`, `;` or `tab` (default: the one its header line uses).
+    #[arg(long, value_parser = csv_dialect::parse_delimiter)]
+    pub delimiter: Option<u8>,
+    /// A CSV file's encoding, as a WHATWG label (`windows-1251`, `koi8-r`, …). Default: the one its
+    /// byte order mark says, else UTF-8 when it is valid UTF-8, else detected.
+    #[arg(long, value_parser = csv_dialect::parse_encoding)]
+    pub encoding: Option<&'static encoding_rs::Encoding>,
     /// Report what the push would do, row by row, and store nothing: every request is sent with
     /// `validate_only`, and --archive-missing only counts what it would archive. Each chunk is
     /// decided against what is stored, not against the earlier rows of the file.
@@ -75,11 +87,22 @@ pub async fn run(args: PushArgs) -> ExitCode {
 
 async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     let format = format_of(&args.file, args.format).map_err(Exit::NothingSent)?;
+    let options = ReadOptions {
+        csv: CsvOptions {
+            delimiter: args.delimiter,
+            encoding: args.encoding,
+        },
+        sheet: args.sheet.clone(),
+    };
     let path = args.file.clone();
-    let checked = tokio::task::spawn_blocking(move || rows::check(&path, format))
-        .await
-        .map_err(|e| Exit::NothingSent(anyhow!(e)))?;
-    let total = checked.map_err(|e| Exit::NothingSent(anyhow!("{}: {e}", args.file.display())))?;
+    let checked = tokio::task::spawn_blocking(move || {
+        let source = Source::open(&path, format, &options)?;
+        Ok::<_, Unreadable>((source.check()?, source))
+    })
+    .await
+    .map_err(|e| Exit::NothingSent(anyhow!(e)))?;
+    let (total, source) = checked.map_err(|e| Exit::NothingSent(anyhow!("{}: {e}", args.file.display())))?;
+    let note = source.note();
     let api = Api::new(&args.client).map_err(Exit::NothingSent)?;
     super::probe(&api, args.retries).await.map_err(Exit::NothingSent)?;
     let mut report = match &args.report {
@@ -96,15 +119,14 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     let progress = Progress::start(total);
     // Rows cross from the reading thread in batches: one wake-up per batch, not per row.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Row>>(4);
-    let path = args.file.clone();
     let reader = tokio::task::spawn_blocking(move || {
         let mut batch = Vec::with_capacity(ITEMS_PER_REQUEST);
-        rows::scan(&path, format, |row| {
+        source.scan(|row| {
             batch.push(row);
             batch.len() < ITEMS_PER_REQUEST || tx.blocking_send(std::mem::take(&mut batch)).is_ok()
         })?;
         let _ = tx.blocking_send(batch);
-        Ok::<(), rows::Unreadable>(())
+        Ok::<(), Unreadable>(())
     });
 
     let mut flow = Flow {
@@ -157,6 +179,9 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     let mut summary = tally.summary();
     if args.dry_run {
         summary.insert_str(0, "dry run, nothing stored: ");
+    }
+    if let Some(note) = note {
+        summary.push_str(&format!("; {note}"));
     }
     if let Err(e) = read {
         summary.push_str(&format!("; the file could not be read to its end: {e}"));

@@ -1,16 +1,20 @@
-//! A row's cells into the JSON text of a create or update item (CONTRACT §11), column by column.
+//! A row's cells into the JSON text of a create or update item (CONTRACT §11), column by column;
+//! each cell converted by `cells` for its field, whatever file it came from (CONTRACT §16).
 //!
 //! An empty cell is an absent field. Nothing here validates: a cell that does not convert to its
 //! field's type (a number that is not one, a schedule that does not follow the syntax) is sent as
 //! the text it is, and the service answers with its code (`INVALID_TYPE`, …) at the field's path,
 //! which `layout::column_of` turns back into the column.
 
-use serde_json::{Number, Value};
+use std::borrow::Cow;
 
+use serde_json::Value;
+
+use super::cells::{Cell, Dialect, Scalar};
 use super::layout::{Kind, Layout};
 use crate::domain::location::Weekday;
 
-/// What one CSV row holds, converted.
+/// What one row holds, converted.
 #[derive(Debug, Default)]
 pub struct Cells {
     /// The location's fields as the JSON text of an item of create or update.
@@ -28,14 +32,14 @@ impl Layout {
     /// Converts one row's cells (fewer than the header's are empty) into an item's JSON text,
     /// written directly: a push converts every row, and this is most of its own work. `size` is
     /// the cells' length, for the text's first allocation.
-    pub fn convert<'a>(&self, cells: impl IntoIterator<Item = &'a str>, size: usize) -> Cells {
+    pub fn convert(&self, cells: &[Cell<'_>], dialect: Dialect, size: usize) -> Cells {
         let mut out = Cells::default();
         let mut json = Json {
             buf: Vec::with_capacity(2 * size + 512),
             first: false,
         };
-        let mut limits: Vec<(&str, &str)> = Vec::new();
-        let mut days: Vec<(Weekday, &str)> = Vec::new();
+        let mut limits: Vec<(&str, &Cell<'_>)> = Vec::new();
+        let mut days: Vec<(Weekday, Cow<'_, str>)> = Vec::new();
         json.open('{');
         for (column, cell) in self.columns.iter().zip(cells) {
             if cell.is_empty() {
@@ -43,37 +47,40 @@ impl Layout {
             }
             match column.kind {
                 Kind::Text => {
+                    let text = cell.text(dialect);
                     json.key(column.name);
-                    json.string(cell);
+                    json.string(&text);
                     if column.name == "merchant_location_id" {
-                        out.merchant_location_id = Some(cell.to_owned());
+                        out.merchant_location_id = Some(text.into_owned());
                     }
                 }
                 Kind::Number => {
                     json.key(column.name);
-                    json.number(cell);
+                    json.scalar(&cell.number(dialect));
                 }
                 Kind::Boolean => {
                     json.key(column.name);
-                    json.boolean(cell);
+                    json.scalar(&cell.boolean(dialect));
                 }
                 Kind::List => {
                     json.key(column.name);
-                    json.array(elements(cell), Json::string);
+                    json.array(elements(&cell.text(dialect)), Json::string);
                 }
                 Kind::Limit(key) => limits.push((key, cell)),
-                Kind::Day(day) => days.push((day, cell)),
+                Kind::Day(day) => days.push((day, cell.text(dialect))),
                 Kind::Dated => {
                     json.key(column.name);
-                    json.array(elements(cell), Json::dated_day);
+                    json.array(elements(&cell.text(dialect)), Json::dated_day);
                 }
-                Kind::LocationId => out.location_id = Some(Value::String(cell.to_owned())),
+                Kind::LocationId => out.location_id = Some(Value::String(cell.text(dialect).into_owned())),
                 Kind::Version => {
-                    out.version = Some(
-                        serde_json::from_str::<Number>(cell.trim()).map_or_else(|_| Value::from(cell), Value::Number),
-                    );
+                    out.version = Some(match cell.number(dialect) {
+                        Scalar::Number(n) => serde_json::from_str(&n).unwrap_or(Value::String(n)),
+                        Scalar::Bool(b) => Value::Bool(b),
+                        Scalar::Text(text) => Value::String(text.into_owned()),
+                    });
                 }
-                Kind::Status => out.archived = cell.trim() == "ARCHIVED",
+                Kind::Status => out.archived = cell.text(dialect).trim() == "ARCHIVED",
                 Kind::Issue | Kind::ReadOnly => {}
             }
         }
@@ -82,7 +89,7 @@ impl Layout {
             json.open('{');
             for (key, cell) in limits {
                 json.key(key);
-                json.number(cell);
+                json.scalar(&cell.number(dialect));
             }
             json.close('}');
         }
@@ -155,25 +162,13 @@ impl Json {
         let _ = serde_json::to_writer(&mut self.buf, s);
     }
 
-    /// A number cell: the number it spells, or the text for the service to refuse.
-    fn number(&mut self, cell: &str) {
-        let trimmed = cell.trim();
-        if serde_json::from_str::<Number>(trimmed).is_ok() {
-            self.buf.extend_from_slice(trimmed.as_bytes());
-        } else {
-            self.string(cell);
-        }
-    }
-
-    /// `true` / `false` in any case (spreadsheets write `TRUE`), or the text.
-    fn boolean(&mut self, cell: &str) {
-        let word = cell.trim();
-        if word.eq_ignore_ascii_case("true") {
-            self.buf.extend_from_slice(b"true");
-        } else if word.eq_ignore_ascii_case("false") {
-            self.buf.extend_from_slice(b"false");
-        } else {
-            self.string(cell);
+    /// A number or boolean cell as converted: the JSON value, or the text for the service to
+    /// refuse.
+    fn scalar(&mut self, scalar: &Scalar<'_>) {
+        match scalar {
+            Scalar::Number(n) => self.buf.extend_from_slice(n.as_bytes()),
+            Scalar::Bool(b) => self.buf.extend_from_slice(if *b { b"true" } else { b"false" }),
+            Scalar::Text(text) => self.string(text),
         }
     }
 
@@ -277,6 +272,16 @@ impl<'a> DayCell<'a> {
 mod tests {
     use super::*;
 
+    /// A CSV row's cells.
+    pub(crate) fn texts<'a>(cells: &[&'a str]) -> Vec<Cell<'a>> {
+        cells.iter().map(|c| Cell::Text(Cow::Borrowed(*c))).collect()
+    }
+
+    const CSV: Dialect = Dialect {
+        decimal_comma: false,
+        quoted_formulas: true,
+    };
+
     #[test]
     fn cells_that_do_not_convert_are_sent_as_their_text() {
         let layout = Layout::new([
@@ -288,12 +293,13 @@ mod tests {
         .unwrap();
         let item = |cells: Cells| serde_json::from_str::<Value>(&cells.json).unwrap();
         let cells = item(layout.convert(
-            [
+            &texts(&[
                 "55,75",
                 "yes",
                 "9-18 lunch",
                 "2026-12-31; 2027-01-01 closed 10:00-12:00",
-            ],
+            ]),
+            CSV,
             0,
         ));
         assert_eq!(cells["latitude"], "55,75");
@@ -303,13 +309,13 @@ mod tests {
         assert_eq!(cells["individual_schedule"][0], "2026-12-31");
         assert_eq!(cells["individual_schedule"][1]["is_works"], false);
         let layout = Layout::new(["is_accepts_returns", "storage_period_days", "latitude", "name"]).unwrap();
-        let cells = item(layout.convert(["TRUE", " 7 ", "1e400", "\"quoted\"\n"], 0));
+        let cells = item(layout.convert(&texts(&["TRUE", " 7 ", "1e400", "\"quoted\"\n"]), CSV, 0));
         assert_eq!(cells["is_accepts_returns"], true);
         assert_eq!(cells["storage_period_days"], 7);
         assert_eq!(cells["latitude"], "1e400", "out of range: the text");
         assert_eq!(cells["name"], "\"quoted\"\n");
         assert_eq!(
-            item(Layout::new(["name"]).unwrap().convert([""], 0)),
+            item(Layout::new(["name"]).unwrap().convert(&texts(&[""]), CSV, 0)),
             serde_json::json!({})
         );
     }

@@ -1,25 +1,27 @@
-//! Reading a file of locations, row by row, without holding it (CONTRACT §11): JSON Lines, a JSON
-//! array (or `{"locations": [...]}`), or CSV in the layout of `layout`.
+//! Reading a file of locations, row by row, without holding it (CONTRACT §11, §16): JSON Lines, a
+//! JSON array (or `{"locations": [...]}`), or a table in the layout of `layout`: CSV in the
+//! dialects spreadsheet programs write, or a workbook's sheet.
 //!
-//! `scan` is the one reader. `push` runs it twice: first to check the whole file (a broken line, a
-//! CSV row with too many cells, a bad header: exit 2 before anything is sent), then to send it. A
-//! row's item is what the service would be sent; the record's read-only keys are taken out, and
-//! `location_id` / `version` are kept beside it for `--update`.
+//! `Source::open` finds how the file is read (a CSV's encoding and delimiter); `Source::scan` is
+//! the one reader. `push` runs it twice: first to check the whole file (a broken line, a row with
+//! too many cells, a bad header: exit 2 before anything is sent), then to send it. A row's item is
+//! what the service would be sent; the record's read-only keys are taken out, and `location_id` /
+//! `version` are kept beside it for `--update`. A table's cells, from either kind of file, become
+//! an item in one place (`read_cells`).
 
-use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::borrow::Cow;
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
-use std::rc::Rc;
+use std::io::{BufReader, Cursor, Read, Seek};
+use std::path::{Path, PathBuf};
 
-use serde::Deserializer as _;
-use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::cells::{Cell, Dialect};
+use super::csv_dialect::{self, CsvDialect, CsvOptions};
 use super::layout::{self, Layout};
 use super::report::RowError;
+use super::{csv_rows, json_rows, workbook};
 use crate::domain::location::Weekday;
 
 /// A file format of push and pull.
@@ -28,6 +30,8 @@ pub enum Format {
     Jsonl,
     Json,
     Csv,
+    /// A workbook (Office Open XML).
+    Xlsx,
 }
 
 impl Format {
@@ -38,6 +42,7 @@ impl Format {
             "jsonl" | "ndjson" => Some(Format::Jsonl),
             "json" => Some(Format::Json),
             "csv" => Some(Format::Csv),
+            "xlsx" => Some(Format::Xlsx),
             _ => None,
         }
     }
@@ -49,8 +54,8 @@ const READ_ONLY: [&str; 6] = ["location_id", "version", "status", "issue", "crea
 /// One row of the file.
 #[derive(Debug)]
 pub struct Row {
-    /// The report's `row`: the line a JSON Lines or CSV row starts on (1-based), the index of a JSON
-    /// array's element (0-based).
+    /// The report's `row`: the line a JSON Lines or CSV row starts on and a workbook row's number
+    /// (1-based), the index of a JSON array's element (0-based).
     pub row: u64,
     /// What create or update is sent, as JSON text: the row's fields without the record's
     /// read-only keys (a row that is not an object, as it is). Written once, here, and copied into
@@ -63,7 +68,7 @@ pub struct Row {
     pub archived: bool,
     /// The item's `merchant_location_id` when it is a non-empty string.
     pub merchant_location_id: Option<String>,
-    /// A CSV row's days, in the order of its `working_schedule` (`None` for JSON).
+    /// A table row's days, in the order of its `working_schedule` (`None` for JSON).
     pub days: Option<Vec<Weekday>>,
 }
 
@@ -143,246 +148,181 @@ impl fmt::Display for Unreadable {
     }
 }
 
-/// Reads `path` as `format`, handing each row to `each` in file order. Stops at the first problem
-/// of the file (its message names the line), or when `each` answers `false`.
-pub fn scan(path: &Path, format: Format, mut each: impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
-    scan_file(path, format, &mut |row| each(row.into_row()))
+/// How push reads a file beyond its format (CONTRACT §16).
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    pub csv: CsvOptions,
+    /// A workbook's sheet (default: the first).
+    pub sheet: Option<String>,
 }
 
-/// Checks that `path` reads as `format` to its end, the way `scan` reads it, without converting
-/// its rows; the number of rows.
-pub fn check(path: &Path, format: Format) -> Result<u64, Unreadable> {
-    let mut rows = 0;
-    scan_file(path, format, &mut |_| {
-        rows += 1;
-        true
-    })?;
-    Ok(rows)
+/// A file and how it is read: found once, then read by every pass.
+#[derive(Clone, Debug)]
+pub struct Source {
+    path: PathBuf,
+    format: Format,
+    csv: Option<CsvDialect>,
+    sheet: Option<String>,
 }
 
-/// `scan` from any reader (the fuzz target reads bytes).
-pub fn scan_reader(reader: impl Read, format: Format, mut each: impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
-    let reader = BufReader::with_capacity(256 * 1024, reader);
-    scan_any(reader, format, &mut |row| each(row.into_row()))
-}
-
-fn scan_file(path: &Path, format: Format, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
-    let file = File::open(path).map_err(|e| Unreadable(format!("cannot read {}: {e}", path.display())))?;
-    scan_any(BufReader::with_capacity(256 * 1024, file), format, each)
-}
-
-fn scan_any(reader: impl BufRead, format: Format, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
-    match format {
-        Format::Jsonl => scan_lines(reader, each),
-        Format::Json => scan_array(reader, each),
-        Format::Csv => scan_csv(reader, each),
+impl Source {
+    /// Opens `path` as `format`: a CSV file's encoding and delimiter are found here.
+    pub fn open(path: &Path, format: Format, options: &ReadOptions) -> Result<Source, Unreadable> {
+        let csv = match format {
+            Format::Csv => Some(csv_dialect::inspect(|| File::open(path), options.csv).map_err(Unreadable)?),
+            _ => None,
+        };
+        Ok(Source {
+            path: path.to_owned(),
+            format,
+            csv,
+            sheet: options.sheet.clone(),
+        })
     }
+
+    /// What the summary says of how the file was read: a detected encoding (CONTRACT §16).
+    pub fn note(&self) -> Option<String> {
+        self.csv
+            .filter(|d| d.detected)
+            .map(|d| format!("read as {}", d.encoding.name().to_ascii_lowercase()))
+    }
+
+    /// Reads the file, handing each row to `each` in file order. Stops at the first problem of the
+    /// file (its message names the line), or when `each` answers `false`.
+    pub fn scan(&self, mut each: impl FnMut(Row) -> bool) -> Result<(), Unreadable> {
+        self.scan_lazy(&mut |row| each(row.into_row()))
+    }
+
+    /// Checks that the file reads to its end, the way `scan` reads it, without converting its
+    /// rows; the number of rows.
+    pub fn check(&self) -> Result<u64, Unreadable> {
+        let mut rows = 0;
+        self.scan_lazy(&mut |_| {
+            rows += 1;
+            true
+        })?;
+        Ok(rows)
+    }
+
+    fn scan_lazy(&self, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
+        let file =
+            File::open(&self.path).map_err(|e| Unreadable(format!("cannot read {}: {e}", self.path.display())))?;
+        scan_any(file, self.format, self.csv, self.sheet.as_deref(), each)
+    }
+}
+
+/// `Source::scan` over bytes (the fuzz target's): a CSV's dialect found as `Source::open` finds it.
+pub fn scan_bytes(
+    data: &[u8],
+    format: Format,
+    options: &ReadOptions,
+    mut each: impl FnMut(Row) -> bool,
+) -> Result<(), Unreadable> {
+    let csv = match format {
+        Format::Csv => Some(csv_dialect::inspect(|| Ok(Cursor::new(data.to_vec())), options.csv).map_err(Unreadable)?),
+        _ => None,
+    };
+    scan_any(
+        Cursor::new(data.to_vec()),
+        format,
+        csv,
+        options.sheet.as_deref(),
+        &mut |row| each(row.into_row()),
+    )
+}
+
+fn scan_any<R: Read + Seek>(
+    reader: R,
+    format: Format,
+    csv: Option<CsvDialect>,
+    sheet: Option<&str>,
+    each: &mut dyn FnMut(Lazy) -> bool,
+) -> Result<(), Unreadable> {
+    let buffered = || BufReader::with_capacity(256 * 1024, reader);
+    match (format, csv) {
+        (Format::Jsonl, _) => json_rows::scan_lines(buffered(), &mut |n, value| each(Lazy::Json(n, value))),
+        (Format::Json, _) => json_rows::scan_array(buffered(), &mut |n, value| each(Lazy::Json(n, value))),
+        (Format::Csv, Some(dialect)) => scan_table_csv(csv_dialect::decoded(buffered(), dialect), dialect, each),
+        (Format::Csv, None) => Err("a CSV file read without its dialect".to_owned()),
+        (Format::Xlsx, _) => scan_workbook(buffered(), sheet, each),
+    }
+    .map_err(Unreadable)
 }
 
 /// A row that is converted only when it is used: the check pass counts rows and converts none.
 enum Lazy<'a> {
     Json(u64, Value),
-    Csv(u64, &'a Layout, &'a csv::StringRecord),
+    Csv(u64, &'a Layout, &'a csv::StringRecord, Dialect),
+    Sheet(u64, &'a Layout, &'a [Cell<'a>]),
 }
 
 impl Lazy<'_> {
     fn into_row(self) -> Row {
-        match self {
-            Lazy::Json(row, value) => Row::from_json(row, value),
-            Lazy::Csv(line, layout, record) => {
-                let cells = layout.convert(record.iter(), record.as_slice().len());
-                Row {
-                    row: line,
-                    item: cells.json,
-                    location_id: cells.location_id,
-                    version: cells.version,
-                    archived: cells.archived,
-                    merchant_location_id: cells.merchant_location_id,
-                    days: Some(cells.days),
-                }
+        let (row, cells) = match self {
+            Lazy::Json(row, value) => return Row::from_json(row, value),
+            Lazy::Csv(line, layout, record, dialect) => {
+                let cells: Vec<Cell<'_>> = record.iter().map(|c| Cell::Text(Cow::Borrowed(c))).collect();
+                (line, layout.convert(&cells, dialect, record.as_slice().len()))
             }
+            Lazy::Sheet(row, layout, cells) => (row, layout.convert(cells, Dialect::WORKBOOK, 64 * cells.len())),
+        };
+        Row {
+            row,
+            item: cells.json,
+            location_id: cells.location_id,
+            version: cells.version,
+            archived: cells.archived,
+            merchant_location_id: cells.merchant_location_id,
+            days: Some(cells.days),
         }
     }
 }
 
-fn scan_lines(reader: impl BufRead, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
-    for (n, line) in reader.lines().enumerate() {
-        let number = n as u64 + 1;
-        let line = line.map_err(|e| Unreadable(format!("line {number}: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: Value =
-            serde_json::from_str(&line).map_err(|e| Unreadable(format!("line {number}: not a JSON value: {e}")))?;
-        if !each(Lazy::Json(number, value)) {
-            break;
-        }
-    }
-    Ok(())
+/// A row of a table wider than its header.
+fn too_wide(what: &str, row: u64, cells: usize, layout: &Layout) -> String {
+    format!(
+        "{what} {row}: {cells} cells, but the header names {} columns",
+        layout.width()
+    )
 }
 
-fn scan_array(reader: impl Read, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
-    let mut deserializer = serde_json::Deserializer::from_reader(reader);
-    let mut top = Top { each, next: 0 };
-    let read = deserializer.deserialize_any(&mut top).and_then(|()| deserializer.end());
-    read.map_err(|e| {
-        Unreadable(format!(
-            "not a JSON array of locations (or {{\"locations\": [...]}}): {e}"
-        ))
+fn scan_table_csv(reader: impl Read, dialect: CsvDialect, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), String> {
+    let mut layout: Option<Layout> = None;
+    csv_rows::scan_csv(reader, dialect.delimiter, &mut |line, record| {
+        let Some(layout) = &layout else {
+            layout = Some(Layout::new(record.iter()).map_err(|e| format!("line {line}: {e}"))?);
+            return Ok(true);
+        };
+        if record.len() > layout.width() {
+            return Err(too_wide("line", line, record.len(), layout));
+        }
+        if record.iter().all(str::is_empty) {
+            return Ok(true);
+        }
+        Ok(each(Lazy::Csv(line, layout, record, Dialect::csv(dialect.delimiter))))
     })
 }
 
-/// The top of a JSON file: an array of locations, or an object whose one key `locations` is.
-struct Top<'a> {
-    each: &'a mut dyn FnMut(Lazy) -> bool,
-    next: u64,
-}
-
-impl<'de> Visitor<'de> for &mut Top<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("an array of locations or {\"locations\": [...]}")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(value) = seq.next_element::<Value>()? {
-            let row = Lazy::Json(self.next, value);
-            self.next += 1;
-            if !(self.each)(row) {
-                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-                break;
-            }
+fn scan_workbook(
+    reader: impl Read + Seek,
+    sheet: Option<&str>,
+    each: &mut dyn FnMut(Lazy) -> bool,
+) -> Result<(), String> {
+    let mut layout: Option<Layout> = None;
+    workbook::read_rows(reader, sheet, &mut |row, cells| {
+        let Some(layout) = &layout else {
+            let header: Vec<Cow<'_, str>> = cells.iter().map(|c| c.text(Dialect::WORKBOOK)).collect();
+            let named = header.iter().rposition(|h| !h.is_empty()).map_or(0, |k| k + 1);
+            let header = header[..named].iter().map(|h| h.as_ref());
+            layout = Some(Layout::new(header).map_err(|e| format!("row {row}: {e}"))?);
+            return Ok(true);
+        };
+        let used = cells.iter().rposition(|c| !c.is_empty()).map_or(0, |k| k + 1);
+        if used > layout.width() {
+            return Err(too_wide("row", row, used, layout));
         }
-        Ok(())
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = false;
-        while let Some(key) = map.next_key::<String>()? {
-            if key != "locations" || seen {
-                return Err(de::Error::custom(format!("unexpected key {key:?}")));
-            }
-            seen = true;
-            map.next_value_seed(&mut *self)?;
-        }
-        if !seen {
-            return Err(de::Error::custom("no key \"locations\""));
-        }
-        Ok(())
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for &mut Top<'_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        struct Elements<'b, 'c>(&'b mut Top<'c>);
-        impl<'de> Visitor<'de> for Elements<'_, '_> {
-            type Value = ();
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an array of locations")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-                self.0.visit_seq(seq)
-            }
-        }
-        deserializer.deserialize_seq(Elements(self))
-    }
-}
-
-/// A reader that remembers where its line breaks are (`\n`, and `\r` not followed by `\n`), for
-/// the line a CSV record starts on. The csv crate counts `\n` only, and after a `\r\n` it places
-/// the next record at the `\n`, on the line before the record's own.
-struct LineBreaks<R> {
-    inner: R,
-    offset: u64,
-    /// A `\r` at the end of what was read so far: a break unless a `\n` follows.
-    pending_cr: Option<u64>,
-    breaks: Rc<RefCell<Breaks>>,
-}
-
-#[derive(Default)]
-struct Breaks {
-    /// Offsets of breaks not yet passed by a record.
-    ahead: VecDeque<u64>,
-    /// Breaks already passed.
-    passed: u64,
-}
-
-impl<R: Read> Read for LineBreaks<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        let mut breaks = self.breaks.borrow_mut();
-        for (i, byte) in buf[..n].iter().enumerate() {
-            let at = self.offset + i as u64;
-            match (*byte, self.pending_cr.take()) {
-                (b'\n', _) => breaks.ahead.push_back(at),
-                (other, cr) => {
-                    if let Some(cr) = cr {
-                        breaks.ahead.push_back(cr);
-                    }
-                    if other == b'\r' {
-                        self.pending_cr = Some(at);
-                    }
-                }
-            }
-        }
-        if n == 0
-            && let Some(cr) = self.pending_cr.take()
-        {
-            breaks.ahead.push_back(cr);
-        }
-        self.offset += n as u64;
-        Ok(n)
-    }
-}
-
-/// The line a record that starts at `position` is on (1-based): one more than the breaks before it
-/// (a break at its very first byte is the one the csv crate left in front of it).
-fn start_line(position: Option<&csv::Position>, breaks: &RefCell<Breaks>) -> u64 {
-    let Some(position) = position else { return 0 };
-    let mut breaks = breaks.borrow_mut();
-    while breaks.ahead.front().is_some_and(|b| *b <= position.byte()) {
-        breaks.ahead.pop_front();
-        breaks.passed += 1;
-    }
-    breaks.passed + 1
-}
-
-fn scan_csv(reader: impl Read, each: &mut dyn FnMut(Lazy) -> bool) -> Result<(), Unreadable> {
-    let breaks = Rc::new(RefCell::new(Breaks::default()));
-    let reader = LineBreaks {
-        inner: reader,
-        offset: 0,
-        pending_cr: None,
-        breaks: Rc::clone(&breaks),
-    };
-    let mut csv = csv::ReaderBuilder::new().flexible(true).from_reader(reader);
-    let csv_error = |e: csv::Error| {
-        let line = e.position().map_or(String::new(), |p| format!("line {}: ", p.line()));
-        Unreadable(format!("{line}{e}"))
-    };
-    let header = csv.headers().map_err(csv_error)?;
-    let layout = Layout::new(header.iter()).map_err(|e| Unreadable(format!("line 1: {e}")))?;
-    let mut record = csv::StringRecord::new();
-    while csv.read_record(&mut record).map_err(csv_error)? {
-        let line = start_line(record.position(), &breaks);
-        if record.len() > layout.width() {
-            return Err(Unreadable(format!(
-                "line {line}: {} cells, but the header names {} columns",
-                record.len(),
-                layout.width()
-            )));
-        }
-        if record.iter().all(str::is_empty) {
-            continue;
-        }
-        if !each(Lazy::Csv(line, &layout, &record)) {
-            break;
-        }
-    }
-    Ok(())
+        Ok(each(Lazy::Sheet(row, layout, cells)))
+    })
 }
 
 #[cfg(test)]
@@ -395,7 +335,7 @@ mod tests {
         let mut file = tempfile::NamedTempFile::new().unwrap();
         file.write_all(text.as_bytes()).unwrap();
         let mut rows = Vec::new();
-        scan(file.path(), format, |row| {
+        Source::open(file.path(), format, &ReadOptions::default())?.scan(|row| {
             rows.push(row);
             true
         })?;

@@ -1,46 +1,78 @@
 //! A stored record (CONTRACT §9.1) as the cells of a `pull` in the layout `push` reads.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
+use super::cells::{Cell, Dialect, number_display, quote_formula};
 use super::layout::{Kind, pulled_columns};
 
-/// The cells of a record (CONTRACT §9.1) under `pulled_columns()`.
-pub fn record_cells(record: &Value) -> Vec<String> {
+/// The cells of a record (CONTRACT §9.1) under `pulled_columns()`: numbers as number cells,
+/// everything else as text (CONTRACT §16), `null` and absent values empty.
+pub fn record_cells(record: &Value) -> Vec<Cell<'static>> {
     pulled_columns()
         .iter()
         .map(|column| match column.kind {
-            Kind::Text
-            | Kind::LocationId
-            | Kind::Status
-            | Kind::Number
-            | Kind::Boolean
-            | Kind::Version
-            | Kind::ReadOnly => scalar(&record[column.name]),
-            Kind::Issue => scalar(&record["issue"]["message"]),
-            Kind::List => record[column.name]
-                .as_array()
-                .map(|list| list.iter().map(scalar).collect::<Vec<_>>().join("; "))
-                .unwrap_or_default(),
-            Kind::Limit(key) => scalar(&record["limits"][key]),
-            Kind::Day(day) => record["working_schedule"]
-                .as_array()
-                .and_then(|days| days.iter().find(|d| d["day"] == day.as_str()))
-                .map(|d| day_text(&d["schedule"]))
-                .unwrap_or_default(),
-            Kind::Dated => record["individual_schedule"]
-                .as_array()
-                .map(|days| {
-                    days.iter()
-                        .map(|d| {
-                            let closed = if d["is_works"] == false { " closed" } else { "" };
-                            format!("{}{closed} {}", scalar(&d["date"]), day_text(&d["schedule"]))
-                        })
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                })
-                .unwrap_or_default(),
+            Kind::Number | Kind::Version => cell(&record[column.name]),
+            Kind::Limit(key) => cell(&record["limits"][key]),
+            Kind::Text | Kind::LocationId | Kind::Status | Kind::Boolean | Kind::ReadOnly => {
+                text(scalar(&record[column.name]))
+            }
+            Kind::Issue => text(scalar(&record["issue"]["message"])),
+            Kind::List => text(
+                record[column.name]
+                    .as_array()
+                    .map(|list| list.iter().map(scalar).collect::<Vec<_>>().join("; "))
+                    .unwrap_or_default(),
+            ),
+            Kind::Day(day) => text(
+                record["working_schedule"]
+                    .as_array()
+                    .and_then(|days| days.iter().find(|d| d["day"] == day.as_str()))
+                    .map(|d| day_text(&d["schedule"]))
+                    .unwrap_or_default(),
+            ),
+            Kind::Dated => text(
+                record["individual_schedule"]
+                    .as_array()
+                    .map(|days| {
+                        days.iter()
+                            .map(|d| {
+                                let closed = if d["is_works"] == false { " closed" } else { "" };
+                                format!("{}{closed} {}", scalar(&d["date"]), day_text(&d["schedule"]))
+                            })
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    })
+                    .unwrap_or_default(),
+            ),
         })
         .collect()
+}
+
+/// A cell as a pulled CSV writes it: a number as a spreadsheet shows it, a text with a formula's
+/// first character quoted (CONTRACT §16).
+pub fn csv_text<'a>(cell: &'a Cell<'_>) -> Cow<'a, str> {
+    match cell {
+        Cell::Text(text) => quote_formula(text),
+        other => other.text(Dialect::WORKBOOK),
+    }
+}
+
+/// A number of the record as a number cell; anything else as its text.
+fn cell(value: &Value) -> Cell<'static> {
+    match value.as_f64() {
+        Some(n) => Cell::Number(n),
+        None => text(scalar(value)),
+    }
+}
+
+fn text(text: String) -> Cell<'static> {
+    if text.is_empty() {
+        Cell::Empty
+    } else {
+        Cell::Text(Cow::Owned(text))
+    }
 }
 
 /// A day schedule as its cell text.
@@ -54,16 +86,12 @@ fn day_text(schedule: &Value) -> String {
     text
 }
 
-/// A scalar as cell text: strings as they are, numbers as JSON writes them (a whole number without
-/// `.0`, as a spreadsheet shows it), `null` empty.
+/// A scalar as text: strings as they are, numbers as a spreadsheet shows them, `null` empty.
 fn scalar(value: &Value) -> String {
     match value {
         Value::Null => String::new(),
         Value::String(s) => s.clone(),
-        Value::Number(n) if n.is_f64() => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
-            _ => n.to_string(),
-        },
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), number_display),
         other => other.to_string(),
     }
 }
@@ -104,11 +132,13 @@ mod tests {
             "is_accepts_returns": false
         });
         let cells = record_cells(&record);
-        assert_eq!(cells[2], "QUARANTINE");
-        assert_eq!(cells[4], "near L0");
+        let texts: Vec<String> = cells.iter().map(|c| csv_text(c).into_owned()).collect();
+        assert_eq!(texts[2], "QUARANTINE");
+        assert_eq!(texts[4], "near L0");
+        assert_eq!(cells[3], Cell::Number(3.0), "the version is a number cell");
         let by_name = |name: &str| {
             let i = pulled_columns().iter().position(|c| c.name == name).unwrap();
-            cells[i].clone()
+            texts[i].clone()
         };
         assert_eq!(
             by_name("working_schedule.monday"),
@@ -121,7 +151,13 @@ mod tests {
         );
         assert_eq!(by_name("payment_methods"), "CARD; CASH");
 
-        let back = layout().convert(cells.iter().map(String::as_str), 0);
+        let back = layout().convert(&cells, Dialect::WORKBOOK, 0);
+        let csv_cells: Vec<Cell<'_>> = texts.iter().map(|t| Cell::Text(Cow::Borrowed(t.as_str()))).collect();
+        let back_from_csv = layout().convert(&csv_cells, Dialect::csv(b','), 0);
+        assert_eq!(
+            back.json, back_from_csv.json,
+            "a workbook's cells and a CSV's convert alike"
+        );
         assert_eq!(back.location_id, Some(json!("L1")));
         assert_eq!(back.version, Some(json!(3)));
         assert!(!back.archived);
