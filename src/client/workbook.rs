@@ -10,13 +10,16 @@ use rust_xlsxwriter::{Format, Workbook, XlsxError};
 
 use super::cells::Cell;
 
+/// What receives a workbook's rows: the row's number and its cells; whether to go on.
+pub type EachRow<'f> = dyn FnMut(u64, &[Cell<'_>]) -> Result<bool, String> + 'f;
+
 /// Reads the sheet named `sheet` (else the first) of the workbook in `reader`, handing `each` every
 /// row with a cell that is not empty: its row number (the first row is 1) and its cells, the
 /// columns it leaves out empty. Stops when `each` answers `false`.
 pub fn read_rows<RS: Read + Seek>(
     reader: RS,
     sheet: Option<&str>,
-    each: &mut dyn FnMut(u64, &[Cell<'_>]) -> Result<bool, String>,
+    each: &mut EachRow<'_>,
 ) -> Result<(), String> {
     let mut workbook: Xlsx<RS> = Xlsx::new(reader).map_err(|e| format!("not a workbook (.xlsx): {e}"))?;
     let names = workbook.sheet_names();
@@ -169,7 +172,7 @@ mod tests {
 
         let mut rows: Vec<(u64, Vec<Cell<'static>>)> = Vec::new();
         read_rows(Cursor::new(&bytes), None, &mut |row, cells| {
-            rows.push((row, cells.to_vec().into_iter().map(owned).collect()));
+            rows.push((row, cells.iter().cloned().map(owned).collect()));
             Ok(true)
         })
         .unwrap();

@@ -22,6 +22,7 @@ mod request;
 mod search;
 mod search_model;
 mod shared_budget;
+mod sheets;
 mod sqlite_faults;
 mod staying_up;
 mod storefront;
