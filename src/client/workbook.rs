@@ -16,11 +16,7 @@ pub type EachRow<'f> = dyn FnMut(u64, &[Cell<'_>]) -> Result<bool, String> + 'f;
 /// Reads the sheet named `sheet` (else the first) of the workbook in `reader`, handing `each` every
 /// row with a cell that is not empty: its row number (the first row is 1) and its cells, the
 /// columns it leaves out empty. Stops when `each` answers `false`.
-pub fn read_rows<RS: Read + Seek>(
-    reader: RS,
-    sheet: Option<&str>,
-    each: &mut EachRow<'_>,
-) -> Result<(), String> {
+pub fn read_rows<RS: Read + Seek>(reader: RS, sheet: Option<&str>, each: &mut EachRow<'_>) -> Result<(), String> {
     let mut workbook: Xlsx<RS> = Xlsx::new(reader).map_err(|e| format!("not a workbook (.xlsx): {e}"))?;
     let names = workbook.sheet_names();
     let name = match sheet {

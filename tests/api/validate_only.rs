@@ -276,3 +276,16 @@ async fn a_dry_request_is_counted_as_a_request_and_not_as_a_change() {
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn the_served_openapi_document_shows_validate_only_on_create_and_update_only() {
+    let app = TestApp::spawn().await;
+    let document: Value = serde_json::from_str(&app.get_text("/openapi.json").await).unwrap();
+    let schemas = &document["components"]["schemas"];
+    for name in ["CreateRequest", "UpdateRequest"] {
+        let property = &schemas[name]["properties"]["validate_only"];
+        assert_eq!(property["type"], json!(["boolean", "null"]), "{name}: {property}");
+        assert_eq!(property["default"], false, "{name}");
+    }
+    assert!(schemas["NamingRequest"]["properties"]["validate_only"].is_null());
+}
