@@ -43,9 +43,10 @@ pub fn inspect<R: Read>(
         Some((encoding, _)) => (encoding, true, false),
         None => match options.encoding {
             Some(encoding) => (encoding, false, false),
-            None => match detect(reader)? {
-                Detected::Utf8 => (UTF_8, false, false),
-                Detected::Other(encoding) => {
+            None => match look(reader)? {
+                Looked::Utf8 => (UTF_8, false, false),
+                Looked::Other { first_non_ascii } => {
+                    let encoding = guess(open().map_err(read_error)?, first_non_ascii)?;
                     check_decodes(open().map_err(read_error)?, encoding)?;
                     (encoding, false, true)
                 }
@@ -80,28 +81,41 @@ pub fn decoded<'a>(reader: impl Read + 'a, dialect: CsvDialect) -> Box<dyn Read 
     Box::new(builder.build(reader))
 }
 
-enum Detected {
+/// What the first look at a file without a mark found.
+enum Looked {
     Utf8,
-    Other(&'static Encoding),
+    /// Not UTF-8; where its first byte that is not ASCII is.
+    Other {
+        first_non_ascii: u64,
+    },
 }
 
-/// Reads the whole file: UTF-8 when it is valid UTF-8, else the encoding `chardetng` guesses; an
-/// error naming the first line that is not text when the file holds bytes no text has (a file of
-/// another kind, or UTF-16 without its mark).
-fn detect(mut reader: impl BufRead) -> Result<Detected, String> {
-    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+/// How much text `chardetng` is shown: plenty for a guess, and a bounded cost whatever the file's
+/// size.
+const GUESS_FROM: u64 = 4 * 1024 * 1024;
+
+/// Reads the whole file once: UTF-8 when it is valid UTF-8; an error naming the first line that is
+/// not text when the file holds bytes no text has (a file of another kind, or UTF-16 without its
+/// mark).
+fn look(mut reader: impl BufRead) -> Result<Looked, String> {
     // The bytes of a character cut at a chunk's end, carried into the next.
     let mut pending: Vec<u8> = Vec::new();
+    let mut offset = 0u64;
     let mut lines_before = 0u64;
     let mut first_invalid: Option<u64> = None;
     let mut first_control: Option<u64> = None;
+    let mut first_non_ascii: Option<u64> = None;
     loop {
         let chunk = reader.fill_buf().map_err(|e| format!("cannot read the file: {e}"))?;
         if chunk.is_empty() {
             break;
         }
         let n = chunk.len();
-        detector.feed(chunk, false);
+        if first_non_ascii.is_none()
+            && let Some(at) = chunk.iter().position(|b| !b.is_ascii())
+        {
+            first_non_ascii = Some(offset + at as u64);
+        }
         if first_control.is_none()
             && let Some(at) = chunk.iter().position(|b| matches!(b, 0..=8 | 11 | 12 | 14..=31 | 127))
         {
@@ -117,18 +131,42 @@ fn detect(mut reader: impl BufRead) -> Result<Detected, String> {
             }
         }
         lines_before += newlines(chunk);
+        offset += n as u64;
         reader.consume(n);
     }
-    detector.feed(&[], true);
     if first_invalid.is_none() && !pending.is_empty() {
         // The file ends in the middle of a character.
         first_invalid = Some(lines_before + 1);
     }
     match (first_control, first_invalid) {
         (Some(control), invalid) => Err(cannot_tell(invalid.map_or(control, |i| i.min(control)))),
-        (None, None) => Ok(Detected::Utf8),
-        (None, Some(_)) => Ok(Detected::Other(detector.guess(None, chardetng::Utf8Detection::Deny))),
+        (None, None) => Ok(Looked::Utf8),
+        (None, Some(_)) => Ok(Looked::Other {
+            first_non_ascii: first_non_ascii.unwrap_or(0),
+        }),
     }
+}
+
+/// The encoding `chardetng` guesses from the text that starts at the file's first byte that is
+/// not ASCII (what comes before it tells nothing).
+fn guess(reader: impl Read, first_non_ascii: u64) -> Result<&'static Encoding, String> {
+    let mut reader = BufReader::with_capacity(CHUNK, reader);
+    std::io::copy(&mut (&mut reader).take(first_non_ascii), &mut std::io::sink())
+        .map_err(|e| format!("cannot read the file: {e}"))?;
+    let mut detector = chardetng::EncodingDetector::new(chardetng::Iso2022JpDetection::Deny);
+    let mut sample = reader.take(GUESS_FROM);
+    let mut buffer = vec![0u8; CHUNK];
+    loop {
+        let n = sample
+            .read(&mut buffer)
+            .map_err(|e| format!("cannot read the file: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        detector.feed(&buffer[..n], false);
+    }
+    detector.feed(&[], true);
+    Ok(detector.guess(None, chardetng::Utf8Detection::Deny))
 }
 
 /// The detected encoding reads the whole file without a byte it has no character for.
@@ -277,6 +315,13 @@ mod tests {
             assert_eq!((dialect.encoding.name(), dialect.detected), (detected, true));
             assert_eq!(text_of(&bytes, dialect), text);
         }
+        // Russian only after more ASCII than the guess is shown: guessed from where it starts.
+        let mut late_text = "name;comment\n".to_owned();
+        late_text.push_str(&"A;plain ascii row\n".repeat(300_000));
+        late_text.push_str(text);
+        let (bytes, _, _) = encoding_rs::WINDOWS_1251.encode(&late_text);
+        assert!(bytes.len() as u64 > GUESS_FROM);
+        assert_eq!(inspect_bytes(&bytes, none).unwrap().encoding, encoding_rs::WINDOWS_1251);
         // Named: used as it is.
         let (bytes, _, _) = encoding_rs::WINDOWS_1251.encode(text);
         let named = CsvOptions {
