@@ -42,7 +42,7 @@ impl Dialect {
     };
 
     /// A CSV file with this delimiter.
-    pub fn csv(delimiter: u8) -> Dialect {
+    pub const fn csv(delimiter: u8) -> Dialect {
         Dialect {
             decimal_comma: delimiter != b',',
             quoted_formulas: true,

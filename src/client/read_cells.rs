@@ -277,10 +277,7 @@ mod tests {
         cells.iter().map(|c| Cell::Text(Cow::Borrowed(*c))).collect()
     }
 
-    const CSV: Dialect = Dialect {
-        decimal_comma: false,
-        quoted_formulas: true,
-    };
+    const CSV: Dialect = Dialect::csv(b',');
 
     #[test]
     fn cells_that_do_not_convert_are_sent_as_their_text() {

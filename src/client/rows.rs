@@ -219,16 +219,12 @@ pub fn scan_bytes(
     mut each: impl FnMut(Row) -> bool,
 ) -> Result<(), Unreadable> {
     let csv = match format {
-        Format::Csv => Some(csv_dialect::inspect(|| Ok(Cursor::new(data.to_vec())), options.csv).map_err(Unreadable)?),
+        Format::Csv => Some(csv_dialect::inspect(|| Ok(Cursor::new(data)), options.csv).map_err(Unreadable)?),
         _ => None,
     };
-    scan_any(
-        Cursor::new(data.to_vec()),
-        format,
-        csv,
-        options.sheet.as_deref(),
-        &mut |row| each(row.into_row()),
-    )
+    scan_any(Cursor::new(data), format, csv, options.sheet.as_deref(), &mut |row| {
+        each(row.into_row())
+    })
 }
 
 fn scan_any<R: Read + Seek>(

@@ -230,6 +230,10 @@ async fn a_dry_request_is_counted_as_a_request_and_not_as_a_change() {
             .json(&body)
             .send()
     };
+    let read_metrics = || async {
+        let answer = client.get(format!("{}/metrics", server.base)).send().await.unwrap();
+        answer.text().await.unwrap()
+    };
     let dry = json!({"locations": [point("a", 0.0), point("a-near", 10.0)], "validate_only": true});
     assert_eq!(post(CREATE, dry).await.unwrap().status(), 200);
     let dry = json!({"locations": [point("a", 500.0)], "validate_only": true});
@@ -238,14 +242,7 @@ async fn a_dry_request_is_counted_as_a_request_and_not_as_a_change() {
         answer["locations"][0]["errors"][0]["code"], "NOT_FOUND",
         "nothing was created"
     );
-    let metrics = client
-        .get(format!("{}/metrics", server.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = read_metrics().await;
     let has = |needle: &str| metrics.lines().any(|l| l.starts_with(needle));
     assert!(
         has("http_requests_total{route=\"/v1/location/create\",status=\"200\"} 1"),
@@ -261,14 +258,7 @@ async fn a_dry_request_is_counted_as_a_request_and_not_as_a_change() {
     // The same request for real is counted.
     let real = json!({"locations": [point("a", 0.0)]});
     assert_eq!(post(CREATE, real).await.unwrap().status(), 200);
-    let metrics = client
-        .get(format!("{}/metrics", server.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = read_metrics().await;
     assert!(
         metrics
             .lines()
