@@ -3,16 +3,20 @@
 //! hyper-util serves each connection (HTTP/1.1, or HTTP/2 after its preface); what it does not
 //! bound, this module does, with one small watchdog task per connection:
 //! - **first head**: a connection on which no request head has arrived `head_timeout` after it
-//!   opened is closed, whatever it sent. hyper's own header timeout starts only with the first
-//!   byte, and HTTP/2 has none, so silent connections and bare prefaces are cut off here.
+//!   was accepted is closed, whatever it sent (a load balancer's PROXY header included: one
+//!   deadline from accept). hyper's own HTTP/1 header timeout is switched off: it starts only with
+//!   the first byte, and it restarts for every later head, so it would close an idle keep-alive
+//!   connection at the head deadline rather than the idle one; HTTP/2 has none.
 //! - **idle**: a connection with no request in progress for `idle_timeout` is closed, both
-//!   protocols (hyper closes neither). HTTP/2 keep-alive pings find peers that vanished.
+//!   protocols (hyper closes neither). A request is in progress from its head until its answer's
+//!   body has been handed to hyper whole. HTTP/2 keep-alive pings find peers that vanished.
 //! - **admission**: at most `max_connections` open at once and `max_per_client` from one client
 //!   address; one more is closed as soon as it is accepted, the open ones undisturbed. At start
 //!   the process raises its file-descriptor limit and lowers `max_connections` to fit it.
 //! - **shutdown**: connections with no request in progress close at once; the others finish the
-//!   request in progress (HTTP/1.1 closes after it, HTTP/2 gets GOAWAY) and then close, so the
-//!   process exits as soon as the last request in progress ends.
+//!   request in progress (HTTP/1.1 closes after it, HTTP/2 gets GOAWAY) and close when hyper has
+//!   written the last byte of its answer (the connection's own future ends), not when the handler
+//!   returns, so a large answer to a slow reader arrives whole; the caller caps the wait (§1).
 //!
 //! - **load balancers**: a connection from an address named in `proxies` opens with a PROXY
 //!   protocol header (`proxy`), read within the head deadline; the client it names is the
@@ -20,15 +24,17 @@
 //!
 //! The watchdog sleeps until the one instant that matters next (the head deadline, or the idle
 //! deadline) and looks at the connection's counters then; requests only update atomics and never
-//! wake it (but while it drains at shutdown), so serving a request costs no extra task wake-up.
+//! wake it, so serving a request costs no extra task wake-up.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -36,7 +42,7 @@ use axum::extract::Request;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -197,20 +203,16 @@ struct Activity {
     in_progress: AtomicUsize,
     /// When the last request ended, in milliseconds after `opened`.
     last_end_ms: AtomicU64,
-    /// Shutdown: the watchdog waits for the requests in progress to end.
-    draining: AtomicBool,
-    ended: Notify,
 }
 
 impl Activity {
-    fn new() -> Arc<Self> {
+    /// The activity of a connection accepted at `opened`.
+    fn new(opened: Instant) -> Arc<Self> {
         Arc::new(Activity {
-            opened: Instant::now(),
+            opened,
             headed: AtomicBool::new(false),
             in_progress: AtomicUsize::new(0),
             last_end_ms: AtomicU64::new(0),
-            draining: AtomicBool::new(false),
-            ended: Notify::new(),
         })
     }
 
@@ -224,7 +226,8 @@ impl Activity {
     }
 }
 
-/// A request in progress on its connection, from its head until its answer is handed over.
+/// A request in progress on its connection, from its head until its answer's body is done (it
+/// lives in that body, which hyper drops once it has taken the last frame).
 struct InProgress(Arc<Activity>);
 
 impl InProgress {
@@ -244,9 +247,32 @@ impl Drop for InProgress {
         let ms = u64::try_from(activity.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
         activity.last_end_ms.store(ms, Ordering::SeqCst);
         activity.in_progress.fetch_sub(1, Ordering::SeqCst);
-        if activity.draining.load(Ordering::SeqCst) {
-            activity.ended.notify_one();
-        }
+    }
+}
+
+/// An answer's body that keeps its request in progress until it is done.
+struct Tracked {
+    body: axum::body::Body,
+    _in_progress: InProgress,
+}
+
+impl http_body::Body for Tracked {
+    type Data = bytes::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -259,10 +285,8 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.head_timeout);
+    // The first-head deadline is the watchdog's (see the module's notes).
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(None);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -301,11 +325,19 @@ pub async fn run(
         };
         let _ = stream.set_nodelay(true);
         let (app, builder, limits, stopping) = (app.clone(), Arc::clone(&builder), limits.clone(), stopping.clone());
+        let activity = Activity::new(Instant::now());
         connections.spawn(async move {
-            let Some((stream, client, admitted)) = carried(stream, peer, from_proxy, admitted, &limits).await else {
+            let carried = carried(
+                stream,
+                peer,
+                from_proxy,
+                admitted,
+                activity.opened + limits.head_timeout,
+            );
+            let Some((stream, client, admitted)) = carried.await else {
                 return;
             };
-            connection(stream, client, app, builder, limits, stopping, admitted).await;
+            connection(stream, client, app, builder, activity, &limits, stopping, admitted).await;
         });
     }
     drop(listener);
@@ -316,19 +348,20 @@ pub async fn run(
 }
 
 /// The client a connection carries: its peer, or for a load balancer's connection the client its
-/// PROXY header names (read within the head deadline), then counted for that client. `None`: the
-/// connection is closed (no valid header in time, or the client has its connections).
+/// PROXY header names (read by `head_deadline`, the connection's one head deadline), then counted
+/// for that client. `None`: the connection is closed (no valid header in time, or the client has
+/// its connections).
 async fn carried(
     mut stream: TcpStream,
     peer: SocketAddr,
     from_proxy: bool,
     admitted: Admitted,
-    limits: &ConnectionLimits,
+    head_deadline: Instant,
 ) -> Option<(TcpStream, ClientAddr, Admitted)> {
     if !from_proxy {
         return Some((stream, ClientAddr(peer), admitted));
     }
-    let client = match tokio::time::timeout(limits.head_timeout, proxy::read_header(&mut stream)).await {
+    let client = match tokio::time::timeout_at(head_deadline, proxy::read_header(&mut stream)).await {
         Ok(Ok(client)) => client.unwrap_or(peer),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, balancer = %peer, "closing a load balancer's connection");
@@ -346,16 +379,17 @@ async fn carried(
 }
 
 /// Serves one connection under its watchdog (see the module's notes).
+#[allow(clippy::too_many_arguments)]
 async fn connection(
     stream: TcpStream,
     client: ClientAddr,
     app: Router,
     builder: Arc<auto::Builder<TokioExecutor>>,
-    limits: ConnectionLimits,
+    activity: Arc<Activity>,
+    limits: &ConnectionLimits,
     stopping: CancellationToken,
     _admitted: Admitted,
 ) {
-    let activity = Activity::new();
     let service = {
         let activity = Arc::clone(&activity);
         tower::service_fn(move |mut request: Request<hyper::body::Incoming>| {
@@ -363,22 +397,21 @@ async fn connection(
             request.extensions_mut().insert(client);
             let app = app.clone();
             async move {
-                let response = app.oneshot(request.map(axum::body::Body::new)).await;
-                drop(in_progress);
-                Ok::<_, Infallible>(match response {
+                let response = match app.oneshot(request.map(axum::body::Body::new)).await {
                     Ok(response) => response,
                     Err(never) => match never {},
-                })
+                };
+                Ok::<_, Infallible>(response.map(|body| Tracked {
+                    body,
+                    _in_progress: in_progress,
+                }))
             }
         })
     };
     let service = hyper_util::service::TowerToHyperService::new(service);
     let mut conn = pin!(builder.serve_connection_with_upgrades(TokioIo::new(stream), service));
+    let mut draining = false;
     loop {
-        let draining = activity.draining.load(Ordering::SeqCst);
-        if draining && !activity.busy() {
-            return;
-        }
         // The one instant that matters next; a busy connection is looked at again an idle
         // period later (a request's own time is bounded elsewhere).
         let wake = if !activity.headed.load(Ordering::SeqCst) {
@@ -390,6 +423,7 @@ async fn connection(
             activity.idle_since() + limits.idle_timeout
         };
         tokio::select! {
+            // Draining, this is the only way out: the answers in progress are written whole.
             _ = conn.as_mut() => return,
             () = tokio::time::sleep_until(wake), if !draining => {
                 let headed = activity.headed.load(Ordering::SeqCst);
@@ -400,14 +434,14 @@ async fn connection(
                 }
             }
             () = stopping.cancelled(), if !draining => {
-                activity.draining.store(true, Ordering::SeqCst);
                 if !activity.busy() {
                     return;
                 }
-                // Let the request in progress finish; HTTP/1.1 closes after it, HTTP/2 sends GOAWAY.
+                // Let the request in progress finish; HTTP/1.1 closes after it, HTTP/2 sends
+                // GOAWAY; either way hyper ends the connection once its answers are written.
+                draining = true;
                 conn.as_mut().graceful_shutdown();
             }
-            () = activity.ended.notified(), if draining => {}
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod categories;
 mod changes;
+mod connections;
 mod crash;
 mod create_batch;
 mod create_rules;
