@@ -10,7 +10,13 @@
 //! time cap is `STORE_MARGIN` after its deadline); and a group commits what it has before
 //! beginning one more request once less than `COMMIT_RESERVE` is left, so that one late request
 //! does not take the earlier ones with it. Each engine also stops its statements at the group's
-//! deadline (SQLite's progress handler, PostgreSQL's `statement_timeout`).
+//! deadline, re-armed before every request (SQLite's progress handler, PostgreSQL's
+//! `statement_timeout` and `lock_timeout`): a request that joins with an earlier deadline than the
+//! group's first brings the bound forward.
+//!
+//! The loop that applies the rule is written once, in [`driver`], generic over what an engine
+//! supplies (begin, a savepoint armed with the deadline, the write, commit); a request's write
+//! waiting for it is one model for both engines, [`Queued`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +24,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::api::StoreError;
+use crate::domain::location::Persist;
+
+pub(crate) mod driver;
 
 /// Most request writes committed together.
 pub const MAX_GROUP: usize = 64;
@@ -33,6 +42,12 @@ impl GroupDeadline {
     /// A request with `deadline` is written into the group.
     pub fn include(&mut self, deadline: Instant) {
         self.0 = Some(self.0.map_or(deadline, |d| d.min(deadline)));
+    }
+
+    /// The group's deadline once a request with `deadline` is written into it.
+    pub fn with(mut self, deadline: Instant) -> Instant {
+        self.include(deadline);
+        self.0.unwrap_or(deadline)
     }
 
     pub fn at(&self) -> Option<Instant> {
@@ -58,30 +73,78 @@ impl GroupDeadline {
 /// Where a request waits for its write's result.
 pub type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
-/// A request's write waiting for its group: its deadline and where to answer.
-pub struct Waiting<T> {
-    pub deadline: Instant,
+/// A request's write waiting for its group, the one model of both engines: its deadline, whether
+/// its work is kept, the engine's work `W`, and where to answer what the work returns (`T`).
+pub struct Queued<W, T> {
+    deadline: Instant,
+    persist: Persist,
     reply: Reply<T>,
+    work: Option<W>,
+    result: Option<Result<T, StoreError>>,
 }
 
-impl<T> Waiting<T> {
+impl<W, T> Queued<W, T> {
     /// A write answered through `reply`, not to begin after `deadline`.
-    pub fn new(deadline: Instant, reply: Reply<T>) -> Self {
-        Waiting { deadline, reply }
+    pub fn new(deadline: Instant, persist: Persist, work: W, reply: Reply<T>) -> Self {
+        Queued {
+            deadline,
+            persist,
+            reply,
+            work: Some(work),
+            result: None,
+        }
     }
 
+    /// The work, to be done once (`None` when it was taken).
+    pub fn take_work(&mut self) -> Option<W> {
+        self.work.take()
+    }
+
+    /// What the work returned; whether it succeeded.
+    pub fn done(&mut self, result: Result<T, StoreError>) -> bool {
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+}
+
+/// What the driver needs of a request's write, whatever the engine's work is.
+pub trait Pending {
+    /// When its write must be done by.
+    fn deadline(&self) -> Instant;
     /// Its caller stopped waiting, or its deadline passed: it must not begin.
-    pub fn abandoned(&self) -> bool {
+    fn abandoned(&self) -> bool;
+    /// Whether its work is kept: a `validate_only` request's is rolled back (CONTRACT §14).
+    fn persist(&self) -> Persist;
+    /// Its work is lost or was not begun: it answers `e`.
+    fn fail(&mut self, e: StoreError);
+    /// Answers: its result when the group committed, else the commit's error.
+    fn finish(self, committed: Result<(), StoreError>);
+}
+
+impl<W, T> Pending for Queued<W, T> {
+    fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    fn abandoned(&self) -> bool {
         self.reply.is_closed() || Instant::now() > self.deadline
     }
 
-    /// Answers: `result` when the group committed, else the commit's error.
-    pub fn finish(self, result: Result<T, StoreError>, committed: Result<(), StoreError>) {
+    fn persist(&self) -> Persist {
+        self.persist
+    }
+
+    fn fail(&mut self, e: StoreError) {
+        self.result = Some(Err(e));
+    }
+
+    fn finish(self, committed: Result<(), StoreError>) {
+        let result = self.result.unwrap_or(Err(StoreError::DeadlinePassed));
         let _ = self.reply.send(committed.and(result));
     }
 }
 
-/// One error reported to every request of a group that failed to commit.
 /// Test hook (a failpoint, in debug builds only): how long the next request's write stalls inside
 /// its transaction, in milliseconds (0: none), so that a test can make a write overrun its
 /// deadline on either engine.
@@ -104,6 +167,7 @@ impl WriteDelay {
     }
 }
 
+/// One error reported to every request of a group that failed to commit.
 #[derive(Debug, Clone)]
 pub struct SharedError(Arc<dyn std::error::Error + Send + Sync>);
 

@@ -7,17 +7,17 @@
 //! sees what the requests before it wrote, so retries, conflicts and the quarantine check decide
 //! exactly as they would one transaction each, in the order the requests were queued.
 //!
-//! A group keeps the deadline rule of `store::group`: its transaction's `statement_timeout` and
-//! `lock_timeout` end at the group's deadline, a group whose deadline passed is rolled back whole,
-//! and a commit whose connection broke (no answer from the server) is `OutcomeUnknown` (503),
-//! never a plain failure: the server may have committed it.
+//! The group's loop is `store::group::driver`'s, which keeps the deadline rule; here are its steps
+//! on one connection: `statement_timeout` and `lock_timeout` re-armed before each request to end
+//! at the group's deadline, and a commit whose connection broke (no answer from the server) is
+//! `OutcomeUnknown` (503), never a plain failure: the server may have committed it.
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use deadpool_postgres::{Pool, Transaction};
+use deadpool_postgres::{Object, Pool};
 use tokio::sync::oneshot;
 
 use super::changes::change_in_tx;
@@ -26,99 +26,23 @@ use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::store::api::StoreError;
-use crate::store::group::{GroupDeadline, MAX_GROUP, SharedError, Waiting, WriteDelay};
+use crate::store::group::driver::{self, CommitFailed, Engine};
+use crate::store::group::{MAX_GROUP, Queued, SharedError, WriteDelay};
 
-/// A request's write, queued for its merchant's next group.
-enum Job {
-    Create(Vec<NewLocation>, Persist, Waiting<Vec<Outcome>>),
-    Change(ChangePlan, Persist, Waiting<Decision>),
+/// What a request asks of its merchant's group.
+enum Work {
+    Create(Vec<NewLocation>),
+    Change(ChangePlan),
 }
 
-/// A job done inside the group's transaction, waiting for its commit.
-enum Done {
-    Created(Waiting<Vec<Outcome>>, Result<Vec<Outcome>, StoreError>),
-    Changed(Waiting<Decision>, Result<Decision, StoreError>),
+/// What the group answers it.
+enum Written {
+    Created(Vec<Outcome>),
+    Changed(Decision),
 }
 
-impl Job {
-    fn abandoned(&self) -> bool {
-        match self {
-            Job::Create(_, _, waiting) => waiting.abandoned(),
-            Job::Change(_, _, waiting) => waiting.abandoned(),
-        }
-    }
-
-    fn deadline(&self) -> Instant {
-        match self {
-            Job::Create(_, _, waiting) => waiting.deadline,
-            Job::Change(_, _, waiting) => waiting.deadline,
-        }
-    }
-
-    /// Answers `e` without writing anything.
-    fn fail(self, e: StoreError) {
-        self.done_with(e).finish(Ok(()));
-    }
-
-    /// Writes the job in a savepoint of `tx`: released when it succeeded and is to be kept, else
-    /// rolled back (a `validate_only` request decides in it and keeps nothing, CONTRACT §14). An error of the savepoint itself leaves `tx` unusable: returned as is.
-    async fn write(
-        self,
-        tx: &mut Transaction<'_>,
-        merchant_pk: i64,
-        delay: &WriteDelay,
-    ) -> Result<Done, (Done, tokio_postgres::Error)> {
-        let savepoint = match tx.transaction().await {
-            Ok(savepoint) => savepoint,
-            Err(e) => return Err((self.done_with(StoreError::Unavailable), e)),
-        };
-        let (done, persist) = match self {
-            Job::Create(items, persist, waiting) => {
-                let result = create_in_tx(&savepoint, merchant_pk, &items).await;
-                (Done::Created(waiting, result), persist)
-            }
-            Job::Change(plan, persist, waiting) => {
-                let result = change_in_tx(&savepoint, merchant_pk, plan).await;
-                (Done::Changed(waiting, result), persist)
-            }
-        };
-        tokio::time::sleep(delay.take()).await;
-        let ended = if done.succeeded() && persist.commits() {
-            savepoint.commit().await
-        } else {
-            savepoint.rollback().await
-        };
-        match ended {
-            Ok(()) => Ok(done),
-            Err(e) => Err((done, e)),
-        }
-    }
-
-    /// The job, not written, with `e` for its result.
-    fn done_with(self, e: StoreError) -> Done {
-        match self {
-            Job::Create(_, _, waiting) => Done::Created(waiting, Err(e)),
-            Job::Change(_, _, waiting) => Done::Changed(waiting, Err(e)),
-        }
-    }
-}
-
-impl Done {
-    fn succeeded(&self) -> bool {
-        match self {
-            Done::Created(_, result) => result.is_ok(),
-            Done::Changed(_, result) => result.is_ok(),
-        }
-    }
-
-    /// Answers: its result when the group committed, else the commit's error.
-    fn finish(self, committed: Result<(), StoreError>) {
-        match self {
-            Done::Created(waiting, result) => waiting.finish(result, committed),
-            Done::Changed(waiting, result) => waiting.finish(result, committed),
-        }
-    }
-}
+/// A request's write, queued for its merchant's next group (`store::group`'s one model).
+type Job = Queued<Work, Written>;
 
 /// The queues of the merchants whose writes are in flight: a merchant has an entry exactly while
 /// a task of its own is writing its groups.
@@ -149,9 +73,10 @@ impl MerchantGroups {
         persist: Persist,
         deadline: Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        self.queue(merchant_pk, Job::Create(items, persist, Waiting::new(deadline, reply)));
-        answer.await.map_err(|_| StoreError::Unavailable)?
+        match self.write(merchant_pk, Work::Create(items), persist, deadline).await? {
+            Written::Created(outcomes) => Ok(outcomes),
+            Written::Changed(_) => Err(StoreError::Unavailable),
+        }
     }
 
     /// Decides and writes `plan` in the merchant's next group (or decides it there and rolls
@@ -163,8 +88,21 @@ impl MerchantGroups {
         persist: Persist,
         deadline: Instant,
     ) -> Result<Decision, StoreError> {
+        match self.write(merchant_pk, Work::Change(plan), persist, deadline).await? {
+            Written::Changed(decision) => Ok(decision),
+            Written::Created(_) => Err(StoreError::Unavailable),
+        }
+    }
+
+    async fn write(
+        &self,
+        merchant_pk: i64,
+        work: Work,
+        persist: Persist,
+        deadline: Instant,
+    ) -> Result<Written, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.queue(merchant_pk, Job::Change(plan, persist, Waiting::new(deadline, reply)));
+        self.queue(merchant_pk, Queued::new(deadline, persist, work, reply));
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
@@ -235,87 +173,149 @@ async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<W
             let n = queue.len().min(MAX_GROUP);
             queue.drain(..n).collect()
         };
-        let mut group = group.into_iter().peekable();
-        while group.peek().is_some() {
-            commit_group(&pool, merchant_pk, &mut group, &delay).await;
+        let mut engine = Merchant {
+            pool: &pool,
+            merchant_pk,
+            delay: &delay,
+            client: None,
+            owed: String::new(),
+            lock_owed: false,
+            open: false,
+        };
+        driver::write_all(&mut engine, group).await;
+    }
+}
+
+/// The group commit's steps for one merchant (`store::group::driver`). Round trips are few: the
+/// transaction's start, the merchant's lock and each request's deadline and savepoint go in one
+/// batch before its work, and a savepoint's end is owed to the next batch (or the commit).
+struct Merchant<'a> {
+    pool: &'a Pool,
+    merchant_pk: i64,
+    delay: &'a WriteDelay,
+    client: Option<Object>,
+    /// Statements owed before the next batch: the transaction's start, a savepoint's end.
+    owed: String,
+    /// The merchant's lock is still to be taken in this transaction.
+    lock_owed: bool,
+    /// A transaction was begun on the connection and not yet ended.
+    open: bool,
+}
+
+impl Merchant<'_> {
+    fn client(&self) -> Result<&Object, SharedError> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| SharedError::new(std::io::Error::other("no connection")))
+    }
+
+    /// Sends what is owed and then `sql`, in one round trip.
+    async fn send(&mut self, sql: &str) -> Result<(), tokio_postgres::Error> {
+        let batch = std::mem::take(&mut self.owed) + sql;
+        self.open |= batch.starts_with("BEGIN");
+        match self.client.as_ref() {
+            Some(client) => client.batch_execute(&batch).await,
+            None => Ok(()),
+        }
+    }
+
+    /// The connection leaves the pool for good (closed): it may be inside a transaction, or broken.
+    fn discard(&mut self) {
+        if let Some(client) = self.client.take() {
+            drop(Object::take(client));
         }
     }
 }
 
-/// Writes jobs of `jobs` in one transaction under the merchant's lock, until they run out or the
-/// group's deadline is near, and answers each (see the module's notes).
-async fn commit_group(pool: &Pool, merchant_pk: i64, jobs: &mut impl Iterator<Item = Job>, delay: &WriteDelay) {
-    let mut client = match pool.get().await {
-        Ok(client) => client,
-        Err(e) => return fail_all(jobs.collect(), Vec::new(), SharedError::new(e)),
-    };
-    let mut tx = match client.transaction().await {
-        Ok(tx) => tx,
-        Err(e) => return fail_all(jobs.collect(), Vec::new(), SharedError::new(e)),
-    };
-    let mut deadline = GroupDeadline::default();
-    let mut done = Vec::new();
-    while !deadline.nearly_due() {
-        let Some(job) = jobs.next() else { break };
-        if job.abandoned() {
-            job.fail(StoreError::DeadlinePassed);
-            continue;
+impl Engine for Merchant<'_> {
+    type Job = Job;
+
+    async fn begin(&mut self) -> Result<(), SharedError> {
+        if self.client.is_none() {
+            self.client = Some(self.pool.get().await.map_err(SharedError::new)?);
         }
-        if deadline.at().is_none() {
-            // The first job sets the group's deadline; later ones (queued after it) only end later.
-            deadline.include(job.deadline());
-            let left = deadline.left().unwrap_or_default().as_millis().max(1);
-            let timeouts = format!("SET LOCAL statement_timeout = {left}; SET LOCAL lock_timeout = {left}");
-            if let Err(e) = tx.batch_execute(&timeouts).await {
-                return fail_all(std::iter::once(job).chain(jobs).collect(), done, SharedError::new(e));
-            }
+        // Sent with the first request's savepoint, after its deadline is armed.
+        self.owed = "BEGIN;".to_owned();
+        self.lock_owed = true;
+        Ok(())
+    }
+
+    async fn savepoint(&mut self, deadline: Instant) -> Result<(), SharedError> {
+        let left = deadline.saturating_duration_since(Instant::now()).as_millis().max(1);
+        let lock = if std::mem::take(&mut self.lock_owed) {
             // The merchant's writes take turns across every instance (see the module's notes).
-            if let Err(e) = super::sql::lock_merchant(&tx, merchant_pk).await {
-                return fail_all(std::iter::once(job).chain(jobs).collect(), done, SharedError::new(e));
-            }
-        }
-        deadline.include(job.deadline());
-        match job.write(&mut tx, merchant_pk, delay).await {
-            Ok(written) => done.push(written),
-            Err((written, e)) => {
-                // The transaction is lost with the savepoint: nothing of the group is stored.
-                done.push(written);
-                // The jobs not begun go into the next transaction.
-                return fail_all(Vec::new(), done, SharedError::new(e));
-            }
-        }
-        if deadline.missed() {
-            break;
-        }
+            format!("SELECT pg_advisory_xact_lock({});", self.merchant_pk)
+        } else {
+            String::new()
+        };
+        let sql =
+            format!("SET LOCAL statement_timeout = {left}; SET LOCAL lock_timeout = {left}; {lock}SAVEPOINT request");
+        self.send(&sql).await.map_err(SharedError::new)
     }
-    if deadline.missed() {
-        // Dropping the transaction rolls it back: nothing of the group is stored.
-        drop(tx);
-        for written in done {
-            written.finish(Err(StoreError::DeadlinePassed));
-        }
-        return;
+
+    async fn write(&mut self, job: &mut Job) -> bool {
+        let client = match self.client() {
+            Ok(client) => client,
+            Err(e) => return job.done(Err(e.to_store())),
+        };
+        let result = match job.take_work() {
+            Some(Work::Create(items)) => create_in_tx(client, self.merchant_pk, &items)
+                .await
+                .map(Written::Created),
+            Some(Work::Change(plan)) => change_in_tx(client, self.merchant_pk, plan).await.map(Written::Changed),
+            None => Err(StoreError::Unavailable),
+        };
+        job.done(result)
     }
-    let committed = tx.commit().await.map_err(|e| {
-        // No answer from the server (the connection broke): it may have committed.
-        let unknown = e.code().is_none();
-        (unknown, SharedError::new(e))
-    });
-    for written in done {
-        written.finish(match &committed {
-            Ok(()) => Ok(()),
-            Err((true, e)) => Err(StoreError::OutcomeUnknown(Box::new(e.clone()))),
-            Err((false, e)) => Err(e.to_store()),
+
+    async fn end_savepoint(&mut self, keep: bool) -> Result<(), SharedError> {
+        self.owed.push_str(if keep {
+            "RELEASE SAVEPOINT request;"
+        } else {
+            "ROLLBACK TO SAVEPOINT request; RELEASE SAVEPOINT request;"
         });
+        Ok(())
+    }
+
+    async fn commit(&mut self) -> Result<(), CommitFailed> {
+        let committed = self.send("COMMIT").await;
+        self.open = false;
+        match committed {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                // No answer from the server (the connection broke): it may have committed.
+                let unknown = e.code().is_none();
+                self.discard();
+                let e = SharedError::new(e);
+                Err(if unknown {
+                    CommitFailed::Unknown(e)
+                } else {
+                    CommitFailed::Refused(e)
+                })
+            }
+        }
+    }
+
+    async fn rollback(&mut self) {
+        self.owed.clear();
+        self.lock_owed = false;
+        if self.open && self.send("ROLLBACK").await.is_err() {
+            self.discard();
+        }
+        self.open = false;
+    }
+
+    async fn stall(&mut self) {
+        tokio::time::sleep(self.delay.take()).await;
     }
 }
 
-/// Answers every job, begun or not, with `e`: their transaction did not commit.
-fn fail_all(queued: Vec<Job>, done: Vec<Done>, e: SharedError) {
-    for job in queued {
-        job.fail(e.to_store());
-    }
-    for written in done {
-        written.finish(Err(e.to_store()));
+impl Drop for Merchant<'_> {
+    /// A group that ended early (a panic) may have left its transaction open: its connection is
+    /// closed rather than handed to another request.
+    fn drop(&mut self) {
+        if self.open {
+            self.discard();
+        }
     }
 }

@@ -33,7 +33,7 @@ use keys::KeyCache;
 use locations::{candidates, page_by_groups, records};
 use readers::ReadPool;
 use schema::open_writer;
-use writer::{Job, Queued, WriterHealth, writer_loop};
+use writer::{Job, WriterHealth, writer_loop};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -49,7 +49,6 @@ use tokio::sync::{mpsc, oneshot};
 use super::api::{
     Approval, Imported, KeyScope, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms,
 };
-use super::group::Waiting;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
@@ -146,7 +145,7 @@ impl SqliteStore {
         work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
-        let job = Queued::job(Waiting::new(deadline, reply), persist, work);
+        let job = writer::grouped(deadline, persist, Box::new(work), reply);
         self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }

@@ -6,22 +6,24 @@
 //! write is on disk. Being the only writer also serialises every decision (retry, conflict,
 //! quarantine, versions) with the writes it depends on.
 //!
-//! A group keeps the deadline rule of `store::group` (a group past its deadline is rolled back
-//! whole, never committed): SQLite's progress handler interrupts any statement still running at
-//! the group's deadline, so an overrunning request cannot hold the writer, and every merchant's
-//! writes behind it, for long.
+//! The group's loop is `store::group::driver`'s, which keeps the deadline rule (a group past its
+//! deadline is rolled back whole, never committed); here are its steps on this connection.
+//! SQLite's progress handler interrupts any statement still running at the group's deadline,
+//! re-armed before each request, so an overrunning request cannot hold the writer, and every
+//! merchant's writes behind it, for long.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::Connection;
 use tokio::sync::mpsc;
 
 use crate::domain::location::Persist;
 use crate::store::api::StoreError;
-use crate::store::group::{GroupDeadline, MAX_GROUP, SharedError, Waiting, WriteDelay};
+use crate::store::group::driver::{self, CommitFailed, Ended, Engine};
+use crate::store::group::{MAX_GROUP, Pending, Queued, Reply, SharedError, WriteDelay};
 
 pub(super) enum Job {
     /// A request's write, committed in a group.
@@ -60,8 +62,8 @@ impl Interrupt {
         })
     }
 
-    fn set(&self, deadline: GroupDeadline) {
-        let ms = deadline.at().map_or(u64::MAX, |at| {
+    fn set(&self, deadline: Option<Instant>) {
+        let ms = deadline.map_or(u64::MAX, |at| {
             u64::try_from(at.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX)
         });
         self.at_ms.store(ms, Ordering::Relaxed);
@@ -73,78 +75,157 @@ impl Interrupt {
     }
 }
 
-/// A request's write waiting for the writer: its work, run inside the group's transaction, and
-/// its reply, sent once the group committed.
+/// The work of a request's write, run inside the group's transaction on the writer thread.
+pub(super) type Work<T> = Box<dyn FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send>;
+
+/// A request's write waiting for the writer, whatever its work returns (the queue holds many
+/// kinds): the one `Queued` model of `store::group`, with its work run on this connection.
 pub(super) trait GroupWrite: Send {
-    /// Its caller stopped waiting, or its deadline passed: it must not begin.
-    fn abandoned(&self) -> bool;
-    /// When its write must be done by.
+    fn pending(&self) -> &dyn PendingInfo;
+    fn pending_mut(&mut self) -> &mut dyn PendingInfo;
+    /// Does the work; whether it succeeded.
+    fn write(&mut self, conn: &Connection, health: &WriterHealth) -> bool;
+    fn finish_boxed(self: Box<Self>, committed: Result<(), StoreError>);
+}
+
+/// `Pending`'s questions, asked of a job behind a box.
+pub(super) trait PendingInfo {
     fn deadline(&self) -> Instant;
-    /// Does the work (in a savepoint of its own); whether it succeeded.
-    fn write(&mut self, tx: &Connection, health: &WriterHealth) -> bool;
-    /// Whether its work is kept: a `validate_only` request's is rolled back (CONTRACT §14).
+    fn abandoned(&self) -> bool;
     fn persist(&self) -> Persist;
-    /// Its work is lost (its savepoint could not be taken or released): it answers `e`.
     fn fail(&mut self, e: StoreError);
-    /// Answers: its result when the group committed, else the commit's error.
-    fn finish(self: Box<Self>, committed: Result<(), StoreError>);
 }
 
-/// The one `GroupWrite`: a closure and the reply for what it returns.
-pub(super) struct Queued<T> {
-    waiting: Waiting<T>,
-    persist: Persist,
-    work: Option<Work<T>>,
-    result: Option<Result<T, StoreError>>,
-}
-
-type Work<T> = Box<dyn FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send>;
-
-impl<T: Send + 'static> Queued<T> {
-    pub(super) fn job(
-        waiting: Waiting<T>,
-        persist: Persist,
-        work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
-    ) -> Job {
-        Job::Grouped(Box::new(Queued {
-            waiting,
-            persist,
-            work: Some(Box::new(work)),
-            result: None,
-        }))
-    }
-}
-
-impl<T: Send + 'static> GroupWrite for Queued<T> {
-    fn abandoned(&self) -> bool {
-        self.waiting.abandoned()
-    }
-
+impl<P: Pending> PendingInfo for P {
     fn deadline(&self) -> Instant {
-        self.waiting.deadline
+        Pending::deadline(self)
+    }
+    fn abandoned(&self) -> bool {
+        Pending::abandoned(self)
+    }
+    fn persist(&self) -> Persist {
+        Pending::persist(self)
+    }
+    fn fail(&mut self, e: StoreError) {
+        Pending::fail(self, e);
+    }
+}
+
+impl<T: Send + 'static> GroupWrite for Queued<Work<T>, T> {
+    fn pending(&self) -> &dyn PendingInfo {
+        self
     }
 
-    fn write(&mut self, tx: &Connection, health: &WriterHealth) -> bool {
-        let result = match self.work.take() {
-            Some(work) => work(tx, health),
+    fn pending_mut(&mut self) -> &mut dyn PendingInfo {
+        self
+    }
+
+    fn write(&mut self, conn: &Connection, health: &WriterHealth) -> bool {
+        let result = match self.take_work() {
+            Some(work) => work(conn, health),
             None => Err(StoreError::Unavailable),
         };
-        let ok = result.is_ok();
-        self.result = Some(result);
-        ok
+        self.done(result)
     }
 
+    fn finish_boxed(self: Box<Self>, committed: Result<(), StoreError>) {
+        Pending::finish(*self, committed);
+    }
+}
+
+impl Pending for Box<dyn GroupWrite> {
+    fn deadline(&self) -> Instant {
+        self.pending().deadline()
+    }
+    fn abandoned(&self) -> bool {
+        self.pending().abandoned()
+    }
     fn persist(&self) -> Persist {
-        self.persist
+        self.pending().persist()
     }
-
     fn fail(&mut self, e: StoreError) {
-        self.result = Some(Err(e));
+        self.pending_mut().fail(e);
+    }
+    fn finish(self, committed: Result<(), StoreError>) {
+        self.finish_boxed(committed);
+    }
+}
+
+/// A request's write for the writer: `work` in the next group, answered through `reply`.
+pub(super) fn grouped<T: Send + 'static>(deadline: Instant, persist: Persist, work: Work<T>, reply: Reply<T>) -> Job {
+    Job::Grouped(Box::new(Queued::new(deadline, persist, work, reply)))
+}
+
+/// The group commit's steps on the writer's connection (`store::group::driver`). A group that
+/// ends early (a panic) leaves no transaction open: dropping the engine rolls it back.
+struct Sqlite<'c> {
+    conn: &'c Connection,
+    health: &'c WriterHealth,
+    interrupt: &'c Interrupt,
+    in_tx: bool,
+}
+
+impl Sqlite<'_> {
+    fn run(&self, sql: &str) -> Result<(), SharedError> {
+        self.conn.execute_batch(sql).map_err(SharedError::new)
+    }
+}
+
+impl Engine for Sqlite<'_> {
+    type Job = Box<dyn GroupWrite>;
+
+    async fn begin(&mut self) -> Result<(), SharedError> {
+        self.run("BEGIN IMMEDIATE")?;
+        self.in_tx = true;
+        Ok(())
     }
 
-    fn finish(self: Box<Self>, committed: Result<(), StoreError>) {
-        let result = self.result.unwrap_or(Err(StoreError::DeadlinePassed));
-        self.waiting.finish(result, committed);
+    async fn savepoint(&mut self, deadline: Instant) -> Result<(), SharedError> {
+        self.interrupt.set(Some(deadline));
+        self.run("SAVEPOINT request")
+    }
+
+    async fn write(&mut self, job: &mut Self::Job) -> bool {
+        job.write(self.conn, self.health)
+    }
+
+    async fn end_savepoint(&mut self, keep: bool) -> Result<(), SharedError> {
+        if keep {
+            self.run("RELEASE request")
+        } else {
+            self.run("ROLLBACK TO request; RELEASE request")
+        }
+    }
+
+    async fn commit(&mut self) -> Result<(), CommitFailed> {
+        let committed = self.run("COMMIT").map_err(CommitFailed::Refused);
+        if committed.is_err() {
+            self.rollback().await;
+        }
+        self.in_tx = false;
+        committed
+    }
+
+    async fn rollback(&mut self) {
+        if self.in_tx
+            && !self.conn.is_autocommit()
+            && let Err(e) = self.run("ROLLBACK")
+        {
+            tracing::warn!(error = %e, "rolling back a group failed");
+        }
+        self.in_tx = false;
+    }
+
+    async fn stall(&mut self) {
+        std::thread::sleep(self.health.delay.take());
+    }
+}
+
+impl Drop for Sqlite<'_> {
+    fn drop(&mut self) {
+        if !self.conn.is_autocommit() {
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
     }
 }
 
@@ -154,6 +235,15 @@ pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, h
     if let Err(e) = conn.progress_handler(PROGRESS_STEPS, Some(move || handler.due())) {
         tracing::warn!(error = %e, "could not install the writer's progress handler");
     }
+    // The driver is async (PostgreSQL's steps are); here every step is done when it returns, so
+    // a runtime of this thread alone runs it.
+    let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            tracing::error!(error = %e, "the writer could not start");
+            return;
+        }
+    };
     let mut next = None;
     loop {
         let Some(job) = next.take().or_else(|| jobs.blocking_recv()) else {
@@ -181,97 +271,22 @@ pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, h
                         Err(_) => break,
                     }
                 }
-                let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    let mut jobs = group.into_iter().peekable();
-                    while jobs.peek().is_some() {
-                        commit_group(&mut conn, &mut jobs, health, &interrupt);
-                    }
+                let mut engine = Sqlite {
+                    conn: &conn,
+                    health,
+                    interrupt: &interrupt,
+                    in_tx: false,
+                };
+                let ended = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    runtime.block_on(driver::write_all(&mut engine, group))
                 }));
-                interrupt.set(GroupDeadline::default());
-            }
-        }
-    }
-}
-
-/// Writes requests of `jobs` in one transaction, each in its own savepoint, until they run out or
-/// the group's deadline is near (`store::group`), and answers each only after the commit; a group
-/// whose deadline passed is rolled back whole, its requests answered `DeadlinePassed`.
-fn commit_group(
-    conn: &mut Connection,
-    jobs: &mut impl Iterator<Item = Box<dyn GroupWrite>>,
-    health: &WriterHealth,
-    interrupt: &Interrupt,
-) {
-    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-        Ok(tx) => tx,
-        Err(e) => {
-            health.write_failed.store(true, Ordering::SeqCst);
-            let e = SharedError::new(e);
-            for job in jobs {
-                job.finish(Err(e.to_store()));
-            }
-            return;
-        }
-    };
-    let mut deadline = GroupDeadline::default();
-    let mut written = Vec::new();
-    let mut all_ok = true;
-    while !deadline.nearly_due() {
-        let Some(mut job) = jobs.next() else { break };
-        if job.abandoned() {
-            job.finish(Err(StoreError::DeadlinePassed));
-            continue;
-        }
-        deadline.include(job.deadline());
-        interrupt.set(deadline);
-        let ok = match tx.savepoint() {
-            Ok(sp) => {
-                // A failed write's savepoint is dropped, which rolls back what it did; so is a
-                // `validate_only` request's, which succeeded.
-                let ok = job.write(&sp, health);
-                std::thread::sleep(health.delay.take());
-                if job.persist().commits() {
-                    ok && sp.commit().map_err(|e| job.fail(e.into())).is_ok()
-                } else {
-                    ok
+                drop(engine);
+                match ended {
+                    Ok(Some(Ended::Healthy)) => health.write_failed.store(false, Ordering::SeqCst),
+                    Ok(Some(Ended::Failed)) | Err(_) => health.write_failed.store(true, Ordering::SeqCst),
+                    Ok(Some(Ended::RolledBack) | None) => {}
                 }
-            }
-            Err(e) => {
-                job.fail(e.into());
-                false
-            }
-        };
-        written.push(job);
-        if deadline.missed() {
-            break;
-        }
-        if !ok {
-            all_ok = false;
-            health.write_failed.store(true, Ordering::SeqCst);
-        }
-    }
-    if deadline.missed() {
-        // Dropping the transaction rolls it back: nothing of the group is stored.
-        drop(tx);
-        for job in written {
-            job.finish(Err(StoreError::DeadlinePassed));
-        }
-        return;
-    }
-    match tx.commit() {
-        Ok(()) => {
-            if all_ok {
-                health.write_failed.store(false, Ordering::SeqCst);
-            }
-            for job in written {
-                job.finish(Ok(()));
-            }
-        }
-        Err(e) => {
-            health.write_failed.store(true, Ordering::SeqCst);
-            let e = SharedError::new(e);
-            for job in written {
-                job.finish(Err(e.to_store()));
+                interrupt.set(None);
             }
         }
     }
