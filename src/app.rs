@@ -39,8 +39,8 @@ const BODY_MARGIN: Duration = Duration::from_millis(250);
 /// How often idle merchants are dropped from the rate limiter.
 const FORGET_IDLE_EVERY: Duration = Duration::from_secs(60);
 
-/// Background upkeep for as long as it runs: taxonomy refresh, the metrics' pending samples, the
-/// heartbeat and idle holdings of shared rate budgets, idle rate-limit state.
+/// Background upkeep for as long as it runs: taxonomy refresh, the metrics' pending samples, idle
+/// rate-limit state. (The shared budgets' upkeep is a task of its own: `share_upkeep`.)
 async fn upkeep(state: AppState) {
     let mut tick = tokio::time::interval(TAXONOMY_POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -55,16 +55,30 @@ async fn upkeep(state: AppState) {
         if let Some(metrics) = crate::telemetry::metrics() {
             metrics.run_upkeep();
         }
-        state.heartbeat().await;
-        state.limits.settle().await;
-        state.storefront_limits.settle().await;
         if last_forget.elapsed() >= FORGET_IDLE_EVERY {
             state.limits.forget_idle();
             state.storefront_limits.forget_idle();
             state.keys.forget_expired();
-            crate::http::extract::forget_idle_merchants();
+            state.bodies.forget_idle_merchants();
             last_forget = Instant::now();
         }
+    }
+}
+
+/// Every second, where budgets are shared (CONTRACT §15): the heartbeat that counts the
+/// instances, and the idle holdings given back. Each step is bounded; a slow ledger delays
+/// neither requests nor the taxonomy's refresh.
+async fn share_upkeep(state: AppState) {
+    if state.sharing.is_none() {
+        return;
+    }
+    let mut tick = tokio::time::interval(crate::rate_limit::shared::IDLE);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        state.heartbeat().await;
+        state.limits.settle().await;
+        state.storefront_limits.settle().await;
     }
 }
 
@@ -224,8 +238,10 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let _ = crate::telemetry::metrics();
     let upkeep = tokio::spawn(upkeep(state.clone()));
+    let share_upkeep = tokio::spawn(share_upkeep(state.clone()));
     let limits = state.settings.connections.clone();
     let served = crate::server::run(listener, router(state), limits, shutdown).await;
     upkeep.abort();
+    share_upkeep.abort();
     served
 }

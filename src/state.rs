@@ -10,10 +10,11 @@ use tokio::sync::Semaphore;
 
 use crate::config::Settings;
 use crate::domain::category::taxonomy::Taxonomy;
+use crate::http::body_budget::BodyBudgets;
 use crate::key_verdicts::KeyVerdicts;
 use crate::pagination::Cursors;
-use crate::rate_limit::shared::{Ledger, LedgerDown, Peers, SharedBudget, Taken};
-use crate::rate_limit::{Budget, Quota, Rate, RateLimits};
+use crate::rate_limit::shared::Peers;
+use crate::rate_limit::{Budget, Sharing};
 use crate::store::{Store, StoreError};
 
 /// When a request's store work must be done by: a margin before its time cap, so that a write
@@ -54,12 +55,15 @@ pub struct Services {
     /// shared with the other instances on the database where it has them (§15).
     pub limits: Budget,
     pub storefront_limits: Budget,
-    /// The instances sharing the budgets, and this one's name among them.
-    pub peers: Arc<Peers>,
+    /// Where the budgets are shared (none: they are this instance's own), and this instance's
+    /// name among those sharing them.
+    pub sharing: Option<Sharing>,
     pub instance: String,
     /// Presented keys' verdicts and client addresses' 401 budgets (CONTRACT §17).
     pub keys: KeyVerdicts,
     pub in_flight: Arc<Semaphore>,
+    /// The memory set aside for request bodies and their parsed forms (CONTRACT §6, §17).
+    pub bodies: BodyBudgets,
     pub settings: Settings,
 }
 
@@ -76,15 +80,19 @@ impl AppState {
     pub async fn load(store: Arc<dyn Store>, settings: Settings) -> Result<Self, StoreError> {
         let cursors = Cursors::new(store.cursor_secret().await?);
         let taxonomy = load_taxonomy(store.as_ref()).await?;
-        let peers = Arc::new(Peers::default());
-        let limits = budget(&store, &peers, &settings, "merchant", settings.rate, settings.burst);
-        let storefront_limits = budget(
-            &store,
-            &peers,
-            &settings,
+        let sharing = store
+            .rate_ledger()
+            .filter(|_| settings.shared_rate_budget)
+            .map(|ledger| Sharing {
+                ledger,
+                peers: Arc::new(Peers::default()),
+            });
+        let limits = Budget::new("merchant", settings.rate, settings.burst, sharing.as_ref());
+        let storefront_limits = Budget::new(
             "storefront",
             settings.storefront_rate,
             settings.storefront_burst,
+            sharing.as_ref(),
         );
         Ok(AppState(Arc::new(Services {
             store,
@@ -92,12 +100,13 @@ impl AppState {
             cursors,
             limits,
             storefront_limits,
-            peers,
+            sharing,
             instance: crate::secret::random::<8>()
                 .map(|b| b.iter().map(|b| format!("{b:02x}")).collect())
                 .unwrap_or_else(|_| uuid::Uuid::now_v7().simple().to_string()),
             keys: KeyVerdicts::new(settings.auth_failure_rate, settings.auth_failure_burst),
             in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
+            bodies: BodyBudgets::default(),
             settings,
         })))
     }
@@ -105,11 +114,9 @@ impl AppState {
     /// Tells the other instances this one is alive, and learns how many they are (for the share
     /// each limits on while the shared budgets are unreachable). Nothing where budgets are local.
     pub async fn heartbeat(&self) {
-        if !matches!(self.limits, Budget::Shared(_)) && !matches!(self.storefront_limits, Budget::Shared(_)) {
-            return;
-        }
-        match tokio::time::timeout(Duration::from_secs(1), self.store.instance_heartbeat(&self.instance)).await {
-            Ok(Ok(alive)) => self.peers.seen(alive),
+        let Some(sharing) = &self.sharing else { return };
+        match tokio::time::timeout(Duration::from_secs(1), sharing.ledger.heartbeat(&self.instance)).await {
+            Ok(Ok(alive)) => sharing.peers.seen(alive),
             Ok(Err(e)) => tracing::debug!(error = %e, "heartbeat failed"),
             Err(_) => tracing::debug!("heartbeat timed out"),
         }
@@ -140,60 +147,3 @@ async fn load_taxonomy(store: &dyn Store) -> Result<Taxonomy, StoreError> {
 /// The merchant a `/v1` answer was for, handed back by the gate for the access log.
 #[derive(Clone)]
 pub struct ServedMerchant(pub String);
-
-/// A merchant budget of `policy`: shared through the store where it shares them and the settings
-/// allow it (CONTRACT §15), else this instance's own.
-fn budget(
-    store: &Arc<dyn Store>,
-    peers: &Arc<Peers>,
-    settings: &Settings,
-    policy: &'static str,
-    rate: Rate,
-    burst: u32,
-) -> Budget {
-    match rate.per_sec() {
-        Some(per_sec) if settings.shared_rate_budget && store.shares_rate_budgets() => {
-            Budget::Shared(SharedBudget::new(
-                policy,
-                Quota { per_sec, burst },
-                Arc::new(StoreLedger(Arc::clone(store))),
-                Arc::clone(peers),
-            ))
-        }
-        _ => Budget::Local(RateLimits::new(policy, rate, burst)),
-    }
-}
-
-/// The store as the shared budgets' ledger.
-struct StoreLedger(Arc<dyn Store>);
-
-#[async_trait::async_trait]
-impl Ledger for StoreLedger {
-    async fn take(&self, policy: &'static str, key: i64, want: u32, quota: Quota) -> Result<Taken, LedgerDown> {
-        let (granted, left) = self
-            .0
-            .take_rate_units(policy, key, want, quota.per_sec, quota.burst)
-            .await
-            .map_err(|e| down(&e))?;
-        Ok(Taken { granted, left })
-    }
-
-    async fn give_back(&self, policy: &'static str, key: i64, units: u32, quota: Quota) -> Result<(), LedgerDown> {
-        self.0
-            .return_rate_units(policy, key, units, quota.burst)
-            .await
-            .map_err(|e| down(&e))
-    }
-
-    async fn heartbeat(&self, instance: &str) -> Result<u32, LedgerDown> {
-        self.0.instance_heartbeat(instance).await.map_err(|e| down(&e))
-    }
-}
-
-/// The store's error with its causes, for the log line of an unreachable ledger.
-fn down(e: &StoreError) -> LedgerDown {
-    let causes: Vec<String> = std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source())
-        .map(ToString::to_string)
-        .collect();
-    LedgerDown(causes.join(": "))
-}

@@ -9,7 +9,7 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DashMapStateStore;
 use governor::{Quota as GovernorQuota, RateLimiter};
 
-use super::quota::{Headers, Quota, Rate, Refusal, ceil_secs};
+use super::quota::{Headers, Quota, Rate, Refusal};
 
 /// The limiter's clock is the standard library's monotonic one, not governor's default (`quanta`,
 /// read from the CPU's TSC): on a virtual machine whose cores' TSCs disagree, a check made on
@@ -22,41 +22,43 @@ type Keyed<K> = RateLimiter<K, DashMapStateStore<K>, MonotonicClock, StateInform
 pub struct RateLimits<K: Hash + Eq + Clone = i64> {
     limiter: Option<Keyed<K>>,
     policy: &'static str,
-    burst: u32,
-    refill_secs: u64,
+    /// What the headers say of the budget (a limiter's exact period aside).
+    quota: Quota,
 }
 
 impl<K: Hash + Eq + Clone> RateLimits<K> {
     pub fn new(policy: &'static str, rate: Rate, burst: u32) -> Self {
-        let burst_nz = NonZeroU32::new(burst.max(1)).unwrap_or(NonZeroU32::MIN);
-        let quota = match rate {
+        let limiter = match rate {
             Rate::Off => None,
             Rate::PerSecond(n) => Some(GovernorQuota::per_second(n)),
             Rate::PerMinute(n) => Some(GovernorQuota::per_minute(n)),
-        }
-        .map(|q| q.allow_burst(burst_nz));
-        RateLimits {
-            refill_secs: quota.map_or(0, |q| ceil_secs(q.replenish_interval() * burst_nz.get())),
-            limiter: quota.map(|q| {
-                RateLimiter::dashmap_with_clock(q, MonotonicClock).with_middleware::<StateInformationMiddleware>()
-            }),
-            policy,
-            burst: burst_nz.get(),
-        }
+        };
+        let quota = Quota::of(rate, burst).unwrap_or(Quota {
+            per_sec: 1.0,
+            burst: burst.max(1),
+        });
+        Self::of(policy, limiter, quota)
     }
 
     /// A budget of `quota.per_sec` units a second (a fraction too), `quota.burst` at once.
     pub fn with_quota(policy: &'static str, quota: Quota) -> Self {
-        let burst = NonZeroU32::new(quota.burst.max(1)).unwrap_or(NonZeroU32::MIN);
         let period = Duration::from_secs_f64(1.0 / quota.per_sec.max(1e-6));
-        let quota = GovernorQuota::with_period(period).map(|q| q.allow_burst(burst));
+        Self::of(policy, GovernorQuota::with_period(period), quota)
+    }
+
+    /// The limiter of `limiter` (none: limiting off) allowing `quota.burst` at once.
+    fn of(policy: &'static str, limiter: Option<GovernorQuota>, quota: Quota) -> Self {
+        let burst = NonZeroU32::new(quota.burst.max(1)).unwrap_or(NonZeroU32::MIN);
         RateLimits {
-            refill_secs: quota.map_or(0, |q| ceil_secs(q.replenish_interval() * burst.get())),
-            limiter: quota.map(|q| {
-                RateLimiter::dashmap_with_clock(q, MonotonicClock).with_middleware::<StateInformationMiddleware>()
+            limiter: limiter.map(|q| {
+                RateLimiter::dashmap_with_clock(q.allow_burst(burst), MonotonicClock)
+                    .with_middleware::<StateInformationMiddleware>()
             }),
             policy,
-            burst: burst.get(),
+            quota: Quota {
+                burst: burst.get(),
+                ..quota
+            },
         }
     }
 
@@ -65,10 +67,7 @@ impl<K: Hash + Eq + Clone> RateLimits<K> {
     }
 
     fn headers(&self, left: u32, next_unit: Duration) -> Headers {
-        Headers {
-            policy: format!("\"{}\";q={};w={}", self.policy, self.burst, self.refill_secs),
-            state: format!("\"{}\";r={left};t={}", self.policy, ceil_secs(next_unit)),
-        }
+        Headers::of(self.policy, self.quota, left, next_unit)
     }
 
     /// Spends one unit of `key`'s budget, or refuses. `None` when limiting is off.
@@ -77,7 +76,7 @@ impl<K: Hash + Eq + Clone> RateLimits<K> {
         Some(match limiter.check_key(key) {
             Ok(snapshot) => {
                 let left = snapshot.remaining_burst_capacity();
-                let next_unit = if left >= self.burst {
+                let next_unit = if left >= self.quota.burst {
                     Duration::ZERO
                 } else {
                     self.time_until(limiter, key, left + 1)

@@ -18,9 +18,18 @@ mod local;
 mod quota;
 pub mod shared;
 
+use std::sync::Arc;
+
 pub use local::RateLimits;
 pub use quota::{Headers, Quota, Rate, Refusal};
-use shared::SharedBudget;
+use shared::{Ledger, Peers, SharedBudget};
+
+/// Where budgets are shared: the ledger that keeps them and the instances sharing it.
+#[derive(Clone)]
+pub struct Sharing {
+    pub ledger: Arc<dyn Ledger>,
+    pub peers: Arc<Peers>,
+}
 
 /// A merchant budget: this instance's own, or shared with every instance on the database.
 pub enum Budget {
@@ -29,6 +38,20 @@ pub enum Budget {
 }
 
 impl Budget {
+    /// The budget `policy` of `rate` and `burst`: shared where `sharing` says so, else this
+    /// instance's own.
+    pub fn new(policy: &'static str, rate: Rate, burst: u32, sharing: Option<&Sharing>) -> Budget {
+        match (Quota::of(rate, burst), sharing) {
+            (Some(quota), Some(sharing)) => Budget::Shared(SharedBudget::new(
+                policy,
+                quota,
+                Arc::clone(&sharing.ledger),
+                Arc::clone(&sharing.peers),
+            )),
+            _ => Budget::Local(RateLimits::new(policy, rate, burst)),
+        }
+    }
+
     /// Spends one unit of `key`'s budget, or refuses. `None` when limiting is off.
     pub async fn check(&self, key: i64) -> Option<Result<Headers, Refusal>> {
         match self {

@@ -51,6 +51,21 @@ pub struct Headers {
     pub state: String,
 }
 
+impl Headers {
+    /// `RateLimit-Policy` of the budget `policy` of `quota`: the same whatever the budget's mode.
+    pub fn policy_of(policy: &str, quota: Quota) -> String {
+        format!("\"{policy}\";q={};w={}", quota.burst, quota.refill_secs())
+    }
+
+    /// The headers of `policy` of `quota` with `left` units, the next in `next_unit`.
+    pub fn of(policy: &str, quota: Quota, left: u32, next_unit: Duration) -> Headers {
+        Headers {
+            policy: Headers::policy_of(policy, quota),
+            state: format!("\"{policy}\";r={left};t={}", ceil_secs(next_unit)),
+        }
+    }
+}
+
 /// A refused request: how long to wait, and the headers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
@@ -63,6 +78,21 @@ pub struct Refusal {
 pub struct Quota {
     pub per_sec: f64,
     pub burst: u32,
+}
+
+impl Quota {
+    /// The quota of `rate` (`None`: off) with `burst` at once.
+    pub fn of(rate: Rate, burst: u32) -> Option<Quota> {
+        rate.per_sec().map(|per_sec| Quota {
+            per_sec,
+            burst: burst.max(1),
+        })
+    }
+
+    /// Seconds to refill the whole burst from empty (the policy's `w`), rounded up.
+    pub fn refill_secs(self) -> u64 {
+        ceil_secs(Duration::from_secs_f64(f64::from(self.burst) / self.per_sec.max(1e-9)))
+    }
 }
 
 /// Whole seconds, rounded up (the headers' unit).
@@ -88,5 +118,15 @@ mod tests {
         for bad in ["50", "x/s", "5/hour", "-1/s", ""] {
             assert!(bad.parse::<Rate>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn the_policy_says_the_burst_and_the_seconds_to_refill_it() {
+        let per = |rate: &str, burst| Quota::of(rate.parse().unwrap_or(Rate::Off), burst);
+        let policy = |q: Option<Quota>| q.map(|q| Headers::policy_of("merchant", q));
+        assert_eq!(policy(per("50/s", 100)).as_deref(), Some("\"merchant\";q=100;w=2"));
+        assert_eq!(policy(per("3/min", 3)).as_deref(), Some("\"merchant\";q=3;w=60"));
+        assert_eq!(policy(per("7/s", 10)).as_deref(), Some("\"merchant\";q=10;w=2"));
+        assert_eq!(per("0", 10), None);
     }
 }

@@ -25,7 +25,7 @@ use dashmap::DashMap;
 use tokio::sync::Mutex;
 
 use super::local::RateLimits;
-use super::quota::{Headers, Quota, Refusal, ceil_secs};
+use super::quota::{Headers, Quota, Refusal};
 
 /// How long a request waits for a take before its instance limits on its own share.
 pub const TAKE_WAIT: Duration = Duration::from_millis(250);
@@ -148,9 +148,11 @@ impl SharedBudget {
         }
     }
 
-    /// Spends one unit of `key`'s budget, or refuses.
+    /// Spends one unit of `key`'s budget, or refuses. Bounded by [`TAKE_WAIT`] as a whole, the
+    /// wait for the merchant's turn included: past it, the instance's own share decides.
     pub async fn check(&self, key: i64) -> Result<Headers, Refusal> {
         let now = Instant::now();
+        let bound = now + TAKE_WAIT;
         let cell = Arc::clone(&self.keys.entry(key).or_insert_with(|| {
             Arc::new(Mutex::new(Held {
                 lease: 0,
@@ -160,7 +162,11 @@ impl SharedBudget {
                 used_at: now,
             }))
         }));
-        let mut held = cell.lock().await;
+        let Ok(mut held) = tokio::time::timeout_at(bound.into(), cell.lock()).await else {
+            // Another request of the merchant is still taking: the ledger is slow.
+            self.peers.mark_down(now);
+            return self.on_own_share(key);
+        };
         held.used_at = now;
         if held.lease == 0 {
             if let Some(until) = held.empty_until.filter(|until| now < *until) {
@@ -169,7 +175,8 @@ impl SharedBudget {
             if self.peers.is_down(now) {
                 return self.on_own_share(key);
             }
-            match tokio::time::timeout(TAKE_WAIT, self.ledger.take(self.policy, key, self.hold, self.quota)).await {
+            match tokio::time::timeout_at(bound.into(), self.ledger.take(self.policy, key, self.hold, self.quota)).await
+            {
                 Ok(Ok(taken)) => {
                     let now = Instant::now();
                     held.left = taken.left;
@@ -198,6 +205,7 @@ impl SharedBudget {
     }
 
     /// While the ledger is down: this instance's share of the budget, `rate ÷ n`, `burst ÷ n`.
+    /// The policy it answers is the budget's, not the share's: a client sees one policy.
     fn on_own_share(&self, key: i64) -> Result<Headers, Refusal> {
         metrics::counter!("rate_limit_local_share_total", "policy" => self.policy).increment(1);
         let instances = self.peers.alive();
@@ -212,9 +220,16 @@ impl SharedBudget {
                 limits: RateLimits::with_quota(self.policy, quota),
             }));
         }
+        let policy = Headers::policy_of(self.policy, self.quota);
         match self.share.load().limits.check(&key) {
-            Some(Ok(headers)) => Ok(headers),
-            Some(Err(refusal)) => Err(refusal),
+            Some(Ok(headers)) => Ok(Headers { policy, ..headers }),
+            Some(Err(refusal)) => Err(Refusal {
+                headers: Headers {
+                    policy,
+                    ..refusal.headers
+                },
+                ..refusal
+            }),
             None => Ok(self.headers_of(self.quota.burst, Duration::ZERO)),
         }
     }
@@ -234,17 +249,7 @@ impl SharedBudget {
     }
 
     fn headers_of(&self, left: u32, next_unit: Duration) -> Headers {
-        Headers {
-            policy: format!(
-                "\"{}\";q={};w={}",
-                self.policy,
-                self.quota.burst,
-                ceil_secs(Duration::from_secs_f64(
-                    f64::from(self.quota.burst) / self.quota.per_sec
-                ))
-            ),
-            state: format!("\"{}\";r={left};t={}", self.policy, ceil_secs(next_unit)),
-        }
+        Headers::of(self.policy, self.quota, left, next_unit)
     }
 
     fn refusal(&self, wait: Duration) -> Refusal {
@@ -255,6 +260,9 @@ impl SharedBudget {
     }
 
     /// Gives back what is held for merchants idle for [`IDLE`], and forgets those idle for long.
+    /// The units are taken out under the merchant's lock and given back outside it, each within
+    /// [`TAKE_WAIT`]: a slow ledger delays no request. Units whose giving back failed are not
+    /// held again (it may have gone through): the bucket refills them within `hold ÷ rate`.
     pub async fn settle(&self) {
         let now = Instant::now();
         let cells: Vec<(i64, Arc<Mutex<Held>>)> = self
@@ -263,17 +271,27 @@ impl SharedBudget {
             .map(|entry| (*entry.key(), Arc::clone(entry.value())))
             .collect();
         for (key, cell) in cells {
-            let Ok(mut held) = cell.try_lock() else { continue };
-            let idle = now.saturating_duration_since(held.used_at);
-            if held.lease > 0 && idle >= IDLE && !self.peers.is_down(now) {
-                let units = held.lease;
-                if self.ledger.give_back(self.policy, key, units, self.quota).await.is_ok() {
-                    held.lease = 0;
+            let units = {
+                let Ok(mut held) = cell.try_lock() else { continue };
+                let idle = now.saturating_duration_since(held.used_at);
+                if held.lease == 0 && idle >= FORGET {
+                    drop(held);
+                    self.keys.remove_if(&key, |_, c| Arc::strong_count(c) <= 2);
+                    continue;
                 }
-            }
-            if held.lease == 0 && idle >= FORGET {
-                drop(held);
-                self.keys.remove_if(&key, |_, c| Arc::strong_count(c) <= 2);
+                if held.lease == 0 || idle < IDLE || self.peers.is_down(now) {
+                    continue;
+                }
+                std::mem::take(&mut held.lease)
+            };
+            let given = tokio::time::timeout(TAKE_WAIT, self.ledger.give_back(self.policy, key, units, self.quota));
+            if !matches!(given.await, Ok(Ok(()))) {
+                tracing::warn!(
+                    policy = self.policy,
+                    units,
+                    "giving idle units back to the shared rate budget failed"
+                );
+                self.peers.mark_down(Instant::now());
             }
         }
         self.share.load().limits.forget_idle();

@@ -6,6 +6,8 @@
 //! stored is sent only after that transaction is durably committed. Errors here know nothing of
 //! HTTP: the HTTP layer maps any `StoreError` it does not expect to a 500.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 
 use crate::domain::category::Category;
@@ -15,6 +17,7 @@ use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 use crate::domain::location::search::{SearchPage, SearchQuery};
 use crate::domain::location::{Persist, Status};
+use crate::rate_limit::shared::Ledger;
 
 /// A merchant as the rest of the service refers to it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -235,35 +238,11 @@ pub trait Store: Send + Sync + 'static {
     /// Finishes queued writes and releases the database.
     async fn close(&self);
 
-    /// Whether the instances on this database share their merchants' rate budgets (CONTRACT §15):
-    /// PostgreSQL, where several instances serve one database; not SQLite (one instance a file).
-    fn shares_rate_budgets(&self) -> bool {
-        false
-    }
-
-    /// Takes up to `want` whole units of the shared rate budget `(policy, key)`, a token bucket of
-    /// `burst` units refilled at `per_sec` by the database's clock (full when first used); answers
-    /// the units granted and the units left after them.
-    async fn take_rate_units(
-        &self,
-        _policy: &str,
-        _key: i64,
-        _want: u32,
-        _per_sec: f64,
-        _burst: u32,
-    ) -> Result<(u32, f64), StoreError> {
-        Err(StoreError::Unavailable)
-    }
-
-    /// Gives `units` taken earlier back to the budget `(policy, key)` (never past `burst`).
-    async fn return_rate_units(&self, _policy: &str, _key: i64, _units: u32, _burst: u32) -> Result<(), StoreError> {
-        Err(StoreError::Unavailable)
-    }
-
-    /// Records that the instance `instance` is alive; answers how many instances are (seen within
-    /// the last few seconds).
-    async fn instance_heartbeat(&self, _instance: &str) -> Result<u32, StoreError> {
-        Ok(1)
+    /// The ledger of the rate budgets that the instances on this database share (CONTRACT §15):
+    /// PostgreSQL's, where several instances serve one database; none for SQLite (one instance a
+    /// file), whose budgets stay in memory.
+    fn rate_ledger(&self) -> Option<Arc<dyn Ledger>> {
+        None
     }
 }
 

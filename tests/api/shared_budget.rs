@@ -214,3 +214,49 @@ async fn while_the_shared_budget_cannot_be_reached_each_instance_limits_on_its_s
     let (admitted, _, elapsed) = flood(&apps, &key, Spread::Evenly, Duration::from_millis(1500)).await;
     assert_within_bound(admitted, elapsed, 2, "once the database is back");
 }
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_locked_budget_table_delays_no_request_past_the_take_bound_and_the_policy_stays_the_budget_s() {
+    let cluster = Cluster::new();
+    let apps = instances(&cluster.url(), 1).await;
+    let app = &apps[0];
+    // The instance holds units of the merchant's budget, then the table is locked by another
+    // session and the merchant goes quiet: the instance's upkeep tries to give the units back.
+    let first = app.post(LIST, &json!({})).await;
+    assert_eq!(first.status, 200);
+    let policy = "\"merchant\";q=20;w=1";
+    assert_eq!(first.headers["ratelimit-policy"], policy);
+    let (mut locker, connection) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let lock = locker.transaction().await.unwrap();
+    lock.batch_execute("LOCK TABLE rate_budgets IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Every request is answered within the take's bound (250 ms) and a little, on the
+    // instance's share, under the same policy.
+    let (mut admitted, mut refused) = (0, 0);
+    for _ in 0..40 {
+        let started = Instant::now();
+        let answer = app.post(LIST, &json!({})).await;
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(1),
+            "answered after {took:?} with the budget table locked"
+        );
+        assert_eq!(answer.headers["ratelimit-policy"], policy, "{}", answer.status);
+        match answer.status.as_u16() {
+            200 => admitted += 1,
+            429 => refused += 1,
+            other => panic!("{other}: {:#}", answer.body),
+        }
+    }
+    assert!(
+        admitted > 0 && refused > 0,
+        "limited on the share: {admitted} admitted, {refused} refused"
+    );
+    lock.rollback().await.unwrap();
+}

@@ -31,6 +31,8 @@ mod rate;
 mod search;
 mod sql;
 
+use std::sync::Arc;
+
 use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
 use groups::MerchantGroups;
 use locations::snapshot;
@@ -53,6 +55,7 @@ use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 use crate::domain::location::search::{SearchPage, SearchQuery};
+use crate::rate_limit::shared::Ledger;
 
 const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0001_init.sql"),
@@ -80,6 +83,10 @@ fn pool_size() -> usize {
         .unwrap_or(POOL_SIZE)
 }
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// The shared rate budgets' connections, and how long one of their statements may take: a
+/// request waits no longer for a take (`rate_limit::shared::TAKE_WAIT`).
+const LEDGER_POOL_SIZE: usize = 4;
+const LEDGER_LIMIT: Duration = crate::rate_limit::shared::TAKE_WAIT;
 /// Advisory lock (two-key form, so never equal to a merchant's one-key lock) held by migrations.
 const MIGRATION_LOCK: (i32, i32) = (0x5f, 1);
 /// Held by category imports, so two imports never interleave.
@@ -99,50 +106,66 @@ impl From<deadpool_postgres::PoolError> for StoreError {
 
 pub struct PgStore {
     pool: Pool,
+    /// The shared rate budgets' own few connections, whose statements give up as soon as a
+    /// request stops waiting for them: a budget table that cannot be reached never leaves a
+    /// request's connection waiting behind one of its statements.
+    ledger: Pool,
     groups: MerchantGroups,
+}
+
+/// A pool of at most `size` connections to `config`, on which no session holds a lock, runs a
+/// statement or sits in a transaction longer than `limit` (CONTRACT §17), and whose peer, should
+/// it vanish, is noticed by TCP keep-alives within about half a minute rather than the kernel's
+/// two hours; waiting at most `wait` for a connection.
+fn pool_of(
+    mut config: tokio_postgres::Config,
+    limit: Duration,
+    size: usize,
+    wait: Duration,
+) -> Result<Pool, StoreError> {
+    let limits = format!(
+        "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={ms}",
+        ms = limit.as_millis()
+    );
+    let options = match config.get_options() {
+        Some(given) if !given.is_empty() => format!("{given} {limits}"),
+        _ => limits,
+    };
+    config
+        .application_name("storefront")
+        .connect_timeout(TIMEOUT)
+        .options(&options)
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(10))
+        .keepalives_interval(Duration::from_secs(5))
+        .keepalives_retries(3);
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(wait))
+        .create_timeout(Some(TIMEOUT))
+        .recycle_timeout(Some(TIMEOUT))
+        .build()
+        .map_err(StoreError::backend)
 }
 
 impl PgStore {
     /// Connects (creating and migrating the schema when needed).
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let mut config: tokio_postgres::Config = url.parse()?;
-        // No session holds a lock, runs a statement or sits in a transaction longer than a
-        // request may take (CONTRACT §17), and a peer that vanished is noticed by TCP keep-alives
-        // within about half a minute rather than the kernel's two hours.
-        let limits = format!(
-            "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={ms}",
-            ms = SESSION_LIMIT.as_millis()
-        );
-        let options = match config.get_options() {
-            Some(given) if !given.is_empty() => format!("{given} {limits}"),
-            _ => limits,
-        };
-        config
-            .application_name("storefront")
-            .connect_timeout(TIMEOUT)
-            .options(&options)
-            .keepalives(true)
-            .keepalives_idle(Duration::from_secs(10))
-            .keepalives_interval(Duration::from_secs(5))
-            .keepalives_retries(3);
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .max_size(pool_size())
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(TIMEOUT))
-            .create_timeout(Some(TIMEOUT))
-            .recycle_timeout(Some(TIMEOUT))
-            .build()
-            .map_err(StoreError::backend)?;
+        let config: tokio_postgres::Config = url.parse()?;
+        let pool = pool_of(config.clone(), SESSION_LIMIT, pool_size(), TIMEOUT)?;
+        let ledger = pool_of(config, LEDGER_LIMIT, LEDGER_POOL_SIZE, LEDGER_LIMIT)?;
         let store = PgStore {
             groups: MerchantGroups::new(pool.clone()),
             pool,
+            ledger,
         };
         store.migrate().await?;
         tokio::spawn(first_statistics(store.pool.clone()));
@@ -252,27 +275,8 @@ impl Store for PgStore {
         Ok(settings)
     }
 
-    fn shares_rate_budgets(&self) -> bool {
-        true
-    }
-
-    async fn take_rate_units(
-        &self,
-        policy: &str,
-        key: i64,
-        want: u32,
-        per_sec: f64,
-        burst: u32,
-    ) -> Result<(u32, f64), StoreError> {
-        rate::take(&self.pool, policy, key, want, per_sec, burst).await
-    }
-
-    async fn return_rate_units(&self, policy: &str, key: i64, units: u32, burst: u32) -> Result<(), StoreError> {
-        rate::give_back(&self.pool, policy, key, units, burst).await
-    }
-
-    async fn instance_heartbeat(&self, instance: &str) -> Result<u32, StoreError> {
-        rate::heartbeat(&self.pool, instance).await
+    fn rate_ledger(&self) -> Option<Arc<dyn Ledger>> {
+        Some(Arc::new(rate::PgLedger::new(self.ledger.clone())))
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

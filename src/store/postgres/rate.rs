@@ -1,10 +1,50 @@
-//! The shared rate budgets (CONTRACT §15): one statement a take, a give-back or a heartbeat, each
-//! on a pooled connection, prepared once per connection.
+//! The shared rate budgets' ledger (CONTRACT §15): one statement a take, a give-back or a
+//! heartbeat, each on a pooled connection, prepared once per connection.
 
+use async_trait::async_trait;
 use deadpool_postgres::Pool;
 
 use super::sql;
+use crate::rate_limit::Quota;
+use crate::rate_limit::shared::{Ledger, LedgerDown, Taken};
 use crate::store::api::StoreError;
+
+/// The database as the ledger of the budgets every instance on it shares.
+pub(super) struct PgLedger(Pool);
+
+impl PgLedger {
+    pub(super) fn new(pool: Pool) -> Self {
+        PgLedger(pool)
+    }
+}
+
+#[async_trait]
+impl Ledger for PgLedger {
+    async fn take(&self, policy: &'static str, key: i64, want: u32, quota: Quota) -> Result<Taken, LedgerDown> {
+        let (granted, left) = take(&self.0, policy, key, want, quota.per_sec, quota.burst)
+            .await
+            .map_err(|e| down(&e))?;
+        Ok(Taken { granted, left })
+    }
+
+    async fn give_back(&self, policy: &'static str, key: i64, units: u32, quota: Quota) -> Result<(), LedgerDown> {
+        give_back(&self.0, policy, key, units, quota.burst)
+            .await
+            .map_err(|e| down(&e))
+    }
+
+    async fn heartbeat(&self, instance: &str) -> Result<u32, LedgerDown> {
+        heartbeat(&self.0, instance).await.map_err(|e| down(&e))
+    }
+}
+
+/// The store's error with its causes, for the log line of an unreachable ledger.
+fn down(e: &StoreError) -> LedgerDown {
+    let causes: Vec<String> = std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source())
+        .map(ToString::to_string)
+        .collect();
+    LedgerDown(causes.join(": "))
+}
 
 /// Refills the bucket to the database's clock, grants `min(want, whole units)`, and keeps what is
 /// left; a bucket first used starts full.
@@ -29,7 +69,7 @@ const HEARTBEAT: &str = "WITH beat AS ( \
      SELECT count(*) FROM rate_instances \
      WHERE instance <> $1 AND seen_at >= extract(epoch FROM statement_timestamp()) - 3";
 
-pub(super) async fn take(
+async fn take(
     pool: &Pool,
     policy: &str,
     key: i64,
@@ -49,7 +89,7 @@ pub(super) async fn take(
     Ok((u32::try_from(granted).unwrap_or(0), row.get(1)))
 }
 
-pub(super) async fn give_back(pool: &Pool, policy: &str, key: i64, units: u32, burst: u32) -> Result<(), StoreError> {
+async fn give_back(pool: &Pool, policy: &str, key: i64, units: u32, burst: u32) -> Result<(), StoreError> {
     let client = pool.get().await?;
     sql::execute(
         &client,
@@ -60,7 +100,7 @@ pub(super) async fn give_back(pool: &Pool, policy: &str, key: i64, units: u32, b
     Ok(())
 }
 
-pub(super) async fn heartbeat(pool: &Pool, instance: &str) -> Result<u32, StoreError> {
+async fn heartbeat(pool: &Pool, instance: &str) -> Result<u32, StoreError> {
     let client = pool.get().await?;
     let rows = sql::query(&client, HEARTBEAT, &[&instance]).await?;
     let others: i64 = rows.first().map_or(0, |row| row.get(0));
