@@ -2,9 +2,9 @@
 //! the contract's order (CONTRACT §3): content type, size, JSON syntax (400). Authentication ran
 //! before, in the gate.
 //!
-//! Memory stays bounded whatever a body's shape (CONTRACT §6, issue 18). A body is read only within
+//! Memory stays bounded whatever a body's shape (CONTRACT §6). A body is read only within
 //! a server-wide budget of body bytes, of which one merchant's bodies in flight hold at most a
-//! quarter (CONTRACT §17); a body that stalls for 10 s or is not complete within the request's
+//! quarter (CONTRACT §17, `body_budget`); a body that stalls for 10 s or is not complete within the request's
 //! time is answered 408 `REQUEST_TIMEOUT`. It is parsed only within
 //! a budget of parsed-form bytes, estimated from the body's count of JSON tokens before parsing: a
 //! parsed value costs tens of bytes however short its text, so eight megabytes of `[0,0,…]` or of
@@ -15,15 +15,13 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderMap, header};
-use std::sync::{Arc, LazyLock};
-
-use dashmap::DashMap;
 use http_body_util::BodyExt;
 use serde::Deserialize;
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 
+use super::body_budget::BodyBudgets;
 use super::error::{ApiError, ErrorCode};
-use crate::state::BodyTiming;
+use crate::state::{AppState, BodyTiming};
 use crate::store::MerchantRef;
 
 /// Largest request body accepted.
@@ -36,18 +34,12 @@ pub const MAX_TOKENS: usize = 1_000_000;
 /// What a parsed token costs at most, in bytes (a value, its slot in its array or object, growth).
 const BYTES_PER_TOKEN: usize = 64;
 
-/// Budgets, in KiB: bodies being read or held, and their parsed forms.
-const BODY_BUDGET_KIB: usize = 64 * 1024;
-const PARSE_BUDGET_KIB: usize = 96 * 1024;
-static BODY_BUDGET: Semaphore = Semaphore::const_new(BODY_BUDGET_KIB);
-static PARSE_BUDGET: Semaphore = Semaphore::const_new(PARSE_BUDGET_KIB);
-
 /// A request body of the right type and size, to be read as JSON with [`JsonBody::parse`]. An
 /// empty body is `{}` (its Content-Type is then not checked).
 pub struct JsonBody {
     bytes: Bytes,
     /// Its share of the budgets, given back when the body (and so what was parsed from it) goes.
-    _budget: Vec<SemaphorePermit<'static>>,
+    _budget: Vec<OwnedSemaphorePermit>,
 }
 
 impl JsonBody {
@@ -76,10 +68,11 @@ impl JsonBody {
     }
 }
 
-impl<S: Send + Sync> FromRequest<S> for JsonBody {
+impl FromRequest<AppState> for JsonBody {
     type Rejection = ApiError;
 
-    async fn from_request(request: Request, _state: &S) -> Result<Self, ApiError> {
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let budgets = &state.bodies;
         let (parts, body) = request.into_parts();
         let is_json = is_json(&parts.headers);
         let timing = parts.extensions.get::<BodyTiming>().copied().unwrap_or_default();
@@ -108,7 +101,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             _ => {}
         }
         let merchant = parts.extensions.get::<MerchantRef>().map_or(0, |m| m.pk);
-        let (bytes, mut budget) = match read(body, declared, merchant, timing).await {
+        let (bytes, mut budget) = match read(budgets, body, declared, merchant, timing).await {
             Ok(read) => read,
             Err(Unread::TooLarge) => return Err(if is_json { too_large() } else { unsupported() }),
             Err(Unread::Late(why)) => {
@@ -141,14 +134,19 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             )
             .detail("max_tokens", MAX_TOKENS));
         };
-        budget.push(take(&PARSE_BUDGET, tokens * BYTES_PER_TOKEN, PARSE_BUDGET_KIB).await?);
+        budget.push(
+            budgets
+                .parsing(tokens * BYTES_PER_TOKEN)
+                .await
+                .map_err(|closed| ApiError::internal(&closed))?,
+        );
         Ok(JsonBody { bytes, _budget: budget })
     }
 }
 
 /// A request's share of the memory budgets, held while what it accounts for lives.
 pub struct Budget {
-    _permits: Vec<SemaphorePermit<'static>>,
+    _permits: Vec<OwnedSemaphorePermit>,
 }
 
 /// Why a body was not read.
@@ -162,31 +160,22 @@ enum Unread {
     Broken,
 }
 
-/// Reads a body within its budgets: its declared size (else the limit) is reserved whole, first
-/// from its merchant's quarter of the body budget, then from the server's, each at once (a body
-/// never holds part of a budget while it waits for more, so bodies cannot starve one another).
-/// One merchant's bodies in flight thus hold at most a quarter of the budget: a merchant that
-/// drips sixteen 8 MiB bodies holds 16 MiB and waits for its own quarter, never for the others'.
-/// A pause of `timing.stall` between frames, or a body (its wait for budget included) not
-/// complete by `timing.deadline`, is `Late`.
+/// Reads a body within its budgets (`BodyBudgets::reading`: its declared size, else the limit,
+/// reserved whole from its merchant's quarter and the server's budget). A pause of `timing.stall`
+/// between frames, or a body (its wait for budget included) not complete by `timing.deadline`,
+/// is `Late`.
 async fn read(
+    budgets: &BodyBudgets,
     mut body: axum::body::Body,
     declared: Option<u64>,
     merchant: i64,
     timing: BodyTiming,
-) -> Result<(Bytes, Vec<SemaphorePermit<'static>>), Unread> {
+) -> Result<(Bytes, Vec<OwnedSemaphorePermit>), Unread> {
     let limit = declared.map_or(MAX_BODY_BYTES, |n| (n as usize).min(MAX_BODY_BYTES));
-    let kib = limit.div_ceil(1024).max(1);
-    let quarter = merchant_budget(merchant);
-    let taking = async {
-        let mine = quarter.acquire_many_owned(permits(kib.min(BODY_BUDGET_KIB / 4))).await;
-        let shared = BODY_BUDGET.acquire_many(permits(kib.min(BODY_BUDGET_KIB))).await;
-        (mine, shared)
-    };
-    let (mine, shared) = match tokio::time::timeout_at(timing.deadline.into(), taking).await {
+    let (mine, shared) = match tokio::time::timeout_at(timing.deadline.into(), budgets.reading(merchant, limit)).await {
         Err(_) => return Err(Unread::Late("the request body was not complete in time")),
-        Ok((Ok(mine), Ok(shared))) => (mine, shared),
-        Ok(_) => return Err(Unread::Broken),
+        Ok(Ok(taken)) => taken,
+        Ok(Err(_)) => return Err(Unread::Broken),
     };
     let mut buf: Vec<u8> = Vec::with_capacity(limit.min(BUFFER_START));
     loop {
@@ -216,44 +205,6 @@ async fn read(
 
 /// A body's buffer starts this large and grows as bytes arrive (never to more than reserved).
 const BUFFER_START: usize = 64 * 1024;
-
-fn permits(kib: usize) -> u32 {
-    u32::try_from(kib).unwrap_or(u32::MAX)
-}
-
-/// Each merchant's quarter of the body budget, while it has a body in flight.
-static MERCHANT_BODIES: LazyLock<DashMap<i64, Arc<Semaphore>>> = LazyLock::new(DashMap::new);
-
-fn merchant_budget(merchant: i64) -> Arc<Semaphore> {
-    let quarter = MERCHANT_BODIES
-        .entry(merchant)
-        .or_insert_with(|| Arc::new(Semaphore::new(BODY_BUDGET_KIB / 4)));
-    Arc::clone(quarter.value())
-}
-
-/// Forgets the quarters of merchants with no body in flight (periodic upkeep).
-pub fn forget_idle_merchants() {
-    MERCHANT_BODIES
-        .retain(|_, quarter| Arc::strong_count(quarter) > 1 || quarter.available_permits() < BODY_BUDGET_KIB / 4);
-}
-
-/// `bytes` of `budget` (at least 1 KiB, at most all of it), waiting for them.
-async fn take(
-    budget: &'static Semaphore,
-    bytes: usize,
-    total_kib: usize,
-) -> Result<SemaphorePermit<'static>, ApiError> {
-    let kib = (bytes / 1024).clamp(1, total_kib);
-    let kib = u32::try_from(kib).unwrap_or(u32::MAX);
-    budget
-        .acquire_many(kib)
-        .await
-        .map_err(|_| ApiError::internal(&BudgetClosed))
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("a request budget was closed")]
-struct BudgetClosed;
 
 /// The JSON tokens of `bytes` (`{`, `[`, `:` and `,` outside strings, plus one), or `None` past
 /// `max`: an upper bound on the values and members parsing it makes, counted without parsing.

@@ -318,6 +318,48 @@ async fn sixteen_slow_large_bodies_of_one_merchant_leave_another_merchant_served
 }
 
 #[tokio::test]
+async fn servers_in_one_process_keep_their_own_body_budgets() {
+    // Two servers over two databases: each one's first merchant has the same row number. The
+    // first's merchant holds its whole quarter of the body budget (two 8 MiB bodies arriving
+    // slowly); the second's merchant is not held up by it.
+    let settings = || Settings {
+        rate: Rate::Off,
+        ..Settings::default()
+    };
+    let first = TestApp::spawn_with_settings(settings()).await;
+    let second = TestApp::spawn_with_settings(settings()).await;
+    let addr = server_addr(&first);
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut stream = connect_from(ATTACKER, addr).await;
+        let head = head("/v1/location/create", &first.key, 8 * 1024 * 1024);
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&vec![b' '; 1024 * 1024]).await.unwrap();
+        slow.push(stream);
+    }
+    let drip = tokio::spawn(async move {
+        for _ in 0..40 {
+            for stream in &mut slow {
+                let _ = stream.write_all(b" ").await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answer = read(
+        client_from(VICTIM)
+            .post(format!("{}/v1/location/create", second.base))
+            .bearer_auth(&second.key)
+            .header("content-type", "application/json")
+            .body(json!({"locations": [warehouse(1)]}).to_string())
+            .timeout(Duration::from_secs(8)),
+    )
+    .await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    drip.abort();
+}
+
+#[tokio::test]
 async fn made_up_keys_cost_a_lookup_once_and_spend_the_address_budget_then_429_without_lookups() {
     let dir = tempfile::tempdir().unwrap();
     let inner = open_store(&fresh_database_url(dir.path()).await).await;
