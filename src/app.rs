@@ -83,17 +83,21 @@ async fn share_upkeep(state: AppState) {
 }
 
 pub fn router(state: AppState) -> Router {
-    let v1 = Router::new()
+    // A key's scope is decided by the router: a route is behind the gate of the keys it admits.
+    let storefront = Router::new()
+        .route("/v1/location/search", post(search::search))
+        .route("/v1/categories/list", post(categories::list))
+        .route_layer(middleware::from_fn_with_state(state.clone(), gate::storefront_gate));
+    let merchant = Router::new()
         .route("/v1/location/create", post(locations::create))
         .route("/v1/location/list", post(locations::list))
-        .route("/v1/location/search", post(search::search))
         .route("/v1/location/update", post(changes::update))
         .route("/v1/location/archive", post(changes::archive))
         .route("/v1/location/restore", post(changes::restore))
-        .route("/v1/categories/list", post(categories::list))
-        .route_layer(middleware::from_fn_with_state(state.clone(), gate::gate));
+        .route_layer(middleware::from_fn_with_state(state.clone(), gate::merchant_gate));
     Router::new()
-        .merge(v1)
+        .merge(storefront)
+        .merge(merchant)
         .merge(
             SwaggerUi::new("/docs")
                 .external_url_unchecked("/openapi.json", openapi::document())

@@ -31,7 +31,26 @@ use crate::store::MerchantRef;
 const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 
-pub async fn gate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+/// Which keys a group of routes admits: the router says it, by the gate it puts its routes behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admits {
+    /// Full keys only: a storefront key is refused 403 (CONTRACT §13.1).
+    FullKeys,
+    /// Full and storefront keys: what a web page needs, nothing that changes.
+    StorefrontKeys,
+}
+
+/// The gate of the routes that full keys only may call.
+pub async fn merchant_gate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    gate(state, Admits::FullKeys, request, next).await
+}
+
+/// The gate of the routes that storefront keys may call too ([`STOREFRONT_ROUTES`]).
+pub async fn storefront_gate(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    gate(state, Admits::StorefrontKeys, request, next).await
+}
+
+async fn gate(state: AppState, admits: Admits, mut request: Request, next: Next) -> Response {
     let client = request
         .extensions()
         .get::<ClientAddr>()
@@ -40,7 +59,7 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
-    if !may_call(scope, request.uri().path()) {
+    if scope == KeyScope::Storefront && admits == Admits::FullKeys {
         let mut refused = ApiError::new(
             ErrorCode::Forbidden,
             format!(
@@ -80,7 +99,8 @@ pub async fn gate(State(state): State<AppState>, mut request: Request, next: Nex
     response
 }
 
-/// What a storefront key may call (CONTRACT §13.1): what a web page needs, nothing that changes.
+/// What a storefront key may call (CONTRACT §13.1), as its 403 names them: the routes that
+/// `app::router` puts behind [`storefront_gate`].
 pub const STOREFRONT_ROUTES: [&str; 2] = ["/v1/location/search", "/v1/categories/list"];
 
 /// The budget a key's requests spend (CONTRACT §13.1), and what its 429 says.
@@ -91,13 +111,6 @@ fn budget_of(state: &AppState, scope: KeyScope) -> (&Budget, &'static str) {
             &state.storefront_limits,
             "rate limit exceeded for this merchant's storefront keys",
         ),
-    }
-}
-
-fn may_call(scope: KeyScope, path: &str) -> bool {
-    match scope {
-        KeyScope::Full => true,
-        KeyScope::Storefront => STOREFRONT_ROUTES.contains(&path),
     }
 }
 

@@ -64,6 +64,11 @@ async fn a_storefront_key_searches_and_lists_categories_and_is_refused_everythin
         assert_error(&answer, 403, "ERROR_TYPE_UNAUTHORIZED", "FORBIDDEN");
         let message = answer.body["message"].as_str().unwrap();
         assert!(message.contains("storefront scope"), "{path}: {message}");
+        // It names what the key may call: the routes behind the storefront gate.
+        assert!(
+            message.contains(SEARCH) && message.contains(CATEGORIES),
+            "{path}: {message}"
+        );
         assert!(header(&answer, "ratelimit").is_none(), "{path}: no budget spent");
         // Refused before the body is read: a malformed one is refused the same way.
         let raw = app
