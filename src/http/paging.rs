@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, ErrorCode};
+pub use crate::domain::wire::answer_tail;
 use crate::pagination::{Cursors, Position};
 
 /// A list's page sizes: `pagination.limit` when `pagination` is not sent, and the largest served
@@ -191,27 +192,4 @@ pub fn parse_pagination(
         }
     };
     Ok((limit, cursor))
-}
-
-/// The end of a list answer: `],"pagination":{"next_cursor":…,"has_next":…,"total":…}}`, without
-/// `total` when there is none. `next_cursor` is base64url: nothing in it needs escaping.
-pub fn answer_tail(next_cursor: Option<&str>, total: Option<u64>) -> Vec<u8> {
-    let mut tail = Vec::with_capacity(160);
-    tail.extend_from_slice(br#"],"pagination":{"next_cursor":"#);
-    match next_cursor {
-        Some(cursor) => {
-            tail.push(b'"');
-            tail.extend_from_slice(cursor.as_bytes());
-            tail.push(b'"');
-        }
-        None => tail.extend_from_slice(b"null"),
-    }
-    tail.extend_from_slice(br#","has_next":"#);
-    tail.extend_from_slice(if next_cursor.is_some() { b"true" } else { b"false" });
-    if let Some(total) = total {
-        tail.extend_from_slice(br#","total":"#);
-        tail.extend_from_slice(total.to_string().as_bytes());
-    }
-    tail.extend_from_slice(b"}}");
-    tail
 }

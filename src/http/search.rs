@@ -1,7 +1,7 @@
 //! `POST /v1/location/search` (CONTRACT §12): check the question, walk the store's spatial index
 //! from the buyer outward, answer one page of results nearest first.
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -12,11 +12,10 @@ use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
 use super::paging::{
-    PageSize, answer_tail, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys,
-    section,
+    PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
 };
 use crate::domain::location::search::{
-    self, DEFAULT_RADIUS_M, Hit, LocalTime, MAX_RADIUS_M, Near, Parcel, SearchFilter, SearchQuery,
+    self, Hit, LocalTime, MAX_RADIUS_M, Near, Parcel, Radius, SearchFilter, SearchQuery,
 };
 use crate::domain::location::{LocationType, PaymentMethod, PickupPointType, PickupService, TypeSet};
 use crate::state::AppState;
@@ -61,30 +60,23 @@ pub async fn search(
     drop(body);
     let Request {
         near,
-        radius_m,
+        radius,
         filter,
         limit,
         cursor,
     } = request;
-    let mut query = SearchQuery {
-        merchant_pk: merchant.pk,
-        near,
-        radius_m,
-        filter,
-        after: None,
-        limit,
-    };
+    let query = SearchQuery::new(merchant.pk, near, radius, filter, limit);
     let digest = query.digest(&merchant.id);
-    query.after = cursor_position::<Hit>(cursor.as_deref(), &state.cursors, &digest)?;
+    let query = query.after(cursor_position::<Hit>(cursor.as_deref(), &state.cursors, &digest)?);
     let page = state.store.search_locations(query).await?;
     let next_cursor = page
         .last
         .filter(|_| page.has_next)
         .map(|last| state.cursors.encode(&digest, &last));
     let mut body = Pieces::with_capacity(3);
-    body.push(Bytes::from_static(br#"{"results":["#));
-    body.push(page.json);
-    body.push(answer_tail(next_cursor.as_deref(), None));
+    for piece in page.into_answer(next_cursor.as_deref()) {
+        body.push(piece);
+    }
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
 
@@ -92,7 +84,7 @@ pub async fn search(
 #[derive(Debug)]
 struct Request {
     near: Near,
-    radius_m: u32,
+    radius: Radius,
     filter: SearchFilter,
     limit: usize,
     cursor: Option<String>,
@@ -115,14 +107,14 @@ fn parse_request(body: Value) -> Result<Request, ApiError> {
         ));
     }
     let near = parse_near(body.remove("near"))?;
-    let radius_m = parse_radius(body.remove("radius_m"))?;
+    let radius = parse_radius(body.remove("radius_m"))?;
     let filter = section(&mut body, "filter")?;
     let pagination = section(&mut body, "pagination")?;
     let filter = parse_filter(&filter.unwrap_or_default())?;
     let (limit, cursor) = parse_pagination(pagination, SEARCH_PAGE)?;
     Ok(Request {
         near,
-        radius_m,
+        radius,
         filter,
         limit,
         cursor,
@@ -142,36 +134,25 @@ fn parse_near(near: Option<Value>) -> Result<Near, ApiError> {
             "unknown field; near has only latitude and longitude",
         ));
     }
-    let coordinate = |key: &str, bound: f64| {
-        near.get(key)
-            .and_then(Value::as_f64)
-            .filter(|v| (-bound..=bound).contains(v))
-            .ok_or_else(|| {
-                invalid_request(
-                    &format!("near.{key}"),
-                    format!("near.{key} is required: a number from -{bound} to {bound}"),
-                )
-            })
-    };
-    Ok(Near {
-        latitude: coordinate("latitude", 90.0)?,
-        longitude: coordinate("longitude", 180.0)?,
+    let number = |key: &str| near.get(key).and_then(Value::as_f64);
+    Near::new(number("latitude"), number("longitude")).map_err(|axis| {
+        let (key, bound) = axis.name_and_bound();
+        invalid_request(
+            &format!("near.{key}"),
+            format!("near.{key} is required: a number from -{bound} to {bound}"),
+        )
     })
 }
 
-fn parse_radius(radius: Option<Value>) -> Result<u32, ApiError> {
+fn parse_radius(radius: Option<Value>) -> Result<Radius, ApiError> {
     match radius {
-        None | Some(Value::Null) => Ok(DEFAULT_RADIUS_M),
-        Some(v) => v
-            .as_f64()
-            .filter(|n| n.fract() == 0.0 && (1.0..=f64::from(MAX_RADIUS_M)).contains(n))
-            .map(|n| n as u32)
-            .ok_or_else(|| {
-                invalid_request(
-                    "radius_m",
-                    format!("radius_m must be an integer from 1 to {MAX_RADIUS_M}, or null"),
-                )
-            }),
+        None | Some(Value::Null) => Ok(Radius::DEFAULT),
+        Some(v) => v.as_f64().and_then(Radius::new).ok_or_else(|| {
+            invalid_request(
+                "radius_m",
+                format!("radius_m must be an integer from 1 to {MAX_RADIUS_M}, or null"),
+            )
+        }),
     }
 }
 

@@ -37,14 +37,14 @@ pub(super) async fn search(pool: &Pool, q: &SearchQuery) -> Result<SearchPage, S
     let mut walk = Walk::new(q);
     let hours = walk.needs_hours();
     let sql = ring_sql(hours);
-    let test = q.filter.index_test();
+    let test = q.filter().index_test();
     while let Some(ranges) = walk.next_ring() {
         let (firsts, lasts): (Vec<i64>, Vec<i64>) = ranges.into_iter().unzip();
         let rows = query(
             &tx,
             &sql,
             &[
-                &q.merchant_pk,
+                &q.merchant_pk(),
                 &firsts,
                 &lasts,
                 &Status::Active.as_str(),

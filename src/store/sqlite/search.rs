@@ -25,12 +25,12 @@ fn range_sql(hours: bool) -> String {
 pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage, StoreError> {
     let mut walk = Walk::new(query);
     let hours = walk.needs_hours();
-    let test = query.filter.index_test();
+    let test = query.filter().index_test();
     let mut range = tx.prepare_cached(&range_sql(hours))?;
     while let Some(ranges) = walk.next_ring() {
         for (first, last) in ranges {
             let mut rows = range.query(params![
-                query.merchant_pk,
+                query.merchant_pk(),
                 Status::Active.as_str(),
                 first,
                 last,

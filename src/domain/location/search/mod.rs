@@ -25,7 +25,7 @@ mod walk;
 
 pub use page::SearchPage;
 pub use query::{
-    DEFAULT_LIMIT, DEFAULT_RADIUS_M, Hit, IndexTest, LocalTime, MAX_LIMIT, MAX_RADIUS_M, MAX_RINGS, Near, Parcel,
-    RING_CELLS, SearchFilter, SearchQuery,
+    Axis, DEFAULT_LIMIT, DEFAULT_RADIUS_M, Hit, IndexTest, LocalTime, MAX_LIMIT, MAX_RADIUS_M, MAX_RINGS, Near, Parcel,
+    RING_CELLS, Radius, SearchFilter, SearchQuery,
 };
 pub use walk::Walk;

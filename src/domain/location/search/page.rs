@@ -1,7 +1,11 @@
-//! A page of search results as a store writes it: each result's JSON, written as it is read.
+//! A page of search results and the answer it makes (CONTRACT §12.3), written in one place: each
+//! result's JSON as the store reads it, then the answer around them.
+
+use bytes::Bytes;
 
 use super::super::record::RecordRef;
 use super::query::{Hit, MAX_LIMIT};
+use crate::domain::wire::answer_tail;
 
 /// One page of results, as a store read it: `{"distance_m":…,"location":{record}}` objects,
 /// comma-joined, written as they were read.
@@ -34,5 +38,15 @@ impl SearchPage {
         self.json.push(b'}');
         self.count += 1;
         self.last = Some(hit);
+    }
+
+    /// The answer: `{"results":[…],"pagination":{"next_cursor":…,"has_next":…}}`, in pieces
+    /// to be sent as they are (the results are not copied again).
+    pub fn into_answer(self, next_cursor: Option<&str>) -> [Bytes; 3] {
+        [
+            Bytes::from_static(br#"{"results":["#),
+            Bytes::from(self.json),
+            Bytes::from(answer_tail(next_cursor, None)),
+        ]
     }
 }

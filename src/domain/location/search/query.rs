@@ -107,11 +107,68 @@ impl SearchFilter {
     }
 }
 
-/// A buyer's point.
+/// A buyer's point: only ever a latitude from -90 to 90 and a longitude from -180 to 180.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Near {
-    pub latitude: f64,
-    pub longitude: f64,
+    latitude: f64,
+    longitude: f64,
+}
+
+/// Which coordinate of a point is missing or out of its range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    Latitude,
+    Longitude,
+}
+
+impl Axis {
+    /// Its name, and the largest magnitude it may have.
+    pub fn name_and_bound(self) -> (&'static str, f64) {
+        match self {
+            Axis::Latitude => ("latitude", 90.0),
+            Axis::Longitude => ("longitude", 180.0),
+        }
+    }
+}
+
+impl Near {
+    /// The point, or the first coordinate (latitude, then longitude) that is missing or out of
+    /// range.
+    pub fn new(latitude: Option<f64>, longitude: Option<f64>) -> Result<Near, Axis> {
+        let within = |v: Option<f64>, axis: Axis| {
+            let bound = axis.name_and_bound().1;
+            v.filter(|v| (-bound..=bound).contains(v)).ok_or(axis)
+        };
+        Ok(Near {
+            latitude: within(latitude, Axis::Latitude)?,
+            longitude: within(longitude, Axis::Longitude)?,
+        })
+    }
+
+    pub fn latitude(self) -> f64 {
+        self.latitude
+    }
+
+    pub fn longitude(self) -> f64 {
+        self.longitude
+    }
+}
+
+/// A search's radius: only ever a whole number of metres from 1 to [`MAX_RADIUS_M`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Radius(u32);
+
+impl Radius {
+    pub const DEFAULT: Radius = Radius(DEFAULT_RADIUS_M);
+
+    /// The radius of `metres`, when it is a whole number within range.
+    pub fn new(metres: f64) -> Option<Radius> {
+        (metres.fract() == 0.0 && (1.0..=f64::from(MAX_RADIUS_M)).contains(&metres)).then_some(Radius(metres as u32))
+    }
+
+    pub fn metres(self) -> u32 {
+        self.0
+    }
 }
 
 /// Where a page ended: the last result's `distance_m` and creation order.
@@ -121,18 +178,61 @@ pub struct Hit {
     pub seq: i64,
 }
 
-/// One page of a search, as a store reads it.
+/// One page of a search, as a store reads it: built only from valid parts, its page size within
+/// 1 to [`MAX_LIMIT`].
 #[derive(Clone, Debug)]
 pub struct SearchQuery {
-    pub merchant_pk: i64,
-    pub near: Near,
-    pub radius_m: u32,
-    pub filter: SearchFilter,
-    pub after: Option<Hit>,
-    pub limit: usize,
+    merchant_pk: i64,
+    near: Near,
+    radius: Radius,
+    filter: SearchFilter,
+    after: Option<Hit>,
+    limit: usize,
 }
 
 impl SearchQuery {
+    /// The first page of `limit` results (served as 1 to [`MAX_LIMIT`]).
+    pub fn new(merchant_pk: i64, near: Near, radius: Radius, filter: SearchFilter, limit: usize) -> SearchQuery {
+        SearchQuery {
+            merchant_pk,
+            near,
+            radius,
+            filter,
+            after: None,
+            limit: limit.clamp(1, MAX_LIMIT),
+        }
+    }
+
+    /// The same question, the page after `after` (the first page: `None`).
+    pub fn after(mut self, after: Option<Hit>) -> SearchQuery {
+        self.after = after;
+        self
+    }
+
+    pub fn merchant_pk(&self) -> i64 {
+        self.merchant_pk
+    }
+
+    pub fn near(&self) -> Near {
+        self.near
+    }
+
+    pub fn radius(&self) -> Radius {
+        self.radius
+    }
+
+    pub fn filter(&self) -> &SearchFilter {
+        &self.filter
+    }
+
+    pub fn last_seen(&self) -> Option<Hit> {
+        self.after
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// A digest of the merchant and of everything a cursor is bound to (CONTRACT §12.3): `near`,
     /// `radius_m` and the filter, normalised, so that questions that mean the same share it.
     pub fn digest(&self, merchant_id: &str) -> [u8; 16] {
@@ -144,7 +244,7 @@ impl SearchQuery {
         for number in [self.near.latitude + 0.0, self.near.longitude + 0.0] {
             h.update(number.to_bits().to_be_bytes());
         }
-        h.update(self.radius_m.to_be_bytes());
+        h.update(self.radius.metres().to_be_bytes());
         let f = &self.filter;
         let test = f.index_test();
         h.update(test.any.to_be_bytes());
@@ -173,17 +273,30 @@ mod tests {
     use super::*;
 
     fn query(filter: SearchFilter) -> SearchQuery {
-        SearchQuery {
-            merchant_pk: 1,
-            near: Near {
-                latitude: 55.75,
-                longitude: 37.61,
-            },
-            radius_m: 5000,
-            filter,
-            after: None,
-            limit: 20,
+        let near = Near::new(Some(55.75), Some(37.61)).unwrap_or_else(|_| unreachable!());
+        SearchQuery::new(1, near, Radius::DEFAULT, filter, 20)
+    }
+
+    #[test]
+    fn points_and_radii_are_built_valid_or_not_at_all() {
+        assert!(Near::new(Some(90.0), Some(-180.0)).is_ok());
+        assert_eq!(Near::new(None, Some(200.0)), Err(Axis::Latitude), "latitude first");
+        assert_eq!(Near::new(Some(-90.5), Some(0.0)), Err(Axis::Latitude));
+        assert_eq!(Near::new(Some(0.0), Some(180.01)), Err(Axis::Longitude));
+        assert_eq!(Near::new(Some(0.0), Some(f64::NAN)), Err(Axis::Longitude));
+        assert_eq!(Radius::new(1.0).map(Radius::metres), Some(1));
+        assert_eq!(Radius::new(50_000.0).map(Radius::metres), Some(MAX_RADIUS_M));
+        for bad in [0.0, 0.5, 50_001.0, -1.0, f64::INFINITY] {
+            assert_eq!(Radius::new(bad), None, "{bad}");
         }
+        let q = SearchQuery::new(
+            1,
+            Near::new(Some(0.0), Some(0.0)).unwrap_or_else(|_| unreachable!()),
+            Radius::DEFAULT,
+            SearchFilter::default(),
+            1000,
+        );
+        assert_eq!(q.limit(), MAX_LIMIT);
     }
 
     #[test]
@@ -217,10 +330,10 @@ mod tests {
         assert_ne!(a.digest("m"), a.digest("n"));
         assert_ne!(a.digest("m"), query(SearchFilter::default()).digest("m"));
         let mut moved = query(SearchFilter::default());
-        moved.near.latitude = 55.7500001;
+        moved.near = Near::new(Some(55.7500001), Some(37.61)).unwrap_or_else(|_| unreachable!());
         assert_ne!(moved.digest("m"), query(SearchFilter::default()).digest("m"));
         let mut wider = query(SearchFilter::default());
-        wider.radius_m = 5001;
+        wider.radius = Radius::new(5001.0).unwrap_or(Radius::DEFAULT);
         assert_ne!(wider.digest("m"), query(SearchFilter::default()).digest("m"));
         let all_types = query(SearchFilter {
             types: Some(

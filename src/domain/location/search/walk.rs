@@ -27,35 +27,35 @@ pub struct Walk<'q> {
 
 impl<'q> Walk<'q> {
     pub fn new(query: &'q SearchQuery) -> Walk<'q> {
-        let start = query.after.map_or(-1, |a| i64::from(a.distance_m) - 1);
+        let start = query.last_seen().map_or(-1, |a| i64::from(a.distance_m) - 1);
         Walk {
             query,
             start,
             inner: start,
             outer: start,
             rings: 0,
-            found: Vec::with_capacity(query.limit + 1),
+            found: Vec::with_capacity(query.limit() + 1),
         }
     }
 
     /// Whether the index entries read must carry their opening hours.
     pub fn needs_hours(&self) -> bool {
-        self.query.filter.open_at.is_some()
+        self.query.filter().open_at.is_some()
     }
 
     /// The key ranges of the next ring, or `None` when the page is decided.
     pub fn next_ring(&mut self) -> Option<Vec<(i64, i64)>> {
-        let radius = i64::from(self.query.radius_m);
-        if self.found.len() > self.query.limit || self.outer >= radius || self.rings >= MAX_RINGS {
+        let radius = i64::from(self.query.radius().metres());
+        if self.found.len() > self.query.limit() || self.outer >= radius || self.rings >= MAX_RINGS {
             return None;
         }
         self.inner = self.outer;
         self.outer = self.next_outer().clamp(self.outer + 1, radius);
         self.rings += 1;
-        let near = self.query.near;
+        let near = self.query.near();
         Some(cover(
-            near.latitude,
-            near.longitude,
+            near.latitude(),
+            near.longitude(),
             self.inner as f64 + 0.5,
             self.outer as f64 + 0.5,
             RING_CELLS,
@@ -73,7 +73,7 @@ impl<'q> Walk<'q> {
         let walked = (self.outer as f64).powi(2) - start.powi(2);
         let growth = match self.found.len() {
             0 => 16.0,
-            n => ((self.query.limit + 1) as f64 / n as f64 * 1.5).clamp(2.0, 16.0),
+            n => ((self.query.limit() + 1) as f64 / n as f64 * 1.5).clamp(2.0, 16.0),
         };
         (start.powi(2) + walked * growth).sqrt().ceil() as i64
     }
@@ -82,8 +82,8 @@ impl<'q> Walk<'q> {
     /// kept when it lies in the ring, after the cursor, and is open when asked (`hours` is read
     /// only when [`Walk::needs_hours`]).
     pub fn consider(&mut self, seq: i64, latitude: f64, longitude: f64, hours: Option<&[u8]>) {
-        let near = self.query.near;
-        let distance = haversine_m(near.latitude, near.longitude, latitude, longitude).round();
+        let near = self.query.near();
+        let distance = haversine_m(near.latitude(), near.longitude(), latitude, longitude).round();
         if !(distance > self.inner as f64 && distance <= self.outer as f64) {
             return;
         }
@@ -91,10 +91,10 @@ impl<'q> Walk<'q> {
             distance_m: distance as u32,
             seq,
         };
-        if self.query.after.is_some_and(|after| hit <= after) {
+        if self.query.last_seen().is_some_and(|after| hit <= after) {
             return;
         }
-        if let Some(at) = self.query.filter.open_at
+        if let Some(at) = self.query.filter().open_at
             && !hours.is_some_and(|h| key::hours::is_open(h, at.date, at.weekday, at.minute))
         {
             return;
@@ -105,15 +105,15 @@ impl<'q> Walk<'q> {
     /// The page's results in order, and whether more follow.
     pub fn finish(mut self) -> (Vec<Hit>, bool) {
         self.found.sort_unstable();
-        let has_next = self.found.len() > self.query.limit;
-        self.found.truncate(self.query.limit);
+        let has_next = self.found.len() > self.query.limit();
+        self.found.truncate(self.query.limit());
         (self.found, has_next)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::query::{Near, SearchFilter};
+    use super::super::query::{Near, Radius, SearchFilter};
     use super::*;
     use crate::domain::cells::cell_key;
     use proptest::prelude::*;
@@ -140,28 +140,20 @@ mod tests {
         let mut all: Vec<Hit> = points
             .iter()
             .map(|&(seq, lat, lon)| Hit {
-                distance_m: haversine_m(query.near.latitude, query.near.longitude, lat, lon).round() as u32,
+                distance_m: haversine_m(query.near().latitude(), query.near().longitude(), lat, lon).round() as u32,
                 seq,
             })
-            .filter(|h| h.distance_m <= query.radius_m)
-            .filter(|h| query.after.is_none_or(|a| *h > a))
+            .filter(|h| h.distance_m <= query.radius().metres())
+            .filter(|h| query.last_seen().is_none_or(|a| *h > a))
             .collect();
         all.sort();
         all
     }
 
     fn query(lat: f64, lon: f64, radius_m: u32, limit: usize) -> SearchQuery {
-        SearchQuery {
-            merchant_pk: 1,
-            near: Near {
-                latitude: lat,
-                longitude: lon,
-            },
-            radius_m,
-            filter: SearchFilter::default(),
-            after: None,
-            limit,
-        }
+        let near = Near::new(Some(lat), Some(lon)).unwrap_or_else(|_| unreachable!());
+        let radius = Radius::new(f64::from(radius_m)).unwrap_or(Radius::DEFAULT);
+        SearchQuery::new(1, near, radius, SearchFilter::default(), limit)
     }
 
     #[test]
@@ -212,7 +204,7 @@ mod tests {
                 if !has_next {
                     break;
                 }
-                q.after = hits.last().copied();
+                q = q.after(hits.last().copied());
             }
             prop_assert_eq!(got, expected);
         }
