@@ -275,6 +275,10 @@ def prepare(workdir, big_leaves, workloads):
         c = sqlite3.connect(peer_db)
         c.execute("CREATE INDEX IF NOT EXISTS peer_categories_order ON categories (sort_order IS NULL, sort_order, id)")
         c.execute("CREATE INDEX IF NOT EXISTS peer_categories_parent ON categories (parent_id)")
+        # Its own neighbour search by latitude band (ours finds neighbours on the search index).
+        if "band" not in {row[1] for row in c.execute("PRAGMA table_info(locations)")}:
+            c.execute("ALTER TABLE locations ADD COLUMN band INTEGER NOT NULL DEFAULT 0")
+        c.execute("CREATE INDEX IF NOT EXISTS peer_locations_nearby ON locations (merchant_pk, band, longitude)")
         c.commit()
         c.close()
         dbs[name + ".peer"] = (peer_db, dbs[name][1])
@@ -372,6 +376,35 @@ def measure_push(cfg, workdir, dbs, csv_path, concurrency=4):
     return {"rps": PUSH_ROWS / wall, "items_per_s": PUSH_ROWS / wall, "wall_s": wall, "cli_cpu_s": cli_cpu,
             "server_cpu_s": server_cpu, "cli_rss_mib": usage.ru_maxrss / 1024, "errors": int(status != 0),
             "p50_ms": 0, "p99_ms": 0, "cpu_ms_per_req": 0, "peak_rss_mib": usage.ru_maxrss / 1024, "requests": PUSH_ROWS}
+
+
+BASE_COPIES = {}
+
+
+def base_schema_copy(template, dbs, workdir):
+    """A copy of one of our databases that the earlier build can open for reading: at the schema
+    version it knows (that of the database it made itself, `create.base`), with what later
+    migrations dropped added back (the latitude band, migration 6, no longer written). Made once a
+    template."""
+    import sqlite3
+    if template in BASE_COPIES:
+        return BASE_COPIES[template]
+    probe = dbs["create.base"][0] if "create.base" in dbs else workdir / "base-probe.db"
+    if not Path(probe).exists():
+        storefront(probe, "merchant", "create", "--name", "probe", "--json", binary=BASE_BIN)
+    with sqlite3.connect(probe) as c:
+        known = c.execute("PRAGMA user_version").fetchone()[0]
+    db = fresh_copy(template, workdir, "base-schema")
+    c = sqlite3.connect(db)
+    columns = {row[1] for row in c.execute("PRAGMA table_info(locations)")}
+    if "band" not in columns:
+        c.execute("ALTER TABLE locations ADD COLUMN band INTEGER NOT NULL DEFAULT 0")
+    if c.execute("PRAGMA user_version").fetchone()[0] > known:
+        c.execute(f"PRAGMA user_version = {int(known)}")
+    c.commit()
+    c.close()
+    BASE_COPIES[template] = db
+    return db
 
 
 def fresh_copy(template, workdir, tag):
@@ -569,6 +602,8 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=Non
     }[split_attack(workload)[0]]
     if workload == "search-1m-pg":
         return measure_on(kind, workload, conns, cfg, workdir, template, key, page_files, bodies, pg)
+    if kind == "base" and workload != "create":
+        template = base_schema_copy(template, dbs, workdir)
     # The location lists and searches only read: their (large) databases are served as they are.
     reads_only = workload.startswith(READS_ONLY)
     db = template if reads_only else fresh_copy(template, workdir, f"{kind}-{workload}")

@@ -126,7 +126,7 @@ def database(bench, n, workdir):
     return db, peer, json.loads(meta.read_text())["api_key"]
 
 
-COLUMNS = ("seq, location_id, merchant_location_id, status, types, latitude, longitude, band, body, created_at, "
+COLUMNS = ("seq, location_id, merchant_location_id, status, types, latitude, longitude, body, created_at, "
            "version, updated_at, quarantined_by, approved, cell, flags, fit_a, fit_b, fit_c, fit_w, hours")
 
 

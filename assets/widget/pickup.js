@@ -21,6 +21,9 @@
   var SVG = 'http://www.w3.org/2000/svg';
   var mounted = 0;
 
+  // What an option left out means (the search's own defaults, CONTRACT §12.1, but the page size).
+  var DEFAULTS = { radius_m: 5000, limit: 10 };
+
   var MESSAGES = {
     listLabel: 'Pickup points, nearest first',
     loading: 'Looking for pickup points…',
@@ -37,6 +40,11 @@
     hours: '{start}–{end}',
     hoursBreak: '{start}–{end}, break {breakStart}–{breakEnd}',
     today: 'today',
+    // Sentences made of others: named places, so that a translation may reorder them.
+    stateToday: '{state} · {today} {hours}',
+    stateClosedToday: '{state} · {closedToday}',
+    kindAndAddress: '{kind} · {address}',
+    listJoin: ' · ',
     payment: 'Payment: {methods}',
     ALREADY_PAID: 'prepaid',
     CARD: 'card',
@@ -151,20 +159,31 @@
     return day ? day.schedule : null;
   }
 
-  function hoursLine(messages, record, when) {
+  // Open or not at `when`, and the day's hours (null: closed all day): §12.2's rule, the one the
+  // server's search applies (tests/data/open-cases.json holds the cases both are tested on).
+  function dayState(record, when) {
     var s = daySchedule(record, when);
-    if (!s) return { open: false, text: text(messages, 'closedNow') + ' · ' + text(messages, 'closedToday') };
+    if (!s) return { open: false, hours: null };
     var start = minutes(s.time_start), end = s.time_end === '24:00' ? 1440 : minutes(s.time_end);
     var br = s.break ? s.break.split('-') : null;
     var inBreak = br && when.minute >= minutes(br[0]) && when.minute < minutes(br[1]);
-    var open = when.minute >= start && when.minute < end && !inBreak;
-    var hours = br
-      ? text(messages, 'hoursBreak', { start: s.time_start, end: s.time_end, breakStart: br[0], breakEnd: br[1] })
-      : text(messages, 'hours', { start: s.time_start, end: s.time_end });
     return {
-      open: open,
-      text: text(messages, open ? 'openNow' : 'closedNow') + ' · ' + text(messages, 'today') + ' ' + hours
+      open: when.minute >= start && when.minute < end && !inBreak,
+      hours: { start: s.time_start, end: s.time_end, break: br }
     };
+  }
+
+  function hoursLine(messages, record, when) {
+    var day = dayState(record, when);
+    var state = text(messages, day.open ? 'openNow' : 'closedNow');
+    if (!day.hours) {
+      return { open: false, text: text(messages, 'stateClosedToday', { state: state, closedToday: text(messages, 'closedToday') }) };
+    }
+    var h = day.hours;
+    var hours = h.break
+      ? text(messages, 'hoursBreak', { start: h.start, end: h.end, breakStart: h.break[0], breakEnd: h.break[1] })
+      : text(messages, 'hours', { start: h.start, end: h.end });
+    return { open: day.open, text: text(messages, 'stateToday', { state: state, today: text(messages, 'today'), hours: hours }) };
   }
 
   function niceLength(max) {
@@ -261,7 +280,7 @@
     var body = { near: { latitude: o.near.latitude, longitude: o.near.longitude } };
     if (o.radius_m != null) body.radius_m = o.radius_m;
     if (o.filter) body.filter = o.filter;
-    body.pagination = { limit: o.limit || 10 };
+    body.pagination = { limit: o.limit || DEFAULTS.limit };
     if (cursor) body.pagination.cursor = cursor;
     fetch(this.base + '/v1/location/search', {
       method: 'POST',
@@ -319,7 +338,7 @@
     }
     this.list.removeAttribute('aria-busy');
     this.status.textContent = !count
-      ? text(m, 'none', { distance: distance(m, this.options.radius_m == null ? 5000 : this.options.radius_m) })
+      ? text(m, 'none', { distance: distance(m, this.options.radius_m == null ? DEFAULTS.radius_m : this.options.radius_m) })
       : first ? text(m, 'found', { count: count })
         : text(m, 'foundMore', { count: count - before, total: count });
     this.draw();
@@ -337,8 +356,9 @@
     var num = el('span', 'sp-num', String(index + 1));
     num.setAttribute('aria-hidden', 'true');
     li.append(num, el('span', 'sp-name', r.name), el('span', 'sp-dist', distance(m, result.distance_m)));
-    var kind = r.pickup_point_type ? text(m, r.pickup_point_type) + ' · ' : '';
-    if (r.address_tail || kind) li.append(el('span', 'sp-line', kind + (r.address_tail || '')));
+    var kind = r.pickup_point_type ? text(m, r.pickup_point_type) : '';
+    var place = kind && r.address_tail ? text(m, 'kindAndAddress', { kind: kind, address: r.address_tail }) : kind || r.address_tail;
+    if (place) li.append(el('span', 'sp-line', place));
     var hours = hoursLine(m, r, when);
     var line = el('span', 'sp-line');
     line.append(el('span', hours.open ? 'sp-open' : 'sp-closed', hours.text));
@@ -349,7 +369,7 @@
     }
     if ((r.pickup_services || []).indexOf('FITTING') >= 0) extras.push(text(m, 'fitting'));
     if (r.is_accepts_returns) extras.push(text(m, 'returns'));
-    if (extras.length) li.append(el('span', 'sp-line', extras.join(' · ')));
+    if (extras.length) li.append(el('span', 'sp-line', extras.join(text(m, 'listJoin'))));
     if (r.instruction) li.append(el('span', 'sp-line', r.instruction));
     return li;
   };
@@ -405,7 +425,7 @@
     var self = this, m = this.messages, o = this.options;
     this.plan.replaceChildren();
     if (!this.records.length) return;
-    var radius = o.radius_m == null ? 5000 : o.radius_m;
+    var radius = o.radius_m == null ? DEFAULTS.radius_m : o.radius_m;
     var far = Math.max.apply(null, this.distances.concat([50]));
     var span = Math.min(radius, far * 1.15);
     var size = 200, half = size / 2, scale = (half - 12) / span;
@@ -465,6 +485,11 @@
   };
 
   window.StorefrontPickup = {
+    // §12.2's rule as the widget applies it: {open, hours: {start, end, break} | null} of a
+    // record at `openAt` (`YYYY-MM-DDTHH:MM`, the buyer's wall-clock time; now when left out).
+    openAt: function (record, openAt) {
+      return dayState(record, localTime({ open_at: openAt }));
+    },
     mount: function (element, options) {
       var picker = new Picker(element, options);
       return {

@@ -7,7 +7,9 @@
 // - nothing is requested from any other host; the script is under 20 KB gzipped;
 // - /widget/ itself: axe-core finds no WCAG 2.1 A/AA violation at 1280 and at 320 px wide, no
 //   sideways scrolling at 320 px, no Content-Security-Policy violation; screenshots of both widths.
-// Usage: node widget-test.mjs BASE_URL STOREFRONT_KEY EMBED_PORT SCREENSHOT_DIR
+// - open or not, and the day's hours, as the cases in tests/data/open-cases.json say (the same
+//   table the server's search is tested on);
+// Usage: OPEN_CASES=tests/data/open-cases.json node widget-test.mjs BASE_URL STOREFRONT_KEY EMBED_PORT SCREENSHOT_DIR
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -148,6 +150,19 @@ try {
   const gzipped = gzipSync(script, { level: 9 }).length;
   check(gzipped < 20 * 1024, `pickup.js is ${gzipped} bytes gzipped`);
 
+  // ---- open or not, and the day's hours: the cases the server's search is tested on -----------
+  const table = JSON.parse(readFileSync(process.env.OPEN_CASES, 'utf8'));
+  const rules = await browser.newPage();
+  await rules.goto(`${embed}/`);
+  await rules.waitForFunction(() => window.StorefrontPickup && window.StorefrontPickup.openAt);
+  const decided = await rules.evaluate((t) => t.cases.map((c) => window.StorefrontPickup.openAt(t.schedules[c.schedule], c.at)), table);
+  table.cases.forEach((c, i) => {
+    const want = JSON.stringify({ open: c.open, hours: c.hours });
+    const got = JSON.stringify({ open: decided[i].open, hours: decided[i].hours && { ...decided[i].hours, break: decided[i].hours.break } });
+    check(got === want, `openAt(${c.schedule}, ${c.at}): ${got}, the shared case says ${want}`);
+  });
+  await rules.close();
+
   // ---- /widget/ at 1280 and at 320 px: axe-core, no sideways scrolling, screenshots ---------
   for (const width of [1280, 320]) {
     const demo = await browser.newPage({ viewport: { width, height: 900 } });
@@ -173,6 +188,7 @@ try {
   check(outside.length === 0, `requests to other hosts: ${outside.join(', ')}`);
   console.log(`widget browser test: a page of ${embed} mounted the widget; points nearest first as the API answers; `
     + 'the keyboard picked with Enter and Space and the event carried the record; paging, update(), messages, destroy(); '
+    + `open or not and the day's hours as the ${table.cases.length} shared cases say; `
     + `an invalid key in words; pickup.js ${gzipped} bytes gzipped; axe-core: no WCAG 2.1 A/AA violation at 1280 and 320 px; `
     + `nothing from other hosts; screenshots in ${shots}`);
 } finally {

@@ -17,7 +17,9 @@
 //! the 180th meridian and at the poles. Where the budget runs out the cells are larger than the
 //! ring needs: more points are read and discarded, none is missed.
 
-use super::geo::{EARTH_RADIUS_M, QUARANTINE_RADIUS_M, haversine_m};
+use std::collections::BTreeMap;
+
+use super::geo::{EARTH_RADIUS_M, Neighbour, QUARANTINE_RADIUS_M, haversine_m};
 
 /// Bits per coordinate; a key has twice as many.
 const BITS: u32 = 30;
@@ -169,6 +171,31 @@ const NEIGHBOUR_CELLS: usize = 8;
 /// as a buyer's search.
 pub fn neighbour_ranges(latitude: f64, longitude: f64) -> Vec<(i64, i64)> {
     cover(latitude, longitude, -1.0, QUARANTINE_RADIUS_M, NEIGHBOUR_CELLS)
+}
+
+/// Locations kept by their index key, so that those near a point are found by the very key ranges
+/// a store reads ([`neighbour_ranges`]): one geometry for the 50 m rule, in memory (a batch's own
+/// new locations, as neighbours of its later items) and in the stores.
+#[derive(Debug, Default)]
+pub struct Nearby {
+    by_key: BTreeMap<i64, Vec<Neighbour>>,
+}
+
+impl Nearby {
+    pub fn insert(&mut self, n: Neighbour) {
+        self.by_key
+            .entry(cell_key(n.latitude, n.longitude))
+            .or_default()
+            .push(n);
+    }
+
+    /// The locations in the cells around a point: every one within the radius, and a few more.
+    pub fn around(&self, latitude: f64, longitude: f64) -> impl Iterator<Item = &Neighbour> {
+        neighbour_ranges(latitude, longitude)
+            .into_iter()
+            .flat_map(move |(first, last)| self.by_key.range(first..=last))
+            .flat_map(|(_, at)| at)
+    }
 }
 
 /// The cells a covering starts from: at most four cells of one level that together hold the
@@ -327,6 +354,38 @@ mod tests {
     }
 
     proptest! {
+        /// Every location within the radius of a point is found around it, whatever the place.
+        #[test]
+        fn nearby_finds_every_location_within_the_radius(
+            lat in -90.0f64..=90.0,
+            lon in -180.0f64..180.0,
+            bearing in 0.0f64..360.0,
+            distance in 0.0f64..=50.0,
+        ) {
+            let (plat, plon) = destination(lat, lon, bearing, distance);
+            prop_assume!(haversine_m(lat, lon, plat, plon) <= QUARANTINE_RADIUS_M);
+            let mut nearby = Nearby::default();
+            nearby.insert(Neighbour {
+                location_id: "n".into(),
+                latitude: plat,
+                longitude: plon,
+                types: crate::domain::location::TypeSet::default(),
+                seq: 1,
+                status: crate::domain::location::Status::Active,
+            });
+            let (far_lat, far_lon) = destination(lat, lon, bearing, 5_000.0);
+            nearby.insert(Neighbour {
+                location_id: "far".into(),
+                latitude: far_lat,
+                longitude: far_lon,
+                types: crate::domain::location::TypeSet::default(),
+                seq: 2,
+                status: crate::domain::location::Status::Active,
+            });
+            let found: Vec<&str> = nearby.around(lat, lon).map(|n| n.location_id.as_str()).collect();
+            prop_assert_eq!(found, vec!["n"]);
+        }
+
         /// Every point of the ring lies in a range of its covering, whatever the place.
         #[test]
         fn the_covering_holds_the_ring(

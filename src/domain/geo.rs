@@ -1,11 +1,10 @@
-//! Distances and the neighbour search behind quarantine (CONTRACT §4.5).
+//! Distances and the rules of the 50 m neighbourhood: quarantine (CONTRACT §4.5) and density
+//! (§17).
 //!
-//! The stores find a point's stored neighbours on the search index (`cells::neighbour_ranges`: a
-//! few key ranges whose cells hold the 50 m disk), so its cost depends on how many points are
-//! near, not on how many the merchant has. A batch's own new locations are kept in memory by
-//! *latitude band*, `floor(latitude / 0.001°)`, about 111 m, wider than the radius: points within
-//! it lie in a location's band or the adjacent ones, inside a longitude window that widens with
-//! latitude (`search_box`, `Buckets`).
+//! Neighbours are found by one geometry, the search index's cells (`cells::neighbour_ranges`: a
+//! few key ranges whose cells hold the 50 m disk): the stores read those ranges of their index,
+//! and a batch's own new locations are kept in memory by the same keys (`cells::Nearby`), so the
+//! cost depends on how many points are near, not on how many the merchant has.
 
 use super::location::{Status, TypeSet};
 
@@ -16,7 +15,6 @@ pub const QUARANTINE_RADIUS_M: f64 = 50.0;
 /// bounds what deciding a location costs: the stored neighbours a decision reads are those within
 /// the search box, which the limit keeps to a few thousand however many the merchant has.
 pub const DENSITY_LIMIT: usize = 100;
-const BANDS_PER_DEGREE: f64 = 1000.0;
 
 /// Great-circle distance in metres (haversine).
 pub fn haversine_m(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
@@ -25,43 +23,6 @@ pub fn haversine_m(lat1: f64, lon1: f64, lat2: f64, lon2: f64) -> f64 {
     let d_lambda = (lon2 - lon1).to_radians();
     let a = (d_phi / 2.0).sin().powi(2) + phi1.cos() * phi2.cos() * (d_lambda / 2.0).sin().powi(2);
     2.0 * EARTH_RADIUS_M * a.sqrt().min(1.0).asin()
-}
-
-/// The latitude band a point is stored under.
-pub fn band(latitude: f64) -> i64 {
-    (latitude * BANDS_PER_DEGREE).floor() as i64
-}
-
-/// What to scan for points within `radius_m` of a point: a range of bands and one or two
-/// longitude intervals (two when the window crosses the antimeridian).
-#[derive(Clone, Debug, PartialEq)]
-pub struct SearchBox {
-    pub bands: (i64, i64),
-    pub longitudes: Vec<(f64, f64)>,
-}
-
-pub fn search_box(latitude: f64, longitude: f64, radius_m: f64) -> SearchBox {
-    // A small margin keeps points exactly on the radius inside the box despite rounding.
-    let d_lat = (radius_m / EARTH_RADIUS_M).to_degrees() * 1.01 + 1e-9;
-    let (south, north) = ((latitude - d_lat).max(-90.0), (latitude + d_lat).min(90.0));
-    let bands = (band(south), band(north));
-    let widest = south.abs().max(north.abs());
-    if widest >= 89.9 {
-        return SearchBox {
-            bands,
-            longitudes: vec![(-180.0, 180.0)],
-        };
-    }
-    let d_lon = d_lat / widest.to_radians().cos();
-    let (west, east) = (longitude - d_lon, longitude + d_lon);
-    let longitudes = if west < -180.0 {
-        vec![(-180.0, east), (west + 360.0, 180.0)]
-    } else if east > 180.0 {
-        vec![(west, 180.0), (-180.0, east - 360.0)]
-    } else {
-        vec![(west, east)]
-    };
-    SearchBox { bands, longitudes }
 }
 
 /// A stored location near a new one, as the store found it in the search box.
@@ -74,28 +35,6 @@ pub struct Neighbour {
     /// Creation order: the smaller was created first.
     pub seq: i64,
     pub status: Status,
-}
-
-/// Locations kept by latitude band, so that those near a point are found without looking at
-/// every one (a batch's own new locations, as neighbours of its later items).
-#[derive(Debug, Default)]
-pub struct Buckets {
-    bands: std::collections::HashMap<i64, Vec<Neighbour>>,
-}
-
-impl Buckets {
-    pub fn insert(&mut self, n: Neighbour) {
-        self.bands.entry(band(n.latitude)).or_default().push(n);
-    }
-
-    /// The locations in the search box around a point: every one within the radius, and a few more.
-    pub fn around(&self, latitude: f64, longitude: f64) -> impl Iterator<Item = &Neighbour> {
-        let search = search_box(latitude, longitude, QUARANTINE_RADIUS_M);
-        (search.bands.0..=search.bands.1)
-            .filter_map(|b| self.bands.get(&b))
-            .flatten()
-            .filter(move |n| search.longitudes.iter().any(|(w, e)| (*w..=*e).contains(&n.longitude)))
-    }
 }
 
 /// Whether a location created `seq`-th at (`latitude`, `longitude`) would have more than
@@ -147,7 +86,6 @@ pub fn quarantining_neighbour(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
 
     #[test]
     fn haversine_matches_known_distances() {
@@ -187,33 +125,5 @@ mod tests {
             too_dense(1000, 55.0, 37.6, &near),
             "one more live neighbour is over the limit"
         );
-    }
-
-    #[test]
-    fn box_splits_at_the_antimeridian() {
-        let b = search_box(10.0, 179.9999, 50.0);
-        assert_eq!(b.longitudes.len(), 2);
-        let b = search_box(89.9999, 0.0, 50.0);
-        assert_eq!(b.longitudes, vec![(-180.0, 180.0)]);
-    }
-
-    fn inside(b: &SearchBox, lat: f64, lon: f64) -> bool {
-        (b.bands.0..=b.bands.1).contains(&band(lat)) && b.longitudes.iter().any(|(w, e)| (*w..=*e).contains(&lon))
-    }
-
-    proptest! {
-        /// Every point within the radius lies in the search box.
-        #[test]
-        fn box_covers_the_radius(lat in -89.9f64..89.9, lon in -180.0f64..180.0, bearing in 0.0f64..360.0, dist in 0.0f64..50.0) {
-            let (phi, lambda, theta) = (lat.to_radians(), lon.to_radians(), bearing.to_radians());
-            let delta = dist / EARTH_RADIUS_M;
-            let phi2 = (phi.sin() * delta.cos() + phi.cos() * delta.sin() * theta.cos()).asin();
-            let lambda2 = lambda + (theta.sin() * delta.sin() * phi.cos()).atan2(delta.cos() - phi.sin() * phi2.sin());
-            let (lat2, mut lon2) = (phi2.to_degrees(), lambda2.to_degrees());
-            if lon2 > 180.0 { lon2 -= 360.0 }
-            if lon2 < -180.0 { lon2 += 360.0 }
-            prop_assume!(haversine_m(lat, lon, lat2, lon2) <= 50.0);
-            prop_assert!(inside(&search_box(lat, lon, 50.0), lat2, lon2));
-        }
     }
 }

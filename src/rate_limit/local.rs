@@ -13,9 +13,8 @@ use super::quota::{Headers, Quota, Rate, Refusal};
 
 /// The limiter's clock is the standard library's monotonic one, not governor's default (`quanta`,
 /// read from the CPU's TSC): on a virtual machine whose cores' TSCs disagree, a check made on
-/// another core can see time jump and refuse with `RATE_LIMITED` far below the budget. Once in
-/// CI here, the PostgreSQL suite's two-instance race got a 429 after about 17 requests of a
-/// 100-request burst (a known failure of TSC clocks under virtualisation).
+/// another core can see time jump and refuse with `RATE_LIMITED` far below the budget (a known
+/// failure of TSC clocks under virtualisation).
 type Keyed<K> = RateLimiter<K, DashMapStateStore<K>, MonotonicClock, StateInformationMiddleware>;
 
 /// One budget per key (a merchant, a client address), named `policy` in the headers.

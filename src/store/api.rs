@@ -129,18 +129,6 @@ pub fn stored_status(s: &str) -> Result<Status, StoreError> {
     Status::from_wire(s).ok_or_else(|| StoreError::corrupt("status", s))
 }
 
-impl From<rusqlite::types::FromSqlError> for StoreError {
-    fn from(e: rusqlite::types::FromSqlError) -> Self {
-        StoreError::backend(e)
-    }
-}
-
-impl From<rusqlite::Error> for StoreError {
-    fn from(e: rusqlite::Error) -> Self {
-        StoreError::backend(e)
-    }
-}
-
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Whether the database answers.

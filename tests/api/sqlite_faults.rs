@@ -191,9 +191,17 @@ async fn a_full_disk_is_a_500_with_nothing_half_stored_and_the_service_recovers(
     }
     let round = refused.expect("the disk never filled");
     assert_eq!(rows(&db, &format!("d{round}-")), 0, "nothing of the refused request");
+    // Whatever room the refused transaction's own frames left in the WAL is taken too, so that
+    // no write, however small, can succeed now (the readiness probe's included).
+    let topped = disk.path().join("filler-2");
+    let _ = Command::new("dd")
+        .args(["if=/dev/zero", "bs=4k", "count=1000"])
+        .arg(format!("of={}", topped.display()))
+        .output();
     assert_eq!(ready(&app).await, 503, "not ready while writes fail");
 
     std::fs::remove_file(&filler).unwrap();
+    std::fs::remove_file(&topped).unwrap();
     wait_ready(&app).await;
     let results = app.create(batch(&format!("d{round}-"), 200)).await;
     assert!(results.iter().all(|r| r["status"] == "ACTIVE"));

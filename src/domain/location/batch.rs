@@ -140,7 +140,7 @@ pub fn decide(
 ) -> (Vec<Outcome>, Vec<ToInsert>) {
     let mut outcomes = Vec::with_capacity(items.len());
     let mut inserts: Vec<ToInsert> = Vec::new();
-    let mut created = geo::Buckets::default();
+    let mut created = crate::domain::cells::Nearby::default();
     for (i, (item, mut candidates)) in items.iter().zip(nearby).enumerate() {
         let location = &item.location;
         if let Some(found) = location.merchant_location_id.as_ref().and_then(|id| stored.get(id)) {

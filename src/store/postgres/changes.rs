@@ -5,7 +5,6 @@ use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
 use super::sql::{execute, lock_merchant, query};
-use crate::domain::geo;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::{Status, TypeSet};
@@ -47,7 +46,6 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
         .collect();
     let lats: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.latitude)).collect();
     let lons: Vec<Option<f64>> = writes.iter().map(|w| w.content.as_ref().map(|c| c.longitude)).collect();
-    let bands: Vec<Option<i64>> = lats.iter().map(|lat| lat.map(geo::band)).collect();
     fn key(w: &Write) -> Option<&SearchKey> {
         w.content.as_ref().map(|c| &c.search)
     }
@@ -65,16 +63,15 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
         tx,
         "UPDATE locations l SET status = u.s, quarantined_by = u.q, version = u.v, approved = u.a, updated_at = $1, \
          body = COALESCE(u.b, l.body), latitude = COALESCE(u.la, l.latitude), \
-         longitude = COALESCE(u.lo, l.longitude), band = COALESCE(u.bd, l.band), \
-         cell = COALESCE(u.c, l.cell), flags = COALESCE(u.f, l.flags), fit_a = COALESCE(u.fa, l.fit_a), \
+         longitude = COALESCE(u.lo, l.longitude), cell = COALESCE(u.c, l.cell), flags = COALESCE(u.f, l.flags), fit_a = COALESCE(u.fa, l.fit_a), \
          fit_b = COALESCE(u.fb, l.fit_b), fit_c = COALESCE(u.fc, l.fit_c), fit_w = COALESCE(u.fw, l.fit_w), \
          hours = COALESCE(u.h, l.hours) \
          FROM UNNEST($2::int8[], $3::text[], $4::text[], $5::int8[], $6::bool[], $7::text[], $8::float8[], \
-         $9::float8[], $10::int8[], $11::int8[], $12::int8[], $13::float8[], $14::float8[], $15::float8[], \
-         $16::float8[], $17::bytea[]) AS u(seq, s, q, v, a, b, la, lo, bd, c, f, fa, fb, fc, fw, h) \
+         $9::float8[], $10::int8[], $11::int8[], $12::float8[], $13::float8[], $14::float8[], \
+         $15::float8[], $16::bytea[]) AS u(seq, s, q, v, a, b, la, lo, c, f, fa, fb, fc, fw, h) \
          WHERE l.seq = u.seq",
         &[
-            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &bands, &cells, &flags, &fit_a,
+            &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &cells, &flags, &fit_a,
             &fit_b, &fit_c, &fit_w, &hours,
         ],
     )

@@ -34,14 +34,12 @@ pub(super) async fn neighbours(
 /// The merchant's live locations in the cells around each point that hold every one within the
 /// quarantine radius, in the points' order: one statement for all the points (a range scan of
 /// `locations_search` per status and key range of each point), not a round trip and a statement
-/// each: a create of 200 new locations asked PostgreSQL 200 to 800 queries. `OFFSET 0` keeps the
+/// each (a create of 200 new locations would ask hundreds of queries). `OFFSET 0` keeps the
 /// subquery a nested loop of index scans, one per range: pulled up into a join, the planner (its
-/// statistics stale after a burst of inserts) hashed all the merchant's rows instead, 85 ms
-/// against 0.5 at 50,000 rows. Each status is an equality of its own (`status = s.status`): with
-/// `status = ANY($5)` the prepared statement's generic plan kept the status as a filter, so the
-/// cell range could not bound the scan and every range read all the merchant's locations (a
-/// create of 200 at 6,600 stored took 55–97 ms a statement: 3 creates a second, found by the
-/// shared-budget benchmark).
+/// statistics stale after a burst of inserts) hashes all the merchant's rows instead. Each status
+/// is an equality of its own (`status = s.status`): with `status = ANY($5)` the prepared
+/// statement's generic plan keeps the status as a filter, so the cell range cannot bound the scan
+/// and every range reads all the merchant's locations.
 pub(super) async fn neighbours_of(
     client: &impl GenericClient,
     merchant_pk: i64,
@@ -394,7 +392,6 @@ pub(super) async fn create_in_tx(
             .collect();
         let lats: Vec<f64> = inserts.iter().map(|i| new(i).location.latitude).collect();
         let lons: Vec<f64> = inserts.iter().map(|i| new(i).location.longitude).collect();
-        let bands: Vec<i64> = lats.iter().map(|&lat| geo::band(lat)).collect();
         let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
         let by: Vec<Option<&str>> = inserts.iter().map(|i| i.quarantined_by.as_deref()).collect();
         let keys: Vec<SearchKey> = inserts.iter().map(|i| SearchKey::of(&new(i).location)).collect();
@@ -413,7 +410,6 @@ pub(super) async fn create_in_tx(
             &types,
             &lats,
             &lons,
-            &bands,
             &bodies,
             &now,
             &by,
@@ -428,12 +424,12 @@ pub(super) async fn create_in_tx(
         let insert = execute(
             tx,
             "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
-             longitude, band, body, created_at, updated_at, quarantined_by, cell, flags, fit_a, fit_b, fit_c, \
-             fit_w, hours) \
-             SELECT l, $2, m, s, t, la, lo, b, bo, $10, $10, q, c, f, fa, fb, fc, fw, h \
-             FROM UNNEST($1::text[], $3::text[], $4::text[], $5::int4[], $6::float8[], $7::float8[], $8::int8[], \
-             $9::text[], $11::text[], $12::int8[], $13::int8[], $14::float8[], $15::float8[], $16::float8[], \
-             $17::float8[], $18::bytea[]) AS u(l, m, s, t, la, lo, b, bo, q, c, f, fa, fb, fc, fw, h)",
+             longitude, body, created_at, updated_at, quarantined_by, cell, flags, fit_a, fit_b, fit_c, fit_w, \
+             hours) \
+             SELECT l, $2, m, s, t, la, lo, bo, $9, $9, q, c, f, fa, fb, fc, fw, h \
+             FROM UNNEST($1::text[], $3::text[], $4::text[], $5::int4[], $6::float8[], $7::float8[], \
+             $8::text[], $10::text[], $11::int8[], $12::int8[], $13::float8[], $14::float8[], $15::float8[], \
+             $16::float8[], $17::bytea[]) AS u(l, m, s, t, la, lo, bo, q, c, f, fa, fb, fc, fw, h)",
             params,
         );
         tokio::try_join!(insert, count(tx, merchant_pk, &counted))?;

@@ -65,6 +65,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0005_search.sql"),
     include_str!("../../../migrations/postgres/0006_key_scope.sql"),
     include_str!("../../../migrations/postgres/0007_rate_budgets.sql"),
+    include_str!("../../../migrations/postgres/0008_drop_band.sql"),
 ];
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
@@ -226,10 +227,9 @@ async fn taxonomy_snapshot(
 ///
 /// Without statistics (a new database, in the minute before autovacuum's first look) the planner
 /// costs every index of `locations` that starts with the merchant and the status alike, and for
-/// the quarantine's neighbour search it took `locations_pages` and filtered the cells, reading all
-/// the merchant's locations for each key range: a create of 200 at 13,000 stored took 4 s of
-/// PostgreSQL's CPU, and a first push ran at 3 creates a second (found by the benchmark, whose
-/// databases are always new). One `ANALYZE` ends it; autovacuum keeps the statistics from then on.
+/// the quarantine's neighbour search it takes `locations_pages` and filters the cells, reading all
+/// the merchant's locations for each key range, so a new database's first pushes crawl. One
+/// `ANALYZE` ends it; autovacuum keeps the statistics from then on.
 async fn first_statistics(pool: Pool) {
     const CHECK: &str = "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL, n_mod_since_analyze \
                          FROM pg_stat_user_tables WHERE relname = 'locations'";

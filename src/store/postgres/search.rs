@@ -17,8 +17,8 @@ use crate::store::api::StoreError;
 ///
 /// `OFFSET 0` keeps the subquery a subquery. Without it PostgreSQL pulls it up into a plain join,
 /// and the generic plan of the prepared statement (which knows neither the merchant nor how many
-/// ranges) scanned every `ACTIVE` location of the merchant and tested each against every range:
-/// 14 s a search at a million locations, where the range scans take a millisecond.
+/// ranges) scans every `ACTIVE` location of the merchant and tests each against every range,
+/// rather than one index range scan a range.
 fn ring_sql(hours: bool) -> String {
     let hours = if hours { ", hours" } else { "" };
     format!(

@@ -6,7 +6,6 @@ use std::collections::HashSet;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::locations::{count, neighbours};
-use crate::domain::geo;
 use crate::domain::location::change::{ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
@@ -97,9 +96,9 @@ fn write_change(tx: &Connection, w: &Write, now: i64) -> Result<(), StoreError> 
     tx.prepare_cached(
         "UPDATE locations SET status = ?2, quarantined_by = ?3, version = ?4, approved = ?5, updated_at = ?6, \
          body = coalesce(?7, body), latitude = coalesce(?8, latitude), longitude = coalesce(?9, longitude), \
-         band = coalesce(?10, band), cell = coalesce(?11, cell), flags = coalesce(?12, flags), \
-         fit_a = coalesce(?13, fit_a), fit_b = coalesce(?14, fit_b), fit_c = coalesce(?15, fit_c), \
-         fit_w = coalesce(?16, fit_w), hours = coalesce(?17, hours) WHERE seq = ?1",
+         cell = coalesce(?10, cell), flags = coalesce(?11, flags), fit_a = coalesce(?12, fit_a), \
+         fit_b = coalesce(?13, fit_b), fit_c = coalesce(?14, fit_c), fit_w = coalesce(?15, fit_w), \
+         hours = coalesce(?16, hours) WHERE seq = ?1",
     )?
     .execute(params![
         w.seq,
@@ -111,7 +110,6 @@ fn write_change(tx: &Connection, w: &Write, now: i64) -> Result<(), StoreError> 
         content.map(|c| &c.body),
         content.map(|c| c.latitude),
         content.map(|c| c.longitude),
-        content.map(|c| geo::band(c.latitude)),
         content.map(|c| c.search.cell),
         content.map(|c| c.search.flags),
         content.map(|c| c.search.fit[0]),

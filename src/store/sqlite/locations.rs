@@ -8,7 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::writer::fire;
 use crate::domain::cells;
-use crate::domain::geo::{self, Neighbour};
+use crate::domain::geo::Neighbour;
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage};
 use crate::domain::location::record::{RecordRef, StoredRecord};
@@ -59,9 +59,9 @@ pub(super) fn create_in_tx(
     let now = now_ms();
     let mut insert = tx.prepare_cached(
         "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, \
-         latitude, longitude, band, body, created_at, updated_at, quarantined_by, \
+         latitude, longitude, body, created_at, updated_at, quarantined_by, \
          cell, flags, fit_a, fit_b, fit_c, fit_w, hours) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?;
     for new in &inserts {
         fire(failpoint)?;
@@ -76,7 +76,6 @@ pub(super) fn create_in_tx(
             location.location_types.bits(),
             location.latitude,
             location.longitude,
-            geo::band(location.latitude),
             item.canonical,
             now,
             new.quarantined_by,

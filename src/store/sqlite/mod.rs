@@ -170,6 +170,18 @@ impl SqliteStore {
     }
 }
 
+impl From<rusqlite::types::FromSqlError> for StoreError {
+    fn from(e: rusqlite::types::FromSqlError) -> Self {
+        StoreError::backend(e)
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        StoreError::backend(e)
+    }
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     fn delay_next_write(&self, by: std::time::Duration) {

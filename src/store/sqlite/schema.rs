@@ -20,10 +20,10 @@ pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const BACKSTOP_BYTES: i64 = 64 * 1024 * 1024;
 
 /// The page size of a new database file: 16 KiB, not SQLite's 4 KiB. A location's row is 1–3 KB:
-/// a 4 KiB page held one or two, so a create's 200 rows dirtied some 150 table pages besides the
-/// indexes', each a WAL frame and a checkpoint copy; with 16 KiB pages the create load answered a
-/// third more requests at a fifth less CPU a request (BENCHMARKS.md). A file keeps the page size
-/// it was created with: an existing database is not converted.
+/// a 4 KiB page holds one or two, so a create's 200 rows dirty some 150 table pages besides the
+/// indexes', each a WAL frame and a checkpoint copy; 16 KiB pages write far fewer (BENCHMARKS.md
+/// has the figures). A file keeps the page size it was created with: an existing database is not
+/// converted.
 pub(super) const PAGE_SIZE: i64 = 16 * 1024;
 
 const MIGRATIONS: &[&str] = &[
@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0003_location_records.sql"),
     include_str!("../../../migrations/sqlite/0004_search.sql"),
     include_str!("../../../migrations/sqlite/0005_key_scope.sql"),
+    include_str!("../../../migrations/sqlite/0006_drop_band.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;
@@ -41,7 +42,7 @@ const SEARCH_MIGRATION: i64 = 4;
 /// The query planner's stability guarantee keeps a prepared statement's plan whatever values are
 /// bound: without it SQLite marks statements whose plan could depend on a bound value (a range
 /// on `seq`, an `IN` list) for re-preparing, and the statement cache's clearing of the bindings
-/// then re-prepares them on every use (15 % of a location page's CPU). Our plans come from the
+/// then re-prepares them on every use (a large share of a location page's CPU). Our plans come from the
 /// indexes alone.
 pub(super) fn configure(conn: &Connection) -> Result<(), StoreError> {
     conn.busy_timeout(BUSY_TIMEOUT)?;

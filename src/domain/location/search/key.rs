@@ -261,4 +261,54 @@ mod tests {
         assert!(!open(20261231, Weekday::Thursday, "12:00"));
         assert!(!hours::is_open(b"", monday, Weekday::Monday, 600));
     }
+
+    /// A day schedule of the cases' JSON (`break` as `HH:MM-HH:MM`).
+    fn day_of(v: &serde_json::Value) -> DaySchedule {
+        let at = |key: &str| v[key].as_str().unwrap_or_default();
+        let lunch = at("break").split_once('-');
+        day(at("time_start"), at("time_end"), lunch)
+    }
+
+    /// CONTRACT §12.2's cases, one table with the widget's browser test (`openAt`).
+    #[test]
+    fn the_search_decides_open_as_the_shared_cases_say() {
+        let table: serde_json::Value =
+            serde_json::from_str(include_str!("../../../../tests/data/open-cases.json")).unwrap_or_default();
+        let cases = table["cases"].as_array().cloned().unwrap_or_default();
+        assert!(cases.len() >= 15, "the table is read");
+        for case in cases {
+            let schedule = &table["schedules"][case["schedule"].as_str().unwrap_or_default()];
+            let mut place = location();
+            place.working_schedule = schedule["working_schedule"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| WeeklyDay {
+                    day: d["day"]
+                        .as_str()
+                        .and_then(Weekday::from_wire)
+                        .unwrap_or(Weekday::Sunday),
+                    schedule: day_of(&d["schedule"]),
+                })
+                .collect();
+            place.individual_schedule = schedule["individual_schedule"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|d| DatedDay {
+                    date: d["date"].as_str().unwrap_or_default().to_owned(),
+                    schedule: day_of(&d["schedule"]),
+                    is_works: d["is_works"].as_bool().unwrap_or(false),
+                })
+                .collect();
+            let at = crate::domain::location::search::LocalTime::parse(case["at"].as_str().unwrap_or_default());
+            let at = at.unwrap_or_else(|| panic!("{case}"));
+            let bytes = SearchKey::of(&place).hours;
+            assert_eq!(
+                hours::is_open(&bytes, at.date, at.weekday, at.minute),
+                case["open"].as_bool().unwrap_or_default(),
+                "{case}"
+            );
+        }
+    }
 }
