@@ -3,34 +3,29 @@
 //! the service stays the one place of every rule, and this module only converts files to requests
 //! and answers back to rows.
 
-pub mod api;
-pub mod cells;
-pub mod chunk;
-pub mod csv_dialect;
-mod csv_rows;
-mod json_rows;
-pub mod layout;
-pub mod missing;
-pub mod pull;
-pub mod push;
-pub mod read_cells;
-pub mod report;
-pub mod rows;
-pub mod send;
-pub mod workbook;
-pub mod write_cells;
+//!
+//! Its layers, each using only those below it:
+//! - `file`: files as programs write them (one cell of any file, CSV dialects and records, JSON
+//!   rows, workbooks); nothing of locations;
+//! - `table`: the layout of a location's row (columns, a row's cells into an item and a record
+//!   into cells, the rows of a file, a row's error);
+//! - `service`: the service over HTTP (one attempt and its outcome, sending a chunk's items,
+//!   checking the service answers, walking the stored list);
+//! - `push` and `pull`: the commands.
+
+pub mod file;
+pub(crate) mod pull;
+pub(crate) mod push;
+pub(crate) mod service;
+pub mod table;
 
 use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::anyhow;
-use serde::Deserialize;
-use serde_json::value::RawValue;
-use serde_json::{Value, json};
 
-use api::{Api, Attempt, Backoff, Failed};
-use rows::Format;
+use table::rows::Format;
 
 /// How a command that did not finish ends.
 #[derive(Debug)]
@@ -71,78 +66,4 @@ fn format_of(path: &Path, explicit: Option<Format>) -> anyhow::Result<Format> {
             path.display()
         )
     })
-}
-
-/// Checks that the service answers and takes the key, before anything is sent. A refused
-/// connection is final (nothing listens there); a 429 is waited out and a server error retried.
-async fn probe(api: &Api, retries: u32) -> anyhow::Result<()> {
-    let body = json!({ "pagination": { "limit": 1 } });
-    let mut backoff = Backoff::new(retries);
-    loop {
-        match api.attempt("/v1/location/list", &body).await {
-            Attempt::Answered(_) => return Ok(()),
-            Attempt::Wait(wait) => {
-                if !backoff.wait_out(wait).await {
-                    return Err(anyhow!("the service keeps refusing: {}", backoff.rate_limited()));
-                }
-            }
-            Attempt::Refused(e) if e.status == 401 => {
-                return Err(anyhow!("the service refused the API key ({}: {})", e.code, e.message));
-            }
-            Attempt::Refused(e) => {
-                return Err(anyhow!(
-                    "the service refused the request ({} {}: {})",
-                    e.status,
-                    e.code,
-                    e.message
-                ));
-            }
-            Attempt::NotStored(why) if why.starts_with("cannot connect") => {
-                return Err(anyhow!("the service cannot be reached: {why}"));
-            }
-            Attempt::NotStored(why) | Attempt::Unknown(why) => {
-                if !backoff.pause().await {
-                    return Err(anyhow!("the service cannot be reached: {why}"));
-                }
-            }
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct Page<'a> {
-    #[serde(borrow)]
-    locations: Vec<&'a RawValue>,
-    pagination: Pagination,
-}
-
-#[derive(Deserialize)]
-struct Pagination {
-    has_next: bool,
-    next_cursor: Option<String>,
-}
-
-/// Walks `/v1/location/list` under `filter` from the first page to the last, 1000 records a page,
-/// handing each record, as the service wrote it, to `each`.
-async fn walk(
-    api: &Api,
-    filter: &Value,
-    retries: u32,
-    mut each: impl FnMut(&RawValue) -> Result<(), Failed>,
-) -> Result<(), Failed> {
-    let mut cursor: Option<String> = None;
-    loop {
-        let body = json!({ "filter": filter, "pagination": { "limit": 1000, "cursor": cursor } });
-        let mut backoff = Backoff::new(retries);
-        let bytes = api.call("/v1/location/list", &body, &mut backoff).await?;
-        let page: Page<'_> =
-            serde_json::from_slice(&bytes).map_err(|e| Failed::GaveUp(format!("a list page that is not one: {e}")))?;
-        for record in page.locations {
-            each(record)?;
-        }
-        match page.pagination.next_cursor {
-            Some(next) if page.pagination.has_next => cursor = Some(next),
-            _ => return Ok(()),
-        }
-    }
 }

@@ -12,11 +12,12 @@ use clap::Args;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::api::{Api, ClientArgs, Failed};
-use super::rows::Format;
-use super::workbook::SheetWriter;
-use super::{Exit, probe, walk};
-use super::{layout, write_cells};
+use super::Exit;
+use super::file::workbook::SheetWriter;
+use super::service::api::{Api, ClientArgs, Failed};
+use super::service::{probe, walk};
+use super::table::rows::Format;
+use super::table::{layout, write_cells};
 
 #[derive(Args, Debug)]
 pub struct PullArgs {

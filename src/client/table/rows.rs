@@ -17,11 +17,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::cells::{Cell, Dialect};
-use super::csv_dialect::{self, CsvDialect, CsvOptions};
+use super::RowError;
 use super::layout::{self, Layout};
-use super::report::RowError;
-use super::{csv_rows, json_rows, workbook};
+use crate::client::file::cells::{Cell, Dialect};
+use crate::client::file::csv_dialect::{self, CsvDialect, CsvOptions};
+use crate::client::file::{csv_rows, json_rows, workbook};
 use crate::domain::location::Weekday;
 
 /// A file format of push and pull.

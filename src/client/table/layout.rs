@@ -16,7 +16,7 @@ use crate::domain::location::Weekday;
 
 /// How a column's cells convert.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     /// Text as it is.
     Text,
     Number,
@@ -45,7 +45,7 @@ pub(super) enum Kind {
 #[derive(Clone, Copy, Debug)]
 pub struct Column {
     pub name: &'static str,
-    pub(super) kind: Kind,
+    pub(crate) kind: Kind,
 }
 
 const fn column(name: &'static str, kind: Kind) -> Column {
@@ -96,14 +96,14 @@ pub fn pulled_columns() -> &'static [Column] {
 }
 
 /// The syntax of a schedule cell, for messages.
-pub(super) const DAY_SYNTAX: &str = "HH:MM-HH:MM [break HH:MM-HH:MM] [cutoff HH:MM]";
-pub(super) const DATED_SYNTAX: &str =
+pub(crate) const DAY_SYNTAX: &str = "HH:MM-HH:MM [break HH:MM-HH:MM] [cutoff HH:MM]";
+pub(crate) const DATED_SYNTAX: &str =
     "YYYY-MM-DD [closed] HH:MM-HH:MM [break HH:MM-HH:MM] [cutoff HH:MM], `;` between dates";
 
 /// A file's header, checked: each cell's column.
 #[derive(Debug)]
 pub struct Layout {
-    pub(super) columns: Vec<Column>,
+    pub(crate) columns: Vec<Column>,
 }
 
 impl Layout {

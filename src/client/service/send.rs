@@ -6,19 +6,19 @@
 use std::borrow::Cow;
 
 use super::api::{Api, Attempt, Backoff};
-use super::report::RowError;
+use crate::client::table::RowError;
 
 /// What every chunk's task needs.
-pub(super) struct Context {
-    pub(super) api: Api,
-    pub(super) update: bool,
-    pub(super) retries: u32,
+pub(crate) struct Context {
+    pub(crate) api: Api,
+    pub(crate) update: bool,
+    pub(crate) retries: u32,
     /// `--dry-run`: every request with `validate_only` (CONTRACT §14).
-    pub(super) dry_run: bool,
+    pub(crate) dry_run: bool,
 }
 
 /// What became of one sent item.
-pub(super) enum Sent {
+pub(crate) enum Sent {
     /// The item's result in a 200 answer.
     Result(ItemAnswer),
     /// The request's outcome is unknown and the item may not be sent again.
@@ -34,27 +34,27 @@ struct Answer {
 
 /// One result of create or update (SPEC §2.2, CONTRACT §10), the keys push reads.
 #[derive(serde::Deserialize)]
-pub(super) struct ItemAnswer {
+pub(crate) struct ItemAnswer {
     #[serde(default)]
-    pub(super) location_id: String,
-    pub(super) status: String,
+    pub(crate) location_id: String,
+    pub(crate) status: String,
     #[serde(default)]
-    pub(super) version: Option<u64>,
+    pub(crate) version: Option<u64>,
     #[serde(default)]
-    pub(super) errors: Vec<AnswerError>,
+    pub(crate) errors: Vec<AnswerError>,
 }
 
 #[derive(serde::Deserialize)]
-pub(super) struct AnswerError {
-    pub(super) field: String,
-    pub(super) code: String,
-    pub(super) message: String,
+pub(crate) struct AnswerError {
+    pub(crate) field: String,
+    pub(crate) code: String,
+    pub(crate) message: String,
 }
 
 /// Sends `items` (row index, item) to `path` in one request (with `validate_only` in a dry run),
 /// again after a 429, a refused connection or a 500; after an unknown outcome, again only the
 /// items `resendable` allows.
-pub(super) async fn send(
+pub(crate) async fn send(
     context: &Context,
     path: &str,
     mut items: Vec<(usize, Cow<'_, str>)>,
@@ -101,7 +101,7 @@ pub(super) async fn send(
                 );
                 out.extend(items.drain(..).map(|(i, _)| (i, Sent::Failed(error.clone()))));
             }
-            Attempt::NotStored(why) => {
+            Attempt::Unreachable(why) | Attempt::NotStored(why) => {
                 if !backoff.pause().await {
                     let error = RowError::new("", "NOT_SENT", format!("not stored after retries: {why}"));
                     out.extend(items.drain(..).map(|(i, _)| (i, Sent::Failed(error.clone()))));

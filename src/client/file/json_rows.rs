@@ -9,7 +9,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 /// JSON Lines: each line that is not blank is a value; its line number (from 1) with it.
-pub(super) fn scan_lines(reader: impl BufRead, each: &mut dyn FnMut(u64, Value) -> bool) -> Result<(), String> {
+pub(crate) fn scan_lines(reader: impl BufRead, each: &mut dyn FnMut(u64, Value) -> bool) -> Result<(), String> {
     for (n, line) in reader.lines().enumerate() {
         let number = n as u64 + 1;
         let line = line.map_err(|e| format!("line {number}: {e}"))?;
@@ -25,7 +25,7 @@ pub(super) fn scan_lines(reader: impl BufRead, each: &mut dyn FnMut(u64, Value) 
 }
 
 /// A JSON array of values, or `{"locations": [...]}`; each element's index (from 0) with it.
-pub(super) fn scan_array(reader: impl Read, each: &mut dyn FnMut(u64, Value) -> bool) -> Result<(), String> {
+pub(crate) fn scan_array(reader: impl Read, each: &mut dyn FnMut(u64, Value) -> bool) -> Result<(), String> {
     let mut deserializer = serde_json::Deserializer::from_reader(reader);
     let mut top = Top { each, next: 0 };
     let read = deserializer.deserialize_any(&mut top).and_then(|()| deserializer.end());

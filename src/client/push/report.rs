@@ -1,6 +1,7 @@
 //! What `push` says about every row (CONTRACT §11): the outcomes, the `--report` file (CSV or JSON
 //! Lines), the progress while it runs, and the summary line.
 
+use crate::client::table::RowError;
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
@@ -41,30 +42,6 @@ impl Outcome {
             Outcome::Quarantined => "quarantined",
             Outcome::Failed => "failed",
             Outcome::Unknown => "unknown",
-        }
-    }
-
-    /// A row that ended so makes the exit code 1.
-    pub fn is_bad(self) -> bool {
-        matches!(self, Outcome::Failed | Outcome::Unknown)
-    }
-}
-
-/// An error of a row: `field` names the CSV column or the JSON key path (empty when the error is
-/// the request's, not a field's).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RowError {
-    pub field: String,
-    pub code: String,
-    pub message: String,
-}
-
-impl RowError {
-    pub fn new(field: impl Into<String>, code: impl Into<String>, message: impl Into<String>) -> RowError {
-        RowError {
-            field: field.into(),
-            code: code.into(),
-            message: message.into(),
         }
     }
 }

@@ -62,7 +62,10 @@ pub enum Attempt {
     Answered(Bytes),
     /// 429: not processed; send again after this.
     Wait(Duration),
-    /// Not processed: the connection was refused, or the service answered 500 (nothing stored).
+    /// Not processed: nothing listens there (the connection was refused).
+    Unreachable(String),
+    /// Not processed: the request could not be written, or the service answered 500 or 408
+    /// (nothing stored).
     NotStored(String),
     /// Maybe processed: a timeout, a cut connection, another 5xx, an answer that is not ours.
     Unknown(String),
@@ -128,7 +131,7 @@ impl Api {
             .await;
         let response = match sent {
             Ok(response) => response,
-            Err(e) if e.is_connect() => return Attempt::NotStored(format!("cannot connect to {}: {e}", self.base)),
+            Err(e) if e.is_connect() => return Attempt::Unreachable(format!("cannot connect to {}: {e}", self.base)),
             Err(e) => return Attempt::Unknown(describe(&e)),
         };
         let status = response.status();
@@ -190,7 +193,7 @@ impl Api {
                         return Err(Failed::GaveUp(backoff.rate_limited()));
                     }
                 }
-                Attempt::NotStored(why) | Attempt::Unknown(why) => {
+                Attempt::Unreachable(why) | Attempt::NotStored(why) | Attempt::Unknown(why) => {
                     if !backoff.pause().await {
                         return Err(Failed::GaveUp(why));
                     }

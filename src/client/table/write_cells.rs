@@ -4,8 +4,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::cells::{Cell, Dialect, number_display, quote_formula};
 use super::layout::{Kind, pulled_columns};
+use crate::client::file::cells::{Cell, Dialect, number_display, quote_formula};
 
 /// The cells of a record (CONTRACT §9.1) under `pulled_columns()`: numbers as number cells,
 /// everything else as text (CONTRACT §16), `null` and absent values empty.
@@ -101,7 +101,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::client::layout::Layout;
+    use crate::client::table::layout::Layout;
     use crate::domain::location::Weekday;
 
     fn layout() -> Layout {

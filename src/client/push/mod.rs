@@ -10,6 +10,10 @@
 //! A chunk is one small conversation with the service (`chunk`). A create whose outcome is unknown (a timeout, a cut connection) is sent again only for rows with
 //! a `merchant_location_id`, which the retry rule makes safe; the others end `unknown`.
 
+mod chunk;
+mod missing;
+mod report;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
@@ -20,15 +24,15 @@ use anyhow::anyhow;
 use clap::Args;
 use tokio::task::JoinSet;
 
-use super::api::{Api, ClientArgs};
-use super::chunk::push_chunk;
-use super::csv_dialect::{self, CsvOptions};
-use super::missing::archive_missing;
-use super::report::{Outcome, Progress, ReportFile, RowReport, Tally};
-use super::rows::{Format, ReadOptions, Row, Source, Unreadable};
-use super::send::Context;
+use super::file::csv_dialect::{self, CsvOptions};
+use super::service::api::{Api, ClientArgs};
+use super::service::send::Context;
+use super::table::rows::{Format, ReadOptions, Row, Source, Unreadable};
 use super::{Exit, format_of};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
+use chunk::push_chunk;
+use missing::archive_missing;
+use report::{Outcome, Progress, ReportFile, RowReport, Tally};
 
 #[derive(Args, Debug)]
 pub struct PushArgs {
@@ -104,7 +108,9 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     let (total, source) = checked.map_err(|e| Exit::NothingSent(anyhow!("{}: {e}", args.file.display())))?;
     let note = source.note();
     let api = Api::new(&args.client).map_err(Exit::NothingSent)?;
-    super::probe(&api, args.retries).await.map_err(Exit::NothingSent)?;
+    super::service::probe(&api, args.retries)
+        .await
+        .map_err(Exit::NothingSent)?;
     let mut report = match &args.report {
         Some(path) => Some(ReportFile::create(path).map_err(Exit::NothingSent)?),
         None => None,

@@ -5,9 +5,9 @@ use std::collections::HashSet;
 
 use serde_json::{Value, json};
 
-use super::api::{Backoff, Failed};
-use super::send::Context;
-use super::walk;
+use crate::client::service::api::{Backoff, Failed};
+use crate::client::service::send::Context;
+use crate::client::service::walk;
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 
 /// Archives every stored location that is not archived and that no row named; how many were. In

@@ -10,8 +10,8 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::cells::{Cell, Dialect, Scalar};
 use super::layout::{Kind, Layout};
+use crate::client::file::cells::{Cell, Dialect, Scalar};
 use crate::domain::location::Weekday;
 
 /// What one row holds, converted.

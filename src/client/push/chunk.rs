@@ -9,11 +9,12 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::api::Failed;
-use super::report::{Outcome, RowError, RowReport};
-use super::rows::Row;
-use super::send::{AnswerError, Context, Sent, send};
-use super::walk;
+use super::report::{Outcome, RowReport};
+use crate::client::service::api::Failed;
+use crate::client::service::send::{AnswerError, Context, Sent, send};
+use crate::client::service::walk;
+use crate::client::table::RowError;
+use crate::client::table::rows::Row;
 
 /// A stored location, as the chunk found it before sending.
 #[derive(Clone, Debug)]

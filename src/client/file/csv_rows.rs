@@ -67,7 +67,7 @@ fn start_line(position: Option<&csv::Position>, breaks: &RefCell<Breaks>) -> u64
 
 /// Reads the records of `reader` (UTF-8) separated by `delimiter`, the header's first, handing each
 /// with the line it starts on to `each`; stops when `each` answers `false` or fails.
-pub(super) fn scan_csv(
+pub(crate) fn scan_csv(
     reader: impl Read,
     delimiter: u8,
     each: &mut dyn FnMut(u64, &csv::StringRecord) -> Result<bool, String>,

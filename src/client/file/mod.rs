@@ -1,0 +1,9 @@
+//! Files as the programs that write them do (CONTRACT §11, §16): one cell of any file (`cells`),
+//! how a CSV file is written and its records (`csv_dialect`, `csv_rows`), JSON rows
+//! (`json_rows`), and workbooks (`workbook`). The bottom layer: nothing here knows a location.
+
+pub(crate) mod cells;
+pub mod csv_dialect;
+pub(crate) mod csv_rows;
+pub(crate) mod json_rows;
+pub(crate) mod workbook;
