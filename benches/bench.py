@@ -848,7 +848,8 @@ def main():
     p.add_argument("--workloads", default="create,create-pg,create-pg8,update,archive,list-google,list-1m,locations-1k,locations-1m,push")
     p.add_argument("--locations", type=int, default=1_000_000, help="locations of the big merchant")
     p.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
-    p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create (server 'base')")
+    p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create, the category "
+                   "list and search (server 'base'; it reads copies of our databases at its own schema version)")
     cfg = p.parse_args()
     cfg.conns = [int(c) for c in cfg.conns.split(",")]
     cfg.big_total = 10 + 10 * 100 + 10 * 100 * max(1, cfg.big // 1000)
@@ -939,7 +940,8 @@ def main():
                             continue  # only ours has a location list and changes
                         if kind in ("ceiling", "peer") and (workload in PG_MERCHANTS or workload == "search-1m-pg"):
                             continue
-                        if kind == "base" and workload not in ("create", "list-google") and workload not in PG_MERCHANTS:
+                        if kind == "base" and workload not in ("create", "list-google", "search-1k", "search-1m") \
+                                and workload not in PG_MERCHANTS:
                             continue  # the base build is measured where a target compares with it
                         r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg)
                         results.setdefault(f"{kind}|{workload}|{conns}", []).append(r)

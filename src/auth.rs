@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub use crate::store::KeyScope;
-use crate::store::{MerchantRef, Store, StoreError};
+use crate::store::{MerchantRef, NewKey, Store, StoreError};
 
 const PREFIX: &str = "sf_";
 const KEY_ID_BYTES: usize = 12;
@@ -62,7 +62,13 @@ fn hash(secret: &str) -> [u8; 32] {
 pub async fn issue_key(store: &dyn Store, merchant_id: &str, scope: KeyScope) -> Result<IssuedKey, StoreError> {
     let key_id: String = random::<KEY_ID_BYTES>()?.iter().map(|b| format!("{b:02x}")).collect();
     let secret = URL_SAFE_NO_PAD.encode(random::<SECRET_BYTES>()?);
-    store.insert_key(merchant_id, &key_id, hash(&secret), scope).await?;
+    let key = NewKey {
+        merchant_id: merchant_id.to_owned(),
+        key_id: key_id.clone(),
+        secret_hash: hash(&secret),
+        scope,
+    };
+    store.insert_key(key).await?;
     Ok(IssuedKey {
         merchant_id: merchant_id.to_owned(),
         api_key: format!("{PREFIX}{key_id}_{secret}"),

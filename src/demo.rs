@@ -9,6 +9,7 @@ use crate::domain::json::{Value, take_member};
 use crate::domain::location::Persist;
 use crate::domain::location::batch::Plan;
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
+use crate::store::WriteFor;
 use crate::store::{MerchantRef, Store};
 
 const DEMO_LOCATIONS: &str = include_str!("../assets/demo-locations.json");
@@ -28,7 +29,14 @@ pub async fn seed_locations(store: &dyn Store, merchant: &MerchantRef) -> anyhow
         );
         let deadline = Instant::now() + Duration::from_secs(60);
         stored += store
-            .create_locations(merchant, to_store, Persist::Commit, deadline)
+            .create_locations(
+                WriteFor {
+                    merchant,
+                    persist: Persist::Commit,
+                    deadline,
+                },
+                to_store,
+            )
             .await?
             .len();
     }

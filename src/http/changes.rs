@@ -12,6 +12,7 @@ use super::gate::Merchant;
 use super::locations::{Batch, Options, batch_request};
 use crate::domain::location::change::{ChangePlan, ChangeResult, Operation};
 use crate::state::{AppState, Deadline};
+use crate::store::WriteFor;
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct ChangeResponse {
@@ -90,7 +91,12 @@ async fn change(
     let _budget = body.into_budget();
     // A batch that names no location never touches the database.
     let decision = if plan.names_any() {
-        state.store.change_locations(&merchant, plan, persist, deadline).await?
+        let to = WriteFor {
+            merchant: &merchant,
+            persist,
+            deadline,
+        };
+        state.store.change_locations(to, plan).await?
     } else {
         plan.decide(Vec::new(), Vec::new(), Vec::new())
     };

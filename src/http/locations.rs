@@ -24,6 +24,7 @@ use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use crate::domain::location::{LocationType, Persist, Status, TypeSet};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
+use crate::store::WriteFor;
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct CreateResponse {
@@ -77,10 +78,12 @@ pub async fn create(
     let outcomes = if to_store.is_empty() {
         Vec::new()
     } else {
-        state
-            .store
-            .create_locations(&merchant, to_store, persist, deadline)
-            .await?
+        let to = WriteFor {
+            merchant: &merchant,
+            persist,
+            deadline,
+        };
+        state.store.create_locations(to, to_store).await?
     };
     for outcome in outcomes.iter().filter(|_| persist.commits()) {
         if let Outcome::Created { quarantined_by, .. } = outcome {

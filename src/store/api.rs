@@ -129,6 +129,25 @@ pub fn stored_status(s: &str) -> Result<Status, StoreError> {
     Status::from_wire(s).ok_or_else(|| StoreError::corrupt("status", s))
 }
 
+/// Whom a request's write is for and how it is done: its merchant, whether it is kept (CONTRACT
+/// §14), and when it must be done by (a write not begun, or not committed, by then is abandoned
+/// with `DeadlinePassed`).
+#[derive(Clone, Copy, Debug)]
+pub struct WriteFor<'a> {
+    pub merchant: &'a MerchantRef,
+    pub persist: Persist,
+    pub deadline: std::time::Instant,
+}
+
+/// A key to store: its merchant's public id, its own id, the hash of its secret, its scope.
+#[derive(Clone, Debug)]
+pub struct NewKey {
+    pub merchant_id: String,
+    pub key_id: String,
+    pub secret_hash: [u8; 32],
+    pub scope: KeyScope,
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     /// Whether the database answers.
@@ -148,14 +167,8 @@ pub trait Store: Send + Sync + 'static {
     /// How many merchants exist.
     async fn merchant_count(&self) -> Result<u64, StoreError>;
 
-    /// Stores a new key for the merchant with public id `merchant_id` (`NotFound` if none).
-    async fn insert_key(
-        &self,
-        merchant_id: &str,
-        key_id: &str,
-        secret_hash: [u8; 32],
-        scope: KeyScope,
-    ) -> Result<(), StoreError>;
+    /// Stores a new key for the merchant with public id `key.merchant_id` (`NotFound` if none).
+    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError>;
 
     /// Revokes a key; `false` when no unrevoked key has that id.
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError>;
@@ -168,13 +181,7 @@ pub trait Store: Send + Sync + 'static {
     /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
     /// `DeadlinePassed`. With `Persist::ValidateOnly` the same work is done in the same place and
     /// rolled back: the outcomes are what a committed request would have had (CONTRACT §14).
-    async fn create_locations(
-        &self,
-        merchant: &MerchantRef,
-        items: Vec<NewLocation>,
-        persist: Persist,
-        deadline: std::time::Instant,
-    ) -> Result<Vec<Outcome>, StoreError>;
+    async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError>;
 
     /// Updates, archives or restores the locations a change request names (CONTRACT §10), in one
     /// transaction, serialised with every other write of the merchant: fetches what
@@ -182,13 +189,7 @@ pub trait Store: Send + Sync + 'static {
     /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
     /// `DeadlinePassed`. With `Persist::ValidateOnly` the decision is made and its writes rolled
     /// back (CONTRACT §14).
-    async fn change_locations(
-        &self,
-        merchant: &MerchantRef,
-        plan: ChangePlan,
-        persist: Persist,
-        deadline: std::time::Instant,
-    ) -> Result<Decision, StoreError>;
+    async fn change_locations(&self, to: WriteFor<'_>, plan: ChangePlan) -> Result<Decision, StoreError>;
 
     /// Every `QUARANTINE` location of every merchant, in creation order.
     async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError>;

@@ -7,12 +7,13 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use storefront::domain::category::Category;
 use storefront::domain::category::import::{Mode, Parsed, Problem};
-use storefront::domain::location::Persist;
 use storefront::domain::location::batch::{NewLocation, Outcome};
 use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
 use storefront::domain::location::search::{SearchPage, SearchQuery};
-use storefront::store::{Approval, Imported, KeyScope, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey};
+use storefront::store::{
+    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, Store, StoreError, StoredKey, WriteFor,
+};
 
 use crate::helpers::*;
 
@@ -323,14 +324,8 @@ impl Store for FaultyStore {
     async fn merchant_count(&self) -> Result<u64, StoreError> {
         self.inner.merchant_count().await
     }
-    async fn insert_key(
-        &self,
-        merchant_id: &str,
-        key_id: &str,
-        hash: [u8; 32],
-        scope: KeyScope,
-    ) -> Result<(), StoreError> {
-        self.inner.insert_key(merchant_id, key_id, hash, scope).await
+    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {
+        self.inner.insert_key(key).await
     }
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
         self.inner.revoke_key(key_id).await
@@ -339,13 +334,7 @@ impl Store for FaultyStore {
         self.key_lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.find_key(key_id).await
     }
-    async fn create_locations(
-        &self,
-        merchant: &MerchantRef,
-        items: Vec<NewLocation>,
-        persist: Persist,
-        deadline: std::time::Instant,
-    ) -> Result<Vec<Outcome>, StoreError> {
+    async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while storing {} items", items.len()),
             Fault::Fail => Err(StoreError::Backend(
@@ -353,17 +342,11 @@ impl Store for FaultyStore {
             )),
             Fault::Slow(wait) => {
                 tokio::time::sleep(wait).await;
-                self.inner.create_locations(merchant, items, persist, deadline).await
+                self.inner.create_locations(to, items).await
             }
         }
     }
-    async fn change_locations(
-        &self,
-        merchant: &MerchantRef,
-        plan: ChangePlan,
-        persist: Persist,
-        deadline: std::time::Instant,
-    ) -> Result<Decision, StoreError> {
+    async fn change_locations(&self, to: WriteFor<'_>, plan: ChangePlan) -> Result<Decision, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while changing locations"),
             Fault::Fail => Err(StoreError::Backend(
@@ -371,7 +354,7 @@ impl Store for FaultyStore {
             )),
             Fault::Slow(wait) => {
                 tokio::time::sleep(wait).await;
-                self.inner.change_locations(merchant, plan, persist, deadline).await
+                self.inner.change_locations(to, plan).await
             }
         }
     }

@@ -236,6 +236,12 @@ mod tests {
         (Queued::new(deadline, persist, ok, reply), answer)
     }
 
+    /// Jobs of (seconds left, persist, whether the work succeeds), and where each is answered.
+    #[allow(clippy::type_complexity)]
+    fn jobs(specs: &[(u64, Persist, bool)]) -> (Vec<Job>, Vec<oneshot::Receiver<Result<u32, StoreError>>>) {
+        specs.iter().map(|&(secs, persist, ok)| job(secs, persist, ok)).unzip()
+    }
+
     fn log(fake: &Fake) -> Vec<String> {
         fake.log
             .lock()
@@ -243,23 +249,23 @@ mod tests {
             .clone()
     }
 
+    /// What the engine was asked, the steps that `keep` keeps.
+    fn asked(fake: &Fake, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        log(fake).into_iter().filter(|l| keep(l)).collect()
+    }
+
     #[tokio::test]
     async fn each_request_is_armed_with_the_group_s_earliest_deadline_so_far() {
+        use Persist::Commit as C;
         let mut fake = Fake::default();
-        let (a, _ra) = job(30, Persist::Commit, true);
-        let (b, _rb) = job(10, Persist::Commit, true);
-        let (c, _rc) = job(20, Persist::Commit, true);
-        write_all(&mut fake, vec![a, b, c]).await;
-        let seen = log(&fake);
-        let armed: Vec<&str> = seen
-            .iter()
-            .filter(|l| l.starts_with("savepoint"))
-            .map(String::as_str)
-            .collect();
+        let (group, _answers) = jobs(&[(30, C, true), (10, C, true), (20, C, true)]);
+        write_all(&mut fake, group).await;
+        let armed = asked(&fake, |l| l.starts_with("savepoint"));
         // The second request's earlier deadline bounds its own statements and every later one's.
         assert!(armed[0] == "savepoint 29s" || armed[0] == "savepoint 30s", "{armed:?}");
         assert!(armed[1] == "savepoint 9s" || armed[1] == "savepoint 10s", "{armed:?}");
         assert_eq!(armed[2], armed[1]);
+        let seen = log(&fake);
         assert_eq!(seen.first().map(String::as_str), Some("begin"));
         assert_eq!(seen.last().map(String::as_str), Some("commit"));
     }
@@ -267,16 +273,14 @@ mod tests {
     #[tokio::test]
     async fn a_failed_or_validate_only_write_is_rolled_back_alone_and_the_rest_commit() {
         let mut fake = Fake::default();
-        let (a, ra) = job(30, Persist::Commit, true);
-        let (b, rb) = job(30, Persist::Commit, false);
-        let (c, rc) = job(30, Persist::ValidateOnly, true);
-        assert_eq!(write_all(&mut fake, vec![a, b, c]).await, Some(Ended::Failed));
-        let seen = log(&fake);
-        let ends: Vec<&str> = seen
-            .iter()
-            .filter(|l| *l == "release" || *l == "rollback to")
-            .map(String::as_str)
-            .collect();
+        let (group, answers) = jobs(&[
+            (30, Persist::Commit, true),
+            (30, Persist::Commit, false),
+            (30, Persist::ValidateOnly, true),
+        ]);
+        assert_eq!(write_all(&mut fake, group).await, Some(Ended::Failed));
+        let [ra, rb, rc]: [_; 3] = answers.try_into().unwrap_or_else(|_| unreachable!());
+        let ends = asked(&fake, |l| l == "release" || l == "rollback to");
         assert_eq!(ends, ["release", "rollback to", "rollback to"]);
         assert_eq!(ra.await.ok().and_then(Result::ok), Some(1));
         assert!(matches!(rb.await, Ok(Err(StoreError::Unavailable))));
@@ -287,24 +291,28 @@ mod tests {
         );
     }
 
+    /// What one request hears from a group on `fake`, and what the engine was asked.
+    async fn one_request(mut fake: Fake) -> (Result<u32, StoreError>, Vec<String>) {
+        let (a, ra) = job(30, Persist::Commit, true);
+        write_all(&mut fake, vec![a]).await;
+        (ra.await.unwrap_or(Err(StoreError::Unavailable)), log(&fake))
+    }
+
     #[tokio::test]
     async fn a_lost_savepoint_loses_the_transaction_and_an_unanswered_commit_is_outcome_unknown() {
-        let mut fake = Fake {
+        let (answer, asked) = one_request(Fake {
             fail_savepoint: true,
             ..Fake::default()
-        };
-        let (a, ra) = job(30, Persist::Commit, true);
-        write_all(&mut fake, vec![a]).await;
-        assert!(matches!(ra.await, Ok(Err(StoreError::Backend(_)))));
-        assert!(log(&fake).contains(&"rollback".to_owned()));
-
-        let mut fake = Fake {
+        })
+        .await;
+        assert!(matches!(answer, Err(StoreError::Backend(_))));
+        assert!(asked.contains(&"rollback".to_owned()));
+        let (answer, _) = one_request(Fake {
             commit_unknown: true,
             ..Fake::default()
-        };
-        let (a, ra) = job(30, Persist::Commit, true);
-        write_all(&mut fake, vec![a]).await;
-        assert!(matches!(ra.await, Ok(Err(StoreError::OutcomeUnknown(_)))));
+        })
+        .await;
+        assert!(matches!(answer, Err(StoreError::OutcomeUnknown(_))));
     }
 
     #[tokio::test]

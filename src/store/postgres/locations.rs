@@ -84,27 +84,35 @@ pub(super) async fn neighbours_of(
     Ok(found)
 }
 
-/// The next chunk of every location's `seq` and stored body after `after`, in `seq` order (the
-/// migrations' steps written in Rust); empty at the end.
-async fn body_chunk(tx: &impl GenericClient, after: i64) -> Result<Vec<(i64, String)>, StoreError> {
-    let rows = tx
-        .query(
-            "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
-            &[&after, &migrate::UPGRADE_CHUNK],
-        )
-        .await?;
-    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+/// Every location's `seq` and stored body, a chunk at a time in `seq` order (the migrations'
+/// steps written in Rust).
+#[derive(Default)]
+struct BodyChunks {
+    after: i64,
+}
+
+impl BodyChunks {
+    /// The next chunk; `None` at the end.
+    async fn next(&mut self, tx: &impl GenericClient) -> Result<Option<Vec<(i64, String)>>, StoreError> {
+        let rows = tx
+            .query(
+                "SELECT seq, body FROM locations WHERE seq > $1 ORDER BY seq LIMIT $2",
+                &[&self.after, &migrate::UPGRADE_CHUNK],
+            )
+            .await?;
+        let chunk: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let Some(&(last, _)) = chunk.last() else {
+            return Ok(None);
+        };
+        self.after = last;
+        Ok(Some(chunk))
+    }
 }
 
 /// Migration 3's step (see the SQLite store's `upgrade_records`).
 pub(super) async fn upgrade_records(tx: &impl GenericClient) -> Result<(), StoreError> {
-    let mut after = 0i64;
-    loop {
-        let rows = body_chunk(tx, after).await?;
-        let Some(&(last, _)) = rows.last() else {
-            return Ok(());
-        };
-        after = last;
+    let mut chunks = BodyChunks::default();
+    while let Some(rows) = chunks.next(tx).await? {
         for (seq, body) in rows {
             if let Some(body) = migrate::upgraded_body(&body) {
                 tx.execute("UPDATE locations SET body = $2 WHERE seq = $1", &[&seq, &body])
@@ -112,6 +120,7 @@ pub(super) async fn upgrade_records(tx: &impl GenericClient) -> Result<(), Store
             }
         }
     }
+    Ok(())
 }
 
 /// Migration 3's second step (see the SQLite store's `name_quarantining_neighbours`), once every
@@ -142,33 +151,21 @@ pub(super) async fn name_quarantining_neighbours(tx: &impl GenericClient) -> Res
 
 /// The search migration's step (see the SQLite store's `fill_search`).
 pub(super) async fn fill_search(tx: &impl GenericClient) -> Result<(), StoreError> {
-    let mut after = 0i64;
-    loop {
-        let rows = body_chunk(tx, after).await?;
-        let Some(&(last, _)) = rows.last() else {
-            return Ok(());
-        };
-        after = last;
+    let mut chunks = BodyChunks::default();
+    while let Some(rows) = chunks.next(tx).await? {
         for (seq, body) in rows {
             if let Some(key) = migrate::search_key(&body) {
+                let [a, b, c, w] = key.fit;
                 tx.execute(
                     "UPDATE locations SET cell = $2, flags = $3, fit_a = $4, fit_b = $5, fit_c = $6, fit_w = $7, \
                      hours = $8 WHERE seq = $1",
-                    &[
-                        &seq,
-                        &key.cell,
-                        &key.flags,
-                        &key.fit[0],
-                        &key.fit[1],
-                        &key.fit[2],
-                        &key.fit[3],
-                        &key.hours,
-                    ],
+                    &[&seq, &key.cell, &key.flags, &a, &b, &c, &w, &key.hours],
                 )
                 .await?;
             }
         }
     }
+    Ok(())
 }
 
 /// Adds `changes` to the merchant's group counts.
@@ -219,17 +216,7 @@ pub(super) async fn candidates(
             &[&merchant_pk, &ids],
         )
         .await?;
-    rows.iter()
-        .map(|r| {
-            Ok(Candidate {
-                seq: r.get(0),
-                location_id: r.get(1),
-                merchant_location_id: r.get(2),
-                status: status(r.get(3))?,
-                types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
-            })
-        })
-        .collect()
+    rows.iter().map(super::changes::named_of).collect()
 }
 
 /// The columns of a stored record, as `record_of` reads them.

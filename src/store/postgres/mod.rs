@@ -44,13 +44,13 @@ use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMe
 use tokio_postgres::NoTls;
 
 use super::api::{
-    Approval, Imported, KeyScope, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms,
+    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, Store, StoreError, StoredKey, WriteFor,
+    now_ms,
 };
 use super::migrate;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
-use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
@@ -303,23 +303,23 @@ impl Store for PgStore {
         Ok(n.unsigned_abs())
     }
 
-    async fn insert_key(
-        &self,
-        merchant_id: &str,
-        key_id: &str,
-        secret_hash: [u8; 32],
-        scope: KeyScope,
-    ) -> Result<(), StoreError> {
+    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {
         let client = self.pool.get().await?;
         let inserted = client
             .execute(
                 "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at, scope) \
                  SELECT $1, pk, $3, $4, $5 FROM merchants WHERE id = $2",
-                &[&key_id, &merchant_id, &&secret_hash[..], &now_ms(), &scope.as_str()],
+                &[
+                    &key.key_id,
+                    &key.merchant_id,
+                    &&key.secret_hash[..],
+                    &now_ms(),
+                    &key.scope.as_str(),
+                ],
             )
             .await?;
         if inserted == 0 {
-            return Err(StoreError::NotFound(format!("merchant {merchant_id}")));
+            return Err(StoreError::NotFound(format!("merchant {}", key.merchant_id)));
         }
         Ok(())
     }
@@ -357,24 +357,12 @@ impl Store for PgStore {
         }))
     }
 
-    async fn create_locations(
-        &self,
-        merchant: &MerchantRef,
-        items: Vec<NewLocation>,
-        persist: Persist,
-        deadline: std::time::Instant,
-    ) -> Result<Vec<Outcome>, StoreError> {
-        self.groups.create(merchant.pk, items, persist, deadline).await
+    async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError> {
+        self.groups.create(to.merchant.pk, items, to.persist, to.deadline).await
     }
 
-    async fn change_locations(
-        &self,
-        merchant: &MerchantRef,
-        plan: ChangePlan,
-        persist: Persist,
-        deadline: std::time::Instant,
-    ) -> Result<Decision, StoreError> {
-        self.groups.change(merchant.pk, plan, persist, deadline).await
+    async fn change_locations(&self, to: WriteFor<'_>, plan: ChangePlan) -> Result<Decision, StoreError> {
+        self.groups.change(to.merchant.pk, plan, to.persist, to.deadline).await
     }
 
     async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {

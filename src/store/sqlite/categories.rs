@@ -23,28 +23,22 @@ pub(super) fn for_each_category(conn: &Connection, mut f: impl FnMut(Category)) 
         "SELECT {CATEGORY_COLUMNS} FROM categories ORDER BY sort_order IS NULL, sort_order, id"
     ))?;
     let rows = stmt.query_map([], |r| {
-        Ok((
-            Category {
-                id: r.get(0)?,
-                name: r.get(1)?,
-                slug: r.get(2)?,
-                parent_id: r.get(3)?,
-                leaf: r.get(4)?,
-                sort_order: r.get(5)?,
-                icon_url: r.get(6)?,
-                description: r.get(7)?,
-                is_service: r.get(8)?,
-                is_digital: r.get(9)?,
-                status: CategoryStatus::Active,
-            },
-            r.get::<_, String>(10)?,
-        ))
+        Ok(Category {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            slug: r.get(2)?,
+            parent_id: r.get(3)?,
+            leaf: r.get(4)?,
+            sort_order: r.get(5)?,
+            icon_url: r.get(6)?,
+            description: r.get(7)?,
+            is_service: r.get(8)?,
+            is_digital: r.get(9)?,
+            status: super::word(r, 10, "category status", CategoryStatus::from_wire)?,
+        })
     })?;
     for row in rows {
-        let (mut category, status) = row?;
-        category.status =
-            CategoryStatus::from_wire(&status).ok_or_else(|| StoreError::corrupt("category status", &status))?;
-        f(category);
+        f(row?);
     }
     Ok(())
 }

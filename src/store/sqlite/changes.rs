@@ -13,28 +13,20 @@ use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
 const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
                        quarantined_by, approved, body";
 
-fn current(r: &Row<'_>) -> rusqlite::Result<(Current, String)> {
-    Ok((
-        Current {
-            seq: r.get(0)?,
-            location_id: r.get(1)?,
-            merchant_location_id: r.get(2)?,
-            status: Status::Failed,
-            types: TypeSet::from_bits(r.get(4)?),
-            latitude: r.get(5)?,
-            longitude: r.get(6)?,
-            version: r.get(7)?,
-            quarantined_by: r.get(8)?,
-            approved: r.get(9)?,
-            body: r.get(10)?,
-        },
-        r.get(3)?,
-    ))
-}
-
-fn with_status((mut current, status): (Current, String)) -> Result<Current, StoreError> {
-    current.status = Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?;
-    Ok(current)
+fn current(r: &Row<'_>) -> rusqlite::Result<Current> {
+    Ok(Current {
+        seq: r.get(0)?,
+        location_id: r.get(1)?,
+        merchant_location_id: r.get(2)?,
+        status: super::word(r, 3, "status", Status::from_wire)?,
+        types: TypeSet::from_bits(r.get(4)?),
+        latitude: r.get(5)?,
+        longitude: r.get(6)?,
+        version: r.get(7)?,
+        quarantined_by: r.get(8)?,
+        approved: r.get(9)?,
+        body: r.get(10)?,
+    })
 }
 
 /// One change request inside the group's transaction.
@@ -54,11 +46,10 @@ pub(super) fn change_in_tx(tx: &Connection, merchant_pk: i64, plan: ChangePlan) 
     ] {
         let mut stmt = tx.prepare_cached(&sql)?;
         for id in ids {
-            if let Some(row) = stmt.query_row(params![merchant_pk, id], current).optional()? {
-                let row = with_status(row)?;
-                if seen.insert(row.seq) {
-                    targets.push(row);
-                }
+            if let Some(row) = stmt.query_row(params![merchant_pk, id], current).optional()?
+                && seen.insert(row.seq)
+            {
+                targets.push(row);
             }
         }
     }
@@ -72,7 +63,7 @@ pub(super) fn change_in_tx(tx: &Connection, merchant_pk: i64, plan: ChangePlan) 
             current,
         )?;
         for row in rows {
-            let row = with_status(row?)?;
+            let row = row?;
             if seen.insert(row.seq) {
                 dependents.push(row);
             }
@@ -148,10 +139,9 @@ pub(super) fn approve(tx: &Connection, location_id: &str) -> Result<Approval, St
             |r| Ok((current(r)?, r.get::<_, i64>(11)?)),
         )
         .optional()?;
-    let Some((row, merchant_pk)) = row else {
+    let Some((location, merchant_pk)) = row else {
         return Ok(Approval::NotFound);
     };
-    let location = with_status(row)?;
     let Some(write) = crate::domain::location::change::approval(&location) else {
         return Ok(Approval::NotQuarantined(location.status));
     };

@@ -47,7 +47,8 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    Approval, Imported, KeyScope, MerchantRef, QuarantinedLocation, Store, StoreError, StoredKey, now_ms,
+    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, Store, StoreError, StoredKey, WriteFor,
+    now_ms,
 };
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -182,6 +183,16 @@ impl From<rusqlite::Error> for StoreError {
     }
 }
 
+/// Column `i` of `r`: a word the service stores, read back through `parse`; a word it never writes
+/// is an error that names it (as `StoreError::corrupt`).
+fn word<T>(r: &rusqlite::Row<'_>, i: usize, what: &str, parse: impl Fn(&str) -> Option<T>) -> rusqlite::Result<T> {
+    let stored = r.get_ref(i)?.as_str()?;
+    parse(stored).ok_or_else(|| {
+        let corrupt = StoreError::corrupt(what, stored);
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(corrupt))
+    })
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     fn delay_next_write(&self, by: std::time::Duration) {
@@ -246,22 +257,15 @@ impl Store for SqliteStore {
             .map(|n| n.unsigned_abs())
     }
 
-    async fn insert_key(
-        &self,
-        merchant_id: &str,
-        key_id: &str,
-        secret_hash: [u8; 32],
-        scope: KeyScope,
-    ) -> Result<(), StoreError> {
-        let (merchant_id, key_id) = (merchant_id.to_owned(), key_id.to_owned());
+    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {
         self.write(move |tx| {
             let pk: Option<i64> = tx
-                .query_row("SELECT pk FROM merchants WHERE id = ?1", [&merchant_id], |r| r.get(0))
+                .query_row("SELECT pk FROM merchants WHERE id = ?1", [&key.merchant_id], |r| r.get(0))
                 .optional()?;
-            let pk = pk.ok_or_else(|| StoreError::NotFound(format!("merchant {merchant_id}")))?;
+            let pk = pk.ok_or_else(|| StoreError::NotFound(format!("merchant {}", key.merchant_id)))?;
             tx.execute(
                 "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at, scope) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![key_id, pk, &secret_hash[..], now_ms(), scope.as_str()],
+                params![key.key_id, pk, &key.secret_hash[..], now_ms(), key.scope.as_str()],
             )?;
             Ok(())
         })
@@ -296,15 +300,9 @@ impl Store for SqliteStore {
         Ok(found)
     }
 
-    async fn change_locations(
-        &self,
-        merchant: &MerchantRef,
-        plan: ChangePlan,
-        persist: Persist,
-        deadline: Instant,
-    ) -> Result<Decision, StoreError> {
-        let merchant_pk = merchant.pk;
-        self.grouped(deadline, persist, move |tx, _| {
+    async fn change_locations(&self, to: WriteFor<'_>, plan: ChangePlan) -> Result<Decision, StoreError> {
+        let merchant_pk = to.merchant.pk;
+        self.grouped(to.deadline, to.persist, move |tx, _| {
             changes::change_in_tx(tx, merchant_pk, plan)
         })
         .await
@@ -416,18 +414,12 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn create_locations(
-        &self,
-        merchant: &MerchantRef,
-        items: Vec<NewLocation>,
-        persist: Persist,
-        deadline: Instant,
-    ) -> Result<Vec<Outcome>, StoreError> {
+    async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError> {
         if items.is_empty() {
             return Ok(Vec::new());
         }
-        let merchant_pk = merchant.pk;
-        self.grouped(deadline, persist, move |tx, health| {
+        let merchant_pk = to.merchant.pk;
+        self.grouped(to.deadline, to.persist, move |tx, health| {
             locations::create_in_tx(tx, merchant_pk, &items, &health.failpoint)
         })
         .await
