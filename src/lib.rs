@@ -2,6 +2,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod body_budget;
 pub mod cli;
 pub mod client;
 pub mod codes;

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use tokio::sync::Semaphore;
 
+use crate::body_budget::BodyBudgets;
 use crate::config::Settings;
 use crate::domain::category::taxonomy::Taxonomy;
-use crate::http::body_budget::BodyBudgets;
 use crate::key_verdicts::KeyVerdicts;
 use crate::pagination::Cursors;
 use crate::rate_limit::shared::Peers;

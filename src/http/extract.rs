@@ -19,8 +19,8 @@ use http_body_util::BodyExt;
 use serde::Deserialize;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::body_budget::BodyBudgets;
 use super::error::{ApiError, ErrorCode};
+use crate::body_budget::BodyBudgets;
 use crate::state::{AppState, BodyTiming};
 use crate::store::MerchantRef;
 

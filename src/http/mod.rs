@@ -1,7 +1,6 @@
 //! The HTTP layer: thin handlers over the domain and the store.
 
 pub mod body;
-pub mod body_budget;
 pub mod categories;
 pub mod changes;
 pub mod cors;

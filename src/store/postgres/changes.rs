@@ -5,27 +5,14 @@ use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
 use super::sql::{execute, lock_merchant, query};
+use crate::domain::location::Status;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::listing::Candidate;
 use crate::domain::location::search::key::SearchKey;
-use crate::domain::location::{Status, TypeSet};
-use crate::store::api::stored_status as status;
 use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
 
 pub(super) const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
                        quarantined_by, approved, body";
-
-/// A location's names, status and types: the first five columns of [`CURRENT`], and of the
-/// statements that look locations up by name.
-pub(super) fn named_of(r: &tokio_postgres::Row) -> Result<Candidate, StoreError> {
-    Ok(Candidate {
-        seq: r.get(0),
-        location_id: r.get(1),
-        merchant_location_id: r.get(2),
-        status: status(r.get(3))?,
-        types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
-    })
-}
 
 pub(super) fn current_of(r: &tokio_postgres::Row) -> Result<Current, StoreError> {
     let Candidate {
@@ -34,7 +21,7 @@ pub(super) fn current_of(r: &tokio_postgres::Row) -> Result<Current, StoreError>
         merchant_location_id,
         status,
         types,
-    } = named_of(r)?;
+    } = super::sql::named_of(r)?;
     Ok(Current {
         seq,
         location_id,

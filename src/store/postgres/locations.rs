@@ -216,7 +216,7 @@ pub(super) async fn candidates(
             &[&merchant_pk, &ids],
         )
         .await?;
-    rows.iter().map(super::changes::named_of).collect()
+    rows.iter().map(super::sql::named_of).collect()
 }
 
 /// The columns of a stored record, as `record_of` reads them.

@@ -3,7 +3,9 @@
 
 use deadpool_postgres::GenericClient;
 
-use crate::store::api::StoreError;
+use crate::domain::location::TypeSet;
+use crate::domain::location::listing::Candidate;
+use crate::store::api::{StoreError, stored_status};
 
 /// A statement's parameters.
 pub(super) type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
@@ -29,4 +31,16 @@ pub(super) async fn execute(client: &impl GenericClient, sql: &str, params: Para
 pub(super) async fn lock_merchant(tx: &impl GenericClient, merchant_pk: i64) -> Result<(), StoreError> {
     execute(tx, "SELECT pg_advisory_xact_lock($1)", &[&merchant_pk]).await?;
     Ok(())
+}
+
+/// A location's names, status and types: the first five columns of `changes::CURRENT`, and of the
+/// statements that look locations up by name.
+pub(super) fn named_of(r: &tokio_postgres::Row) -> Result<Candidate, StoreError> {
+    Ok(Candidate {
+        seq: r.get(0),
+        location_id: r.get(1),
+        merchant_location_id: r.get(2),
+        status: stored_status(r.get(3))?,
+        types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
+    })
 }

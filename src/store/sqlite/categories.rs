@@ -34,7 +34,7 @@ pub(super) fn for_each_category(conn: &Connection, mut f: impl FnMut(Category)) 
             description: r.get(7)?,
             is_service: r.get(8)?,
             is_digital: r.get(9)?,
-            status: super::word(r, 10, "category status", CategoryStatus::from_wire)?,
+            status: super::column::word(r, 10, "category status", CategoryStatus::from_wire)?,
         })
     })?;
     for row in rows {

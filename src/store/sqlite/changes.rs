@@ -18,7 +18,7 @@ fn current(r: &Row<'_>) -> rusqlite::Result<Current> {
         seq: r.get(0)?,
         location_id: r.get(1)?,
         merchant_location_id: r.get(2)?,
-        status: super::word(r, 3, "status", Status::from_wire)?,
+        status: super::column::word(r, 3, "status", Status::from_wire)?,
         types: TypeSet::from_bits(r.get(4)?),
         latitude: r.get(5)?,
         longitude: r.get(6)?,

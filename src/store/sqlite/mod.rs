@@ -20,6 +20,7 @@
 mod categories;
 mod changes;
 mod checkpoint;
+mod column;
 mod keys;
 mod locations;
 mod readers;
@@ -181,16 +182,6 @@ impl From<rusqlite::Error> for StoreError {
     fn from(e: rusqlite::Error) -> Self {
         StoreError::backend(e)
     }
-}
-
-/// Column `i` of `r`: a word the service stores, read back through `parse`; a word it never writes
-/// is an error that names it (as `StoreError::corrupt`).
-fn word<T>(r: &rusqlite::Row<'_>, i: usize, what: &str, parse: impl Fn(&str) -> Option<T>) -> rusqlite::Result<T> {
-    let stored = r.get_ref(i)?.as_str()?;
-    parse(stored).ok_or_else(|| {
-        let corrupt = StoreError::corrupt(what, stored);
-        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(corrupt))
-    })
 }
 
 #[async_trait]
