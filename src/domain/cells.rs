@@ -191,7 +191,13 @@ impl Nearby {
 
     /// The locations in the cells around a point: every one within the radius, and a few more.
     pub fn around(&self, latitude: f64, longitude: f64) -> impl Iterator<Item = &Neighbour> {
-        neighbour_ranges(latitude, longitude)
+        self.within(neighbour_ranges(latitude, longitude))
+    }
+
+    /// The locations in these key ranges (a point's [`neighbour_ranges`], computed once for the
+    /// store's search and this one).
+    pub fn within(&self, ranges: impl IntoIterator<Item = (i64, i64)>) -> impl Iterator<Item = &Neighbour> {
+        ranges
             .into_iter()
             .flat_map(move |(first, last)| self.by_key.range(first..=last))
             .flat_map(|(_, at)| at)

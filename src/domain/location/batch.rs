@@ -114,40 +114,56 @@ pub struct ToInsert {
 
 /// Which items need their neighbours looked up for `decide`: those that are not a retry of (or a
 /// conflict with) a stored location, which `decide` answers from `stored` alone.
-pub fn searched(items: &[NewLocation], stored: &HashMap<String, Stored>) -> Vec<bool> {
+pub fn searched(items: &[NewLocation], stored: &HashMap<String, Stored>) -> Vec<Neighbourhood> {
     items
         .iter()
         .map(|item| {
-            !item
-                .location
+            let location = &item.location;
+            let retried = location
                 .merchant_location_id
                 .as_ref()
-                .is_some_and(|id| stored.contains_key(id))
+                .is_some_and(|id| stored.contains_key(id));
+            Neighbourhood {
+                ranges: match retried {
+                    true => Vec::new(),
+                    false => crate::domain::cells::neighbour_ranges(location.latitude, location.longitude),
+                },
+                stored: Vec::new(),
+            }
         })
         .collect()
 }
 
+/// An item's neighbourhood: the key ranges of its 50 m disk (none for an item answered from what
+/// is stored), computed once, and the merchant's stored live locations the store found in them.
+#[derive(Clone, Debug, Default)]
+pub struct Neighbourhood {
+    pub ranges: Vec<(i64, i64)>,
+    pub stored: Vec<Neighbour>,
+}
+
 /// CONTRACT §4.1 steps 4–6 for a store that looks everything up first: `stored` holds the
-/// merchant's stored locations with the items' `merchant_location_id`s, `nearby[i]` the merchant's
-/// stored live locations in item `i`'s search box. Items created earlier in the same batch count
+/// merchant's stored locations with the items' `merchant_location_id`s, `nearby[i]` item `i`'s
+/// neighbourhood (`searched`, with the stored live locations the store found in its ranges). Items created earlier in the same batch count
 /// as neighbours of later ones, after every stored one in creation order. An item that would have
 /// more than `geo::DENSITY_LIMIT` live neighbours within the radius is not created (§17).
 pub fn decide(
     items: &[NewLocation],
     stored: &HashMap<String, Stored>,
-    nearby: Vec<Vec<Neighbour>>,
+    nearby: Vec<Neighbourhood>,
     mut new_id: impl FnMut() -> String,
 ) -> (Vec<Outcome>, Vec<ToInsert>) {
     let mut outcomes = Vec::with_capacity(items.len());
     let mut inserts: Vec<ToInsert> = Vec::new();
     let mut created = crate::domain::cells::Nearby::default();
-    for (i, (item, mut candidates)) in items.iter().zip(nearby).enumerate() {
+    for (i, (item, near)) in items.iter().zip(nearby).enumerate() {
         let location = &item.location;
         if let Some(found) = location.merchant_location_id.as_ref().and_then(|id| stored.get(id)) {
             outcomes.push(found.clone().outcome_for(&item.canonical));
             continue;
         }
-        candidates.extend(created.around(location.latitude, location.longitude).cloned());
+        let mut candidates = near.stored;
+        candidates.extend(created.within(near.ranges).cloned());
         // After every stored location, in batch order.
         let seq = i64::MAX / 2 + i as i64;
         if geo::too_dense(seq, location.latitude, location.longitude, &candidates) {

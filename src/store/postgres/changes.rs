@@ -5,6 +5,7 @@ use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
 use super::sql::{execute, lock_merchant, query};
+use crate::domain::cells;
 use crate::domain::location::Status;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
 use crate::domain::location::listing::Candidate;
@@ -117,7 +118,11 @@ pub(super) async fn change_in_tx(
     .iter()
     .map(current_of)
     .collect::<Result<Vec<_>, _>>()?;
-    let probes = plan.probes(&targets, &dependents);
+    let probes: Vec<Vec<(i64, i64)>> = plan
+        .probes(&targets, &dependents)
+        .into_iter()
+        .map(|(latitude, longitude)| cells::neighbour_ranges(latitude, longitude))
+        .collect();
     let nearby = neighbours_of(tx, merchant_pk, &probes)
         .await?
         .into_iter()

@@ -25,14 +25,15 @@ pub(super) async fn neighbours(
     latitude: f64,
     longitude: f64,
 ) -> Result<Vec<Neighbour>, StoreError> {
-    Ok(neighbours_of(client, merchant_pk, &[(latitude, longitude)])
+    let ranges = [cells::neighbour_ranges(latitude, longitude)];
+    Ok(neighbours_of(client, merchant_pk, &ranges)
         .await?
         .pop()
         .unwrap_or_default())
 }
 
-/// The merchant's live locations in the cells around each point that hold every one within the
-/// quarantine radius, in the points' order: one statement for all the points (a range scan of
+/// The merchant's live locations in each point's key ranges (`cells::neighbour_ranges`: the cells
+/// that hold every one within the quarantine radius), in the points' order: one statement for all the points (a range scan of
 /// `locations_search` per status and key range of each point), not a round trip and a statement
 /// each (a create of 200 new locations would ask hundreds of queries). `OFFSET 0` keeps the
 /// subquery a nested loop of index scans, one per range: pulled up into a join, the planner (its
@@ -43,15 +44,15 @@ pub(super) async fn neighbours(
 pub(super) async fn neighbours_of(
     client: &impl GenericClient,
     merchant_pk: i64,
-    points: &[(f64, f64)],
+    points: &[Vec<(i64, i64)>],
 ) -> Result<Vec<Vec<Neighbour>>, StoreError> {
     let mut found = vec![Vec::new(); points.len()];
     if points.is_empty() {
         return Ok(found);
     }
     let (mut point, mut firsts, mut lasts) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, (latitude, longitude)) in points.iter().enumerate() {
-        for (first, last) in cells::neighbour_ranges(*latitude, *longitude) {
+    for (i, ranges) in points.iter().enumerate() {
+        for &(first, last) in ranges {
             point.push(i32::try_from(i).unwrap_or(i32::MAX));
             firsts.push(first);
             lasts.push(last);
@@ -347,21 +348,11 @@ pub(super) async fn create_in_tx(
         }
     }
     // Items that are retries need no neighbours; the rest are searched in one statement.
-    let searched = batch::searched(items, &stored);
-    let points: Vec<(f64, f64)> = items
-        .iter()
-        .zip(&searched)
-        .filter(|(_, searched)| **searched)
-        .map(|(item, _)| (item.location.latitude, item.location.longitude))
-        .collect();
-    let mut found = neighbours_of(tx, merchant_pk, &points).await?.into_iter();
-    let nearby = searched
-        .iter()
-        .map(|searched| match searched {
-            true => found.next().unwrap_or_default(),
-            false => Vec::new(),
-        })
-        .collect();
+    let mut nearby = batch::searched(items, &stored);
+    let ranges: Vec<Vec<(i64, i64)>> = nearby.iter().map(|near| near.ranges.clone()).collect();
+    for (near, found) in nearby.iter_mut().zip(neighbours_of(tx, merchant_pk, &ranges).await?) {
+        near.stored = found;
+    }
 
     let (outcomes, inserts) = batch::decide(items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
     if !inserts.is_empty() {

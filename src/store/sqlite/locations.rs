@@ -47,12 +47,9 @@ pub(super) fn create_in_tx(
             );
         }
     }
-    let mut nearby = Vec::with_capacity(items.len());
-    for (item, searched) in items.iter().zip(batch::searched(items, &stored)) {
-        nearby.push(match searched {
-            true => neighbours(tx, merchant_pk, item.location.latitude, item.location.longitude)?,
-            false => Vec::new(),
-        });
+    let mut nearby = batch::searched(items, &stored);
+    for near in nearby.iter_mut().filter(|near| !near.ranges.is_empty()) {
+        near.stored = neighbours_in(tx, merchant_pk, &near.ranges)?;
     }
 
     let (outcomes, inserts) = batch::decide(items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
@@ -129,12 +126,17 @@ pub(super) fn neighbours(
     latitude: f64,
     longitude: f64,
 ) -> Result<Vec<Neighbour>, StoreError> {
+    neighbours_in(conn, merchant_pk, &cells::neighbour_ranges(latitude, longitude))
+}
+
+/// The merchant's live locations in these key ranges of the search index.
+fn neighbours_in(conn: &Connection, merchant_pk: i64, ranges: &[(i64, i64)]) -> Result<Vec<Neighbour>, StoreError> {
     let mut stmt = conn.prepare_cached(
         "SELECT location_id, latitude, longitude, types, seq FROM locations INDEXED BY locations_search \
          WHERE merchant_pk = ?1 AND status = ?2 AND cell BETWEEN ?3 AND ?4",
     )?;
     let mut found = Vec::new();
-    for (first, last) in cells::neighbour_ranges(latitude, longitude) {
+    for &(first, last) in ranges {
         for status in Status::LIVE {
             let rows = stmt.query_map(params![merchant_pk, status.as_str(), first, last], |r| {
                 Ok(Neighbour {
