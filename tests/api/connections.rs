@@ -18,6 +18,7 @@ use tokio::net::{TcpSocket, TcpStream};
 
 use crate::helpers::*;
 use crate::process::{Server, merchant_create};
+use crate::staying_up::closed_within;
 
 const LIST: &str = "/v1/categories/list";
 
@@ -109,20 +110,6 @@ fn whole_body(head: &[u8], rest: &[u8]) -> Option<Vec<u8>> {
         }
         body.extend_from_slice(rest.get(data..data + size)?);
         at = data + size + 2;
-    }
-}
-
-/// Whether the server closes `stream` within `within`.
-async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
-    let until = Instant::now() + within;
-    let mut buf = [0u8; 4096];
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, stream.read(&mut buf)).await {
-            Ok(Ok(0) | Err(_)) => return true,
-            Ok(Ok(_)) => {}
-            Err(_) => return false,
-        }
     }
 }
 
@@ -256,15 +243,25 @@ async fn server_with_a_large_page() -> (tempfile::TempDir, Server, String) {
         )
         .await;
         assert_eq!(answer.status, 200, "{:#}", answer.body);
-        assert!(
-            answer.body["locations"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|r| r["status"] == "ACTIVE")
-        );
+        let statuses: Vec<&Value> = answer.body["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["status"])
+            .collect();
+        assert!(statuses.iter().all(|s| *s == "ACTIVE"), "{statuses:?}");
     }
     (dir, server, key)
+}
+
+async fn exits_0_within_30_s(mut server: Server) {
+    let exited = tokio::task::spawn_blocking(move || server.child.wait().map(|s| s.code()));
+    let code = tokio::time::timeout(Duration::from_secs(30), exited)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(code, Some(0));
 }
 
 fn assert_whole_page(body: &[u8]) {
@@ -278,7 +275,7 @@ fn assert_whole_page(body: &[u8]) {
 
 #[tokio::test]
 async fn at_sigterm_a_large_answer_to_a_slow_http1_reader_arrives_whole_then_the_process_exits_0() {
-    let (_dir, mut server, key) = server_with_a_large_page().await;
+    let (_dir, server, key) = server_with_a_large_page().await;
     let mut stream = connect([127, 0, 0, 1], server_addr(&server.base), Some(4096)).await;
     let list = request_h1("/v1/location/list", &key, r#"{"pagination": {"limit": 1000}}"#);
     stream.write_all(list.as_bytes()).await.unwrap();
@@ -289,18 +286,12 @@ async fn at_sigterm_a_large_answer_to_a_slow_http1_reader_arrives_whole_then_the
     .await;
     assert_eq!(status, 200);
     assert_whole_page(&body);
-    let exited = tokio::task::spawn_blocking(move || server.child.wait().map(|s| s.code()));
-    let code = tokio::time::timeout(Duration::from_secs(30), exited)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(code, Some(0));
+    exits_0_within_30_s(server).await;
 }
 
 #[tokio::test]
 async fn at_sigterm_a_large_answer_to_a_slow_h2c_reader_arrives_whole_then_the_process_exits_0() {
-    let (_dir, mut server, key) = server_with_a_large_page().await;
+    let (_dir, server, key) = server_with_a_large_page().await;
     let stream = connect([127, 0, 0, 1], server_addr(&server.base), Some(4096)).await;
     let (mut sender, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
         .initial_stream_window_size(16 * 1024)
@@ -335,11 +326,5 @@ async fn at_sigterm_a_large_answer_to_a_slow_h2c_reader_arrives_whole_then_the_p
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     assert_whole_page(&got);
-    let exited = tokio::task::spawn_blocking(move || server.child.wait().map(|s| s.code()));
-    let code = tokio::time::timeout(Duration::from_secs(30), exited)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(code, Some(0));
+    exits_0_within_30_s(server).await;
 }

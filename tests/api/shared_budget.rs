@@ -168,6 +168,17 @@ async fn one_budget_however_the_requests_are_spread_over_one_two_or_three_instan
     }
 }
 
+/// A session of its own on `url` holding the budgets' table locked until it rolls back.
+async fn lock_budgets(url: &str) -> tokio_postgres::Client {
+    let (locker, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    locker
+        .batch_execute("BEGIN; LOCK TABLE rate_budgets IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    locker
+}
+
 #[tokio::test]
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn while_the_shared_budget_cannot_be_reached_each_instance_limits_on_its_share_and_the_bound_holds_once_back() {
@@ -177,14 +188,7 @@ async fn while_the_shared_budget_cannot_be_reached_each_instance_limits_on_its_s
 
     // The budgets' table locked by another session: every take waits, the database answers the
     // rest (keys, categories). Each instance limits on its share, half the budget.
-    let (mut locker, connection) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let lock = locker.transaction().await.unwrap();
-    lock.batch_execute("LOCK TABLE rate_budgets IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let lock = lock_budgets(&cluster.url()).await;
     let (admitted, refused, elapsed) = flood(&apps, &key, Spread::Evenly, Duration::from_millis(2000)).await;
     assert!(admitted > 0, "limiting, not refusing everything");
     assert!(refused > admitted, "never unlimited while the budget cannot be reached");
@@ -195,7 +199,7 @@ async fn while_the_shared_budget_cannot_be_reached_each_instance_limits_on_its_s
         (admitted as f64) <= expected + f64::from(BURST),
         "{admitted} admitted in {elapsed:?} while the budget could not be reached"
     );
-    lock.rollback().await.unwrap();
+    lock.batch_execute("ROLLBACK").await.unwrap();
 
     // A whole outage: nothing is served (keys are checked in the database), then it comes back.
     cluster.stop();
@@ -227,14 +231,7 @@ async fn a_locked_budget_table_delays_no_request_past_the_take_bound_and_the_pol
     assert_eq!(first.status, 200);
     let policy = "\"merchant\";q=20;w=1";
     assert_eq!(first.headers["ratelimit-policy"], policy);
-    let (mut locker, connection) = tokio_postgres::connect(&cluster.url(), tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
-    let lock = locker.transaction().await.unwrap();
-    lock.batch_execute("LOCK TABLE rate_budgets IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let lock = lock_budgets(&cluster.url()).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     // Every request is answered within the take's bound (250 ms) and a little, on the
     // instance's share, under the same policy.
@@ -258,5 +255,5 @@ async fn a_locked_budget_table_delays_no_request_past_the_take_bound_and_the_pol
         admitted > 0 && refused > 0,
         "limited on the share: {admitted} admitted, {refused} refused"
     );
-    lock.rollback().await.unwrap();
+    lock.batch_execute("ROLLBACK").await.unwrap();
 }

@@ -47,7 +47,7 @@ fn head(path: &str, key: &str, length: usize) -> String {
 }
 
 /// Whether the server closes `stream` within `within` (reads until EOF, an error, or the wait).
-async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+pub async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
     let until = Instant::now() + within;
     let mut buf = [0u8; 4096];
     loop {
@@ -285,6 +285,27 @@ async fn read_raw_answer(stream: &mut TcpStream) -> String {
     String::from_utf8_lossy(&answer).into_owned()
 }
 
+/// `n` creates of `key` declaring 8 MiB bodies, `sent` bytes of each sent at once and then a byte
+/// every half second each (for 20 s), from the attacker's address; abort the task to stop them.
+async fn slow_bodies(addr: SocketAddr, key: &str, n: usize, sent: usize) -> tokio::task::JoinHandle<()> {
+    let mut slow = Vec::new();
+    for _ in 0..n {
+        let mut stream = connect_from(ATTACKER, addr).await;
+        let head = head("/v1/location/create", key, 8 * 1024 * 1024);
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&vec![b' '; sent]).await.unwrap();
+        slow.push(stream);
+    }
+    tokio::spawn(async move {
+        for _ in 0..40 {
+            for stream in &mut slow {
+                let _ = stream.write_all(b" ").await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+    })
+}
+
 #[tokio::test]
 async fn sixteen_slow_large_bodies_of_one_merchant_leave_another_merchant_served() {
     let app = TestApp::spawn_with_settings(Settings {
@@ -294,23 +315,7 @@ async fn sixteen_slow_large_bodies_of_one_merchant_leave_another_merchant_served
     .await;
     let attacker_key = app.merchant_key("attacker").await;
     let addr = server_addr(&app);
-    let mut slow = Vec::new();
-    for _ in 0..16 {
-        let mut stream = connect_from(ATTACKER, addr).await;
-        let head = head("/v1/location/create", &attacker_key, 8 * 1024 * 1024);
-        stream.write_all(head.as_bytes()).await.unwrap();
-        stream.write_all(&vec![b' '; 2 * 1024 * 1024]).await.unwrap();
-        slow.push(stream);
-    }
-    // Keep them dripping (a byte every half second each) while the victim works.
-    let drip = tokio::spawn(async move {
-        for _ in 0..40 {
-            for stream in &mut slow {
-                let _ = stream.write_all(b" ").await;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    });
+    let drip = slow_bodies(addr, &attacker_key, 16, 2 * 1024 * 1024).await;
     let victim = app.merchant_key("victim").await;
     let p99 = victim_creates_p99(&app, &victim, 0..20).await;
     assert!(p99 <= Duration::from_secs(1), "victim p99 {p99:?}");
@@ -328,23 +333,7 @@ async fn servers_in_one_process_keep_their_own_body_budgets() {
     };
     let first = TestApp::spawn_with_settings(settings()).await;
     let second = TestApp::spawn_with_settings(settings()).await;
-    let addr = server_addr(&first);
-    let mut slow = Vec::new();
-    for _ in 0..2 {
-        let mut stream = connect_from(ATTACKER, addr).await;
-        let head = head("/v1/location/create", &first.key, 8 * 1024 * 1024);
-        stream.write_all(head.as_bytes()).await.unwrap();
-        stream.write_all(&vec![b' '; 1024 * 1024]).await.unwrap();
-        slow.push(stream);
-    }
-    let drip = tokio::spawn(async move {
-        for _ in 0..40 {
-            for stream in &mut slow {
-                let _ = stream.write_all(b" ").await;
-            }
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-    });
+    let drip = slow_bodies(server_addr(&first), &first.key, 2, 1024 * 1024).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let answer = read(
         client_from(VICTIM)
