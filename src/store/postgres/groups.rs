@@ -180,11 +180,21 @@ async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<W
             client: None,
             owed: String::new(),
             lock_owed: false,
+            plans_owed: false,
             open: false,
         };
         driver::write_all(&mut engine, group).await;
     }
 }
+
+/// A group's statements run on their prepared statements' generic plans, never custom ones. The
+/// write path's statements are written for the generic plan (an equality per status, `OFFSET 0`:
+/// see `locations::neighbours_of`); a custom plan, made for each execution's values with the
+/// table's statistics of the moment (none yet, or stale after a burst of inserts), can read all
+/// the merchant's locations per key range instead. PostgreSQL plans the first five executions on
+/// each connection custom and keeps doing so whenever it estimates the generic plan dearer, so
+/// without this a run of creates went at whatever speed its connections' first plans allowed.
+const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan; ";
 
 /// The group commit's steps for one merchant (`store::group::driver`). Round trips are few: the
 /// transaction's start, the merchant's lock and each request's deadline and savepoint go in one
@@ -198,6 +208,8 @@ struct Merchant<'a> {
     owed: String,
     /// The merchant's lock is still to be taken in this transaction.
     lock_owed: bool,
+    /// The plan cache mode is still to be set in this transaction.
+    plans_owed: bool,
     /// A transaction was begun on the connection and not yet ended.
     open: bool,
 }
@@ -237,6 +249,7 @@ impl Engine for Merchant<'_> {
         // Sent with the first request's savepoint, after its deadline is armed.
         self.owed = "BEGIN;".to_owned();
         self.lock_owed = true;
+        self.plans_owed = true;
         Ok(())
     }
 
@@ -248,8 +261,15 @@ impl Engine for Merchant<'_> {
         } else {
             String::new()
         };
-        let sql =
-            format!("SET LOCAL statement_timeout = {left}; SET LOCAL lock_timeout = {left}; {lock}SAVEPOINT request");
+        // The write path's prepared statements keep their generic plans (see `GENERIC_PLANS`).
+        let plans = if std::mem::take(&mut self.plans_owed) {
+            GENERIC_PLANS
+        } else {
+            ""
+        };
+        let sql = format!(
+            "SET LOCAL statement_timeout = {left}; SET LOCAL lock_timeout = {left}; {plans}{lock}SAVEPOINT request"
+        );
         self.send(&sql).await.map_err(SharedError::new)
     }
 
@@ -299,6 +319,7 @@ impl Engine for Merchant<'_> {
     async fn rollback(&mut self) {
         self.owed.clear();
         self.lock_owed = false;
+        self.plans_owed = false;
         if self.open && self.send("ROLLBACK").await.is_err() {
             self.discard();
         }
