@@ -145,10 +145,12 @@ def postgres_database(bench, pg, sqlite_db, workdir):
     copy = subprocess.Popen([*psql, "-c", f"COPY locations (merchant_pk, {COLUMNS}) FROM STDIN WITH (FORMAT csv)"],
                             stdin=subprocess.PIPE, text=True)
     out = csv.writer(copy.stdin)
+    names = [n.strip() for n in COLUMNS.split(",")]
+    approved, hours = names.index("approved"), names.index("hours")
     for row in rows:
         row = list(row)
-        row[13] = "t" if row[13] else "f"
-        row[20] = "\\x" + bytes(row[20]).hex()
+        row[approved] = "t" if row[approved] else "f"
+        row[hours] = "\\x" + bytes(row[hours]).hex()
         out.writerow([1, *row])
     copy.stdin.close()
     assert copy.wait() == 0
