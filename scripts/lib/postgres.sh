@@ -19,7 +19,9 @@ pg_as_owner() {
 }
 
 # pg_start DIR PORT: creates a cluster in DIR and starts it on 127.0.0.1:PORT. Without fsync (tests
-# need no durability) unless PG_FSYNC=on (the benchmark compares it with SQLite's FULL sync).
+# need no durability) unless PG_FSYNC=on (the benchmark compares it with SQLite's FULL sync); with
+# PostgreSQL's default 128 MB of shared buffers unless PG_SHARED_BUFFERS says otherwise (the
+# benchmark sizes them as a deployment would, to hold its million-location database).
 pg_start() {
     local dir=$1 port=$2 bin
     bin=$(pg_bin) || return 1
@@ -30,7 +32,7 @@ pg_start() {
         return 1
     }
     pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${PG_FSYNC:-off} -c max_connections=300" start >/dev/null
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${PG_FSYNC:-off} -c shared_buffers=${PG_SHARED_BUFFERS:-128MB} -c max_connections=300" start >/dev/null
 }
 
 # pg_stop DIR
