@@ -327,7 +327,9 @@ impl Engine for Merchant<'_> {
     }
 
     async fn stall(&mut self) {
-        tokio::time::sleep(self.delay.take()).await;
+        if let Some(delay) = self.delay.take() {
+            tokio::time::sleep(delay).await;
+        }
     }
 }
 

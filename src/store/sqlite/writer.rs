@@ -217,7 +217,9 @@ impl Engine for Sqlite<'_> {
     }
 
     async fn stall(&mut self) {
-        std::thread::sleep(self.health.delay.take());
+        if let Some(delay) = self.health.delay.take() {
+            std::thread::sleep(delay);
+        }
     }
 }
 
