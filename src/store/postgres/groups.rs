@@ -22,6 +22,7 @@ use tokio::sync::oneshot;
 
 use super::changes::change_in_tx;
 use super::locations::create_in_tx;
+use super::sql::GENERIC_PLANS;
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
@@ -186,15 +187,6 @@ async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<W
         driver::write_all(&mut engine, group).await;
     }
 }
-
-/// A group's statements run on their prepared statements' generic plans, never custom ones. The
-/// write path's statements are written for the generic plan (an equality per status, `OFFSET 0`:
-/// see `locations::neighbours_of`); a custom plan, made for each execution's values with the
-/// table's statistics of the moment (none yet, or stale after a burst of inserts), can read all
-/// the merchant's locations per key range instead. PostgreSQL plans the first five executions on
-/// each connection custom and keeps doing so whenever it estimates the generic plan dearer, so
-/// without this a run of creates went at whatever speed its connections' first plans allowed.
-const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan; ";
 
 /// The group commit's steps for one merchant (`store::group::driver`). Round trips are few: the
 /// transaction's start, the merchant's lock and each request's deadline and savepoint go in one

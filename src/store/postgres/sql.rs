@@ -7,6 +7,16 @@ use crate::domain::location::TypeSet;
 use crate::domain::location::listing::Candidate;
 use crate::store::api::{StoreError, stored_status};
 
+/// A transaction's statements run on their prepared statements' generic plans, never custom ones
+/// (the group commit's, and a search's). These statements are written for the generic plan (an
+/// equality per status, `OFFSET 0`: see `locations::neighbours_of`); a custom plan, made for each
+/// execution's values with the table's statistics of the moment (none yet, or stale after a burst
+/// of inserts), can read all the merchant's locations per key range instead. PostgreSQL plans the
+/// first five executions on each connection custom and keeps doing so whenever it estimates the
+/// generic plan dearer, so without this a run of creates went at whatever speed its connections'
+/// first plans allowed, and a search paid for planning each ring again.
+pub(super) const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan; ";
+
 /// A statement's parameters.
 pub(super) type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 
