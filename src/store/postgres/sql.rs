@@ -8,8 +8,8 @@ use crate::domain::location::listing::Candidate;
 use crate::store::api::{StoreError, stored_status};
 
 /// A transaction's statements run on their prepared statements' generic plans, never custom ones
-/// (the group commit's, and a search's). These statements are written for the generic plan (an
-/// equality per status, `OFFSET 0`: see `locations::neighbours_of`); a custom plan, made for each
+/// (the group commit's, and a search's). These statements are written for the generic plan
+/// (`OFFSET 0` in `locations::neighbours_of` and `search::ring_sql`); a custom plan, made for each
 /// execution's values with the table's statistics of the moment (none yet, or stale after a burst
 /// of inserts), can read all the merchant's locations per key range instead. PostgreSQL plans the
 /// first five executions on each connection custom and keeps doing so whenever it estimates the
