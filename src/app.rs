@@ -26,7 +26,7 @@ use utoipa_swagger_ui::SwaggerUi;
 
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
-use crate::http::{categories, changes, cors, gate, locations, openapi, ops, request_id, search, widget};
+use crate::http::{categories, changes, cors, events, gate, locations, openapi, ops, request_id, search, widget};
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
 pub use crate::state::{AppState, BodyTiming, Deadline, ServedMerchant};
@@ -82,6 +82,37 @@ async fn share_upkeep(state: AppState) {
     }
 }
 
+/// How often retention looks for events past `--event-retention`, and the pause between two of
+/// its batches (each a short transaction of its own, so the writer is never held for long).
+const PRUNE_EVERY: Duration = Duration::from_secs(60);
+const PRUNE_PAUSE: Duration = Duration::from_millis(50);
+
+/// Other instances' commits ring this one's waiting feeds (CONTRACT §18.2, `Store::follow_events`).
+async fn follow_events(state: AppState) {
+    state.store.follow_events(std::sync::Arc::clone(&state.events)).await;
+}
+
+/// Retention (CONTRACT §18.2): events older than `--event-retention` are dropped in batches.
+async fn prune_events(state: AppState) {
+    let mut tick = tokio::time::interval(PRUNE_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let retention = i64::try_from(state.settings.event_retention.as_millis()).unwrap_or(i64::MAX);
+        let cutoff = crate::store::now_ms().saturating_sub(retention);
+        loop {
+            match state.store.prune_events(cutoff).await {
+                Ok(0) => break,
+                Ok(_) => tokio::time::sleep(PRUNE_PAUSE).await,
+                Err(e) => {
+                    tracing::warn!(error = %crate::http::error::ErrorChain(&e), "dropping old events failed; trying again later");
+                    break;
+                }
+            }
+        }
+    }
+}
+
 pub fn router(state: AppState) -> Router {
     // A key's scope is decided by the router: a route is behind the gate of the keys it admits.
     let storefront = Router::new()
@@ -94,6 +125,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/location/update", post(changes::update))
         .route("/v1/location/archive", post(changes::archive))
         .route("/v1/location/restore", post(changes::restore))
+        .route("/v1/location/events", post(events::feed))
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::merchant_gate));
     Router::new()
         .merge(storefront)
@@ -243,9 +275,13 @@ pub async fn serve(
     let _ = crate::telemetry::metrics();
     let upkeep = tokio::spawn(upkeep(state.clone()));
     let share_upkeep = tokio::spawn(share_upkeep(state.clone()));
+    let follow = tokio::spawn(follow_events(state.clone()));
+    let prune = tokio::spawn(prune_events(state.clone()));
     let limits = state.settings.connections.clone();
     let served = crate::server::run(listener, router(state), limits, shutdown).await;
     upkeep.abort();
     share_upkeep.abort();
+    follow.abort();
+    prune.abort();
     served
 }

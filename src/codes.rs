@@ -53,6 +53,7 @@ wire_enum! {
         InvalidFilter => "INVALID_FILTER",
         InvalidPagination => "INVALID_PAGINATION",
         InvalidCursor => "INVALID_CURSOR",
+        CursorExpired => "CURSOR_EXPIRED",
         Unauthenticated => "UNAUTHENTICATED",
         InvalidApiKey => "INVALID_API_KEY",
         RateLimited => "RATE_LIMITED",
@@ -71,7 +72,7 @@ impl ErrorCode {
         use ErrorCode::*;
         match self {
             UnsupportedMediaType | PayloadTooLarge | MalformedJson | InvalidRequest | TooManyItems | InvalidFilter
-            | InvalidPagination | InvalidCursor => 400,
+            | InvalidPagination | InvalidCursor | CursorExpired => 400,
             RequestTimeout => 408,
             Unauthenticated | InvalidApiKey => 401,
             Forbidden => 403,

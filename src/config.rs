@@ -79,6 +79,25 @@ pub struct ServeArgs {
     /// 401s a client address may get at once before `--auth-failure-limit` applies.
     #[arg(long, env = "STOREFRONT_AUTH_FAILURE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub auth_failure_burst: u32,
+    /// How long events are kept at least (CONTRACT §18.2): N followed by d, h or m (`30d`, `12h`).
+    #[arg(long, env = "STOREFRONT_EVENT_RETENTION", default_value = "30d", value_parser = parse_retention)]
+    pub event_retention: Duration,
+}
+
+/// `N` followed by `d`, `h` or `m` (N ≥ 1).
+fn parse_retention(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?} is not a retention: write N followed by d, h or m, e.g. 30d");
+    let unit = match text.chars().last() {
+        Some('d') => 86_400,
+        Some('h') => 3_600,
+        Some('m') => 60,
+        _ => return Err(bad()),
+    };
+    let n: u64 = text[..text.len() - 1].parse().map_err(|_| bad())?;
+    if n == 0 {
+        return Err(bad());
+    }
+    n.checked_mul(unit).map(Duration::from_secs).ok_or_else(bad)
 }
 
 impl ServeArgs {
@@ -100,6 +119,7 @@ impl ServeArgs {
             .fit_descriptors(),
             auth_failure_rate: self.auth_failure_limit,
             auth_failure_burst: self.auth_failure_burst,
+            event_retention: self.event_retention,
             ..Settings::default()
         }
     }
@@ -128,6 +148,8 @@ pub struct Settings {
     /// 401s per client address (CONTRACT §17).
     pub auth_failure_rate: Rate,
     pub auth_failure_burst: u32,
+    /// Events are kept at least this long (CONTRACT §18.2).
+    pub event_retention: Duration,
 }
 
 impl Default for Settings {
@@ -146,6 +168,7 @@ impl Default for Settings {
             connections: ConnectionLimits::default(),
             auth_failure_rate: Rate::PerSecond(std::num::NonZeroU32::new(20).unwrap_or(std::num::NonZeroU32::MIN)),
             auth_failure_burst: 100,
+            event_retention: Duration::from_secs(30 * 86_400),
         }
     }
 }
@@ -190,6 +213,16 @@ mod tests {
             "*",
         ] {
             assert!(parse_origin(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn retentions_are_days_hours_or_minutes() {
+        assert_eq!(parse_retention("30d"), Ok(Duration::from_secs(30 * 86_400)));
+        assert_eq!(parse_retention("12h"), Ok(Duration::from_secs(12 * 3_600)));
+        assert_eq!(parse_retention("5m"), Ok(Duration::from_secs(300)));
+        for bad in ["", "d", "0d", "30", "30s", "-1d", "1.5h", "99999999999999999999d"] {
+            assert!(parse_retention(bad).is_err(), "{bad}");
         }
     }
 }

@@ -128,6 +128,27 @@ impl Position for AfterSeq {
     }
 }
 
+/// Where a feed continues (CONTRACT §18.2): after the event with this sequence (0: before the
+/// first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AfterEvent(pub i64);
+
+/// Version bytes of event-feed cursors.
+const EVENTS_V1: u8 = 0x45;
+
+impl Position for AfterEvent {
+    const VERSIONS: &'static [u8] = &[EVENTS_V1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.0.to_be_bytes());
+    }
+
+    fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
+        let sequence = i64::from_be_bytes(bytes.try_into().ok()?);
+        (sequence >= 0).then_some(AfterEvent(sequence))
+    }
+}
+
 /// Version bytes of search cursors.
 const SEARCH_V1: u8 = 0x53;
 

@@ -15,6 +15,7 @@ use crate::key_verdicts::KeyVerdicts;
 use crate::pagination::Cursors;
 use crate::rate_limit::shared::Peers;
 use crate::rate_limit::{Budget, Sharing};
+use crate::store::event_signal::EventSignal;
 use crate::store::{Store, StoreError};
 
 /// When a request's store work must be done by: a margin before its time cap, so that a write
@@ -64,6 +65,8 @@ pub struct Services {
     pub in_flight: Arc<Semaphore>,
     /// The memory set aside for request bodies and their parsed forms (CONTRACT §6, §17).
     pub bodies: BodyBudgets,
+    /// Where feed requests wait for their merchant's next event (CONTRACT §18.2).
+    pub events: Arc<EventSignal>,
     pub settings: Settings,
 }
 
@@ -107,6 +110,7 @@ impl AppState {
             keys: KeyVerdicts::new(settings.auth_failure_rate, settings.auth_failure_burst),
             in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
             bodies: BodyBudgets::default(),
+            events: Arc::default(),
             settings,
         })))
     }

@@ -3,6 +3,7 @@
 
 pub mod category;
 pub mod cells;
+pub mod event;
 pub mod field_error;
 pub mod geo;
 pub mod json;

@@ -62,6 +62,11 @@ impl ApiError {
         self.code
     }
 
+    /// `details.field`, when the error has one.
+    pub fn field_path(&self) -> Option<&str> {
+        self.details.get("field").and_then(Value::as_str)
+    }
+
     /// A 500. The cause goes to the log (with the request id of the current request), never to
     /// the client.
     pub fn internal(cause: &(dyn std::error::Error + 'static)) -> Self {

@@ -12,7 +12,10 @@
 //! answers a second a connection.
 
 use std::net::{IpAddr, Ipv6Addr};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
 
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
@@ -74,7 +77,7 @@ async fn gate(state: AppState, admits: Admits, mut request: Request, next: Next)
         return refused;
     }
     let (limits, exceeded) = budget_of(&state, scope);
-    let Ok(_permit) = state.in_flight.clone().try_acquire_owned() else {
+    let Ok(permit) = state.in_flight.clone().try_acquire_owned() else {
         return rate_limited(
             "the service is at its limit of requests in flight; retry shortly",
             Duration::from_secs(1),
@@ -91,12 +94,28 @@ async fn gate(state: AppState, admits: Admits, mut request: Request, next: Next)
     };
     let merchant_id = ServedMerchant(merchant.id.clone());
     request.extensions_mut().insert(merchant);
+    // Held until the answer, unless the handler gives it back to wait (`InFlight::give_back`).
+    request
+        .extensions_mut()
+        .insert(InFlight(Arc::new(Mutex::new(Some(permit)))));
     let mut response = next.run(request).await;
     response.extensions_mut().insert(merchant_id);
     if let Some(headers) = headers {
         insert_headers(response.headers_mut(), &headers);
     }
     response
+}
+
+/// A request's place among those in flight (`--max-in-flight`).
+#[derive(Clone)]
+pub struct InFlight(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+
+impl InFlight {
+    /// The request no longer counts as in flight: it waits (a feed request's `wait_s`, CONTRACT
+    /// §18.2) and does no work meanwhile.
+    pub fn give_back(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
 }
 
 /// What a storefront key may call (CONTRACT §13.1), as its 403 names them: the routes that

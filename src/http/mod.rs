@@ -5,6 +5,8 @@ pub mod categories;
 pub mod changes;
 pub mod cors;
 pub mod error;
+pub mod event_schemas;
+pub mod events;
 pub mod extract;
 pub mod gate;
 pub mod locations;

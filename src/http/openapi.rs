@@ -11,10 +11,13 @@ use utoipa::{Modify, OpenApi};
 
 use super::categories as list;
 use super::changes::{self, ChangeResponse};
+use super::event_schemas::*;
+use super::events;
 use super::locations as create;
 use super::schemas::*;
 use super::search;
 use crate::domain::category::{Category, CategoryStatus};
+use crate::domain::event::EventType;
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::location::Status;
 use crate::domain::location::batch::ItemResult;
@@ -29,20 +32,23 @@ use crate::domain::location::change::ChangeResult;
         version = "1.0.0"
     ),
     paths(
-        create::create, create::list, search::search, changes::update, changes::archive, changes::restore, list::list
+        create::create, create::list, search::search, changes::update, changes::archive, changes::restore, list::list,
+        events::feed
     ),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
         WorkingDayInput, DatedDayInput, DayScheduleInput, Category, CategoryStatus, ListFilter,
         PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord, ChangeResult, ChangeResponse,
         UpdateInput, UpdateItem, NamingInput, NamingItem, NearInput, ParcelInput, SearchFilter, SearchPagination,
-        SearchResult, SearchPaginationResponse
+        SearchResult, SearchPaginationResponse, EventType, EventFilter, FeedStart, EventFeedRequest, Event,
+        FeedPagination, EventFeedResponse
     )),
     modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),
     tags(
         (name = "locations", description = "Delivery locations of the authenticated merchant"),
-        (name = "categories", description = "The shared product category taxonomy")
+        (name = "categories", description = "The shared product category taxonomy"),
+        (name = "events", description = "What changed in the merchant's locations: the ordered event feed")
     )
 )]
 pub struct ApiDoc;

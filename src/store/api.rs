@@ -10,8 +10,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::event_signal::EventSignal;
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
+use crate::domain::event::{EventPage, EventQuery};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
@@ -205,6 +207,18 @@ pub trait Store: Send + Sync + 'static {
     /// that pass the filter, nearest first, walked outward on the store's spatial index until the
     /// page is full; read in one transaction.
     async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError>;
+
+    /// One page of the merchant's event feed (CONTRACT §18.2), read in one snapshot.
+    async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError>;
+
+    /// Retention (CONTRACT §18.2): drops up to `PRUNE_BATCH` events appended before `cutoff_ms`,
+    /// in one short transaction that never holds a merchant's writes; how many (0: none is due).
+    async fn prune_events(&self, cutoff_ms: i64) -> Result<usize, StoreError>;
+
+    /// Rings `signal` for every merchant whose log another process or instance grew, for as long
+    /// as the store runs (PostgreSQL's `LISTEN`). A store with one writer process returns at once:
+    /// its own writes ring the signal from the request that made them.
+    async fn follow_events(&self, _signal: Arc<EventSignal>) {}
 
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;

@@ -7,6 +7,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use storefront::domain::category::Category;
 use storefront::domain::category::import::{Mode, Parsed, Problem};
+use storefront::domain::event::{EventPage, EventQuery};
 use storefront::domain::location::batch::{NewLocation, Outcome};
 use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
@@ -371,6 +372,18 @@ impl Store for FaultyStore {
             Fault::Slow(_) => self.inner.list_locations(query).await,
         }
     }
+    async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError> {
+        match self.fault {
+            Fault::Panic => panic!("injected panic while reading events"),
+            Fault::Fail => Err(StoreError::Backend("SQLITE_IOERR: /var/lib/secret.db".into())),
+            Fault::Slow(_) => self.inner.read_events(query).await,
+        }
+    }
+
+    async fn prune_events(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        self.inner.prune_events(cutoff_ms).await
+    }
+
     async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while searching"),

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::{Location, Persist, Status, validate};
 
+use crate::domain::event::{Change, EventType};
 use crate::domain::field_error::{FieldCode, FieldError, Path};
 use crate::domain::geo::{self, Neighbour, QUARANTINE_RADIUS_M};
 use crate::domain::json::{Value, member};
@@ -110,6 +111,23 @@ pub struct ToInsert {
     pub location_id: String,
     pub status: Status,
     pub quarantined_by: Option<String>,
+}
+
+impl ToInsert {
+    /// Its event (CONTRACT §18.1): `location.created`, stored at `at_ms` from `items[self.item]`.
+    pub fn change(&self, items: &[NewLocation], at_ms: i64) -> Change {
+        Change {
+            kind: EventType::Created,
+            location_id: self.location_id.clone(),
+            merchant_location_id: items
+                .get(self.item)
+                .and_then(|i| i.location.merchant_location_id.clone()),
+            version: 1,
+            status: self.status,
+            previous_status: None,
+            at_ms,
+        }
+    }
 }
 
 /// Which items need their neighbours looked up for `decide`: those that are not a retry of (or a

@@ -11,6 +11,7 @@ use std::iter::Peekable;
 use std::time::Instant;
 
 use super::{GroupDeadline, Pending, SharedError};
+use crate::domain::event::Change;
 use crate::store::api::StoreError;
 
 /// Why a commit failed: the server's answer, or no answer at all (it may have committed).
@@ -31,6 +32,9 @@ pub(crate) trait Engine {
     async fn savepoint(&mut self, deadline: Instant) -> Result<(), SharedError>;
     /// Does the request's work inside the savepoint; whether it succeeded.
     async fn write(&mut self, job: &mut Self::Job) -> bool;
+    /// Appends the events of `changes` to the merchant's log, numbered after its last (CONTRACT
+    /// §18.1), inside the request's savepoint.
+    async fn append(&mut self, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError>;
     /// Ends the savepoint: its work kept, or rolled back.
     async fn end_savepoint(&mut self, keep: bool) -> Result<(), SharedError>;
     async fn commit(&mut self) -> Result<(), CommitFailed>;
@@ -98,7 +102,17 @@ async fn commit_group<E: Engine, I: Iterator<Item = E::Job>>(engine: &mut E, job
             return Some(lose(engine, written, e).await);
         }
         deadline.include(job.deadline());
-        let ok = engine.write(&mut job).await;
+        let mut ok = engine.write(&mut job).await;
+        // The outbox: the events of what the request changed, in its savepoint, when it is kept.
+        if ok && job.persist().commits() {
+            let (merchant_pk, changes) = job.changes();
+            if !changes.is_empty()
+                && let Err(e) = engine.append(merchant_pk, changes).await
+            {
+                job.fail(e);
+                ok = false;
+            }
+        }
         engine.stall().await;
         let keep = ok && job.persist().commits();
         failed |= !ok;
@@ -161,7 +175,7 @@ mod tests {
 
     use super::*;
     use crate::domain::location::Persist;
-    use crate::store::group::Queued;
+    use crate::store::group::{Queued, Written};
 
     type Job = Queued<bool, u32>;
 
@@ -170,6 +184,8 @@ mod tests {
         log: Arc<Mutex<Vec<String>>>,
         fail_savepoint: bool,
         commit_unknown: bool,
+        /// The append of the n-th request's events fails (1-based; 0: none does).
+        fail_append: u32,
         next: u32,
     }
 
@@ -203,11 +219,23 @@ mod tests {
             self.next += 1;
             let ok = job.take_work().unwrap_or(false);
             let result = if ok {
-                Ok(self.next)
+                Ok(Written {
+                    value: self.next,
+                    changes: vec![change(self.next)],
+                })
             } else {
                 Err(StoreError::Unavailable)
             };
             job.done(result)
+        }
+
+        async fn append(&mut self, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError> {
+            let ids: Vec<&str> = changes.iter().map(|c| c.location_id.as_str()).collect();
+            self.say(format!("append {merchant_pk} {}", ids.join(",")));
+            if self.fail_append == self.next {
+                return Err(StoreError::Unavailable);
+            }
+            Ok(())
         }
 
         async fn end_savepoint(&mut self, keep: bool) -> Result<(), SharedError> {
@@ -230,10 +258,23 @@ mod tests {
         async fn stall(&mut self) {}
     }
 
+    /// The change the n-th write makes: the location `l{n}` created.
+    fn change(n: u32) -> Change {
+        Change {
+            kind: crate::domain::event::EventType::Created,
+            location_id: format!("l{n}"),
+            merchant_location_id: None,
+            version: 1,
+            status: crate::domain::location::Status::Active,
+            previous_status: None,
+            at_ms: 0,
+        }
+    }
+
     fn job(secs: u64, persist: Persist, ok: bool) -> (Job, oneshot::Receiver<Result<u32, StoreError>>) {
         let (reply, answer) = oneshot::channel();
         let deadline = Instant::now() + Duration::from_secs(secs);
-        (Queued::new(deadline, persist, ok, reply), answer)
+        (Queued::new(7, deadline, persist, ok, reply), answer)
     }
 
     /// Jobs of (seconds left, persist, whether the work succeeds), and where each is answered.
@@ -291,6 +332,48 @@ mod tests {
         );
     }
 
+    /// The outbox rule: a kept write's events are appended in its own savepoint, before it is
+    /// released; a failed or `validate_only` write appends none; an append that fails rolls back
+    /// its request alone, which is answered with that error.
+    #[tokio::test]
+    async fn events_are_appended_in_the_savepoint_of_a_kept_write_only() {
+        let mut fake = Fake {
+            fail_append: 4,
+            ..Fake::default()
+        };
+        let (group, answers) = jobs(&[
+            (30, Persist::Commit, true),
+            (30, Persist::Commit, false),
+            (30, Persist::ValidateOnly, true),
+            (30, Persist::Commit, true),
+            (30, Persist::Commit, true),
+        ]);
+        write_all(&mut fake, group).await;
+        let steps = asked(&fake, |l| {
+            l.starts_with("append") || l == "release" || l == "rollback to" || l == "commit"
+        });
+        assert_eq!(
+            steps,
+            [
+                "append 7 l1",
+                "release",
+                "rollback to",
+                "rollback to",
+                "append 7 l4",
+                "rollback to",
+                "append 7 l5",
+                "release",
+                "commit"
+            ]
+        );
+        let answers: Vec<_> = futures_util::future::join_all(answers).await;
+        assert!(
+            matches!(answers[3], Ok(Err(StoreError::Unavailable))),
+            "the failed append's request"
+        );
+        assert!(matches!(answers[4], Ok(Ok(5))));
+    }
+
     /// What one request hears from a group on `fake`, and what the engine was asked.
     async fn one_request(mut fake: Fake) -> (Result<u32, StoreError>, Vec<String>) {
         let (a, ra) = job(30, Persist::Commit, true);
@@ -321,6 +404,7 @@ mod tests {
         let (a, ra) = job(30, Persist::Commit, true);
         let (reply, rb) = oneshot::channel();
         let late: Job = Queued::new(
+            7,
             Instant::now() + Duration::from_millis(500),
             Persist::Commit,
             true,
@@ -344,7 +428,7 @@ mod tests {
         let past = Instant::now()
             .checked_sub(Duration::from_millis(1))
             .unwrap_or_else(Instant::now);
-        let late: Job = Queued::new(past, Persist::Commit, true, reply);
+        let late: Job = Queued::new(7, past, Persist::Commit, true, reply);
         assert_eq!(write_all(&mut fake, vec![late]).await, None);
         assert!(matches!(answer.await, Ok(Err(StoreError::DeadlinePassed))));
         assert!(log(&fake).is_empty(), "no transaction for nothing");

@@ -15,8 +15,13 @@
 //! group's first brings the bound forward.
 //!
 //! The loop that applies the rule is written once, in [`driver`], generic over what an engine
-//! supplies (begin, a savepoint armed with the deadline, the write, commit); a request's write
-//! waiting for it is one model for both engines, [`Queued`].
+//! supplies (begin, a savepoint armed with the deadline, the write, the events' append, commit);
+//! a request's write waiting for it is one model for both engines, [`Queued`].
+//!
+//! **The outbox rule** (CONTRACT §18.1), also the driver's: a request's write returns the changes
+//! it made ([`Written`]), and their events are appended to the merchant's log in the request's
+//! own savepoint, after its write and only when it is kept: the change and its event are stored
+//! together or not at all, and nothing is appended for `validate_only` or a failed write.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -24,6 +29,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::api::StoreError;
+use crate::domain::event::Change;
 use crate::domain::location::Persist;
 
 pub(crate) mod driver;
@@ -73,25 +79,47 @@ impl GroupDeadline {
 /// Where a request waits for its write's result.
 pub type Reply<T> = oneshot::Sender<Result<T, StoreError>>;
 
-/// A request's write waiting for its group, the one model of both engines: its deadline, whether
-/// its work is kept, the engine's work `W`, and where to answer what the work returns (`T`).
+/// What a request's write returns: its answer, and the locations it changed (their events go into
+/// its merchant's log, see the outbox rule above).
+pub struct Written<T> {
+    pub value: T,
+    pub changes: Vec<Change>,
+}
+
+impl<T> Written<T> {
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Written<U> {
+        Written {
+            value: f(self.value),
+            changes: self.changes,
+        }
+    }
+}
+
+/// A request's write waiting for its group, the one model of both engines: its merchant, its
+/// deadline, whether its work is kept, the engine's work `W`, and where to answer what the work
+/// returns (`T`).
 pub struct Queued<W, T> {
+    merchant_pk: i64,
     deadline: Instant,
     persist: Persist,
     reply: Reply<T>,
     work: Option<W>,
     result: Option<Result<T, StoreError>>,
+    changes: Vec<Change>,
 }
 
 impl<W, T> Queued<W, T> {
-    /// A write answered through `reply`, not to begin after `deadline`.
-    pub fn new(deadline: Instant, persist: Persist, work: W, reply: Reply<T>) -> Self {
+    /// A write of the merchant `merchant_pk` answered through `reply`, not to begin after
+    /// `deadline`.
+    pub fn new(merchant_pk: i64, deadline: Instant, persist: Persist, work: W, reply: Reply<T>) -> Self {
         Queued {
+            merchant_pk,
             deadline,
             persist,
             reply,
             work: Some(work),
             result: None,
+            changes: Vec::new(),
         }
     }
 
@@ -101,9 +129,12 @@ impl<W, T> Queued<W, T> {
     }
 
     /// What the work returned; whether it succeeded.
-    pub fn done(&mut self, result: Result<T, StoreError>) -> bool {
+    pub fn done(&mut self, result: Result<Written<T>, StoreError>) -> bool {
         let ok = result.is_ok();
-        self.result = Some(result);
+        self.result = Some(result.map(|written| {
+            self.changes = written.changes;
+            written.value
+        }));
         ok
     }
 }
@@ -118,6 +149,8 @@ pub trait Pending {
     fn persist(&self) -> Persist;
     /// Its work is lost or was not begun: it answers `e`.
     fn fail(&mut self, e: StoreError);
+    /// Its merchant, and the locations its work changed (none before it was done).
+    fn changes(&self) -> (i64, &[Change]);
     /// Answers: its result when the group committed, else the commit's error.
     fn finish(self, committed: Result<(), StoreError>);
 }
@@ -137,11 +170,22 @@ impl<W, T> Pending for Queued<W, T> {
 
     fn fail(&mut self, e: StoreError) {
         self.result = Some(Err(e));
+        self.changes.clear();
+    }
+
+    fn changes(&self) -> (i64, &[Change]) {
+        (self.merchant_pk, &self.changes)
     }
 
     fn finish(self, committed: Result<(), StoreError>) {
         let result = self.result.unwrap_or(Err(StoreError::DeadlinePassed));
-        let _ = self.reply.send(committed.and(result));
+        let answer = committed.and(result);
+        if answer.is_ok() && self.persist.commits() {
+            for change in &self.changes {
+                metrics::counter!("events_appended_total", "type" => change.kind.as_str()).increment(1);
+            }
+        }
+        let _ = self.reply.send(answer);
     }
 }
 

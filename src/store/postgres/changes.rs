@@ -11,6 +11,7 @@ use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write
 use crate::domain::location::listing::Candidate;
 use crate::domain::location::search::key::SearchKey;
 use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
+use crate::store::group::Written;
 
 pub(super) const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
                        quarantined_by, approved, body";
@@ -91,7 +92,7 @@ pub(super) async fn change_in_tx(
     tx: &impl GenericClient,
     merchant_pk: i64,
     plan: ChangePlan,
-) -> Result<Decision, StoreError> {
+) -> Result<Written<Decision>, StoreError> {
     let (by_id, by_merchant_id) = plan.lookups();
     let targets = query(
         tx,
@@ -129,9 +130,13 @@ pub(super) async fn change_in_tx(
         .flatten()
         .collect();
     let decision = plan.decide(targets, dependents, nearby);
-    write_changes(tx, &decision.writes, now_ms()).await?;
+    let now = now_ms();
+    write_changes(tx, &decision.writes, now).await?;
     count(tx, merchant_pk, &decision.counts).await?;
-    Ok(decision)
+    Ok(Written {
+        changes: decision.changes(now),
+        value: decision,
+    })
 }
 
 pub(super) async fn quarantined_locations(pool: &Pool) -> Result<Vec<QuarantinedLocation>, StoreError> {
@@ -179,7 +184,9 @@ pub(super) async fn approve_location(pool: &Pool, location_id: &str) -> Result<A
     let Some(write) = change::approval(&location) else {
         return Ok(Approval::NotQuarantined(location.status));
     };
-    write_changes(&tx, std::slice::from_ref(&write), now_ms()).await?;
+    let now = now_ms();
+    write_changes(&tx, std::slice::from_ref(&write), now).await?;
+    super::events::append(&tx, merchant_pk, &[write.change(now)]).await?;
     count(
         &tx,
         merchant_pk,

@@ -23,6 +23,7 @@ use tokio::sync::oneshot;
 use super::changes::change_in_tx;
 use super::locations::create_in_tx;
 use super::sql::GENERIC_PLANS;
+use crate::domain::event::Change;
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
@@ -37,13 +38,13 @@ enum Work {
 }
 
 /// What the group answers it.
-enum Written {
+enum Answer {
     Created(Vec<Outcome>),
     Changed(Decision),
 }
 
 /// A request's write, queued for its merchant's next group (`store::group`'s one model).
-type Job = Queued<Work, Written>;
+type Job = Queued<Work, Answer>;
 
 /// The queues of the merchants whose writes are in flight: a merchant has an entry exactly while
 /// a task of its own is writing its groups.
@@ -75,8 +76,8 @@ impl MerchantGroups {
         deadline: Instant,
     ) -> Result<Vec<Outcome>, StoreError> {
         match self.write(merchant_pk, Work::Create(items), persist, deadline).await? {
-            Written::Created(outcomes) => Ok(outcomes),
-            Written::Changed(_) => Err(StoreError::Unavailable),
+            Answer::Created(outcomes) => Ok(outcomes),
+            Answer::Changed(_) => Err(StoreError::Unavailable),
         }
     }
 
@@ -90,8 +91,8 @@ impl MerchantGroups {
         deadline: Instant,
     ) -> Result<Decision, StoreError> {
         match self.write(merchant_pk, Work::Change(plan), persist, deadline).await? {
-            Written::Changed(decision) => Ok(decision),
-            Written::Created(_) => Err(StoreError::Unavailable),
+            Answer::Changed(decision) => Ok(decision),
+            Answer::Created(_) => Err(StoreError::Unavailable),
         }
     }
 
@@ -101,9 +102,9 @@ impl MerchantGroups {
         work: Work,
         persist: Persist,
         deadline: Instant,
-    ) -> Result<Written, StoreError> {
+    ) -> Result<Answer, StoreError> {
         let (reply, answer) = oneshot::channel();
-        self.queue(merchant_pk, Queued::new(deadline, persist, work, reply));
+        self.queue(merchant_pk, Queued::new(merchant_pk, deadline, persist, work, reply));
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
@@ -273,11 +274,18 @@ impl Engine for Merchant<'_> {
         let result = match job.take_work() {
             Some(Work::Create(items)) => create_in_tx(client, self.merchant_pk, &items)
                 .await
-                .map(Written::Created),
-            Some(Work::Change(plan)) => change_in_tx(client, self.merchant_pk, plan).await.map(Written::Changed),
+                .map(|w| w.map(Answer::Created)),
+            Some(Work::Change(plan)) => change_in_tx(client, self.merchant_pk, plan)
+                .await
+                .map(|w| w.map(Answer::Changed)),
             None => Err(StoreError::Unavailable),
         };
         job.done(result)
+    }
+
+    async fn append(&mut self, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError> {
+        let client = self.client().map_err(|e| e.to_store())?;
+        super::events::append(client, merchant_pk, changes).await
     }
 
     async fn end_savepoint(&mut self, keep: bool) -> Result<(), SharedError> {

@@ -14,6 +14,7 @@ use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::stored_status as status;
 use crate::store::api::{StoreError, now_ms};
+use crate::store::group::Written;
 use crate::store::migrate;
 
 use super::sql::{Params, execute, query};
@@ -316,9 +317,12 @@ pub(super) async fn create_in_tx(
     tx: &impl GenericClient,
     merchant_pk: i64,
     items: &[NewLocation],
-) -> Result<Vec<Outcome>, StoreError> {
+) -> Result<Written<Vec<Outcome>>, StoreError> {
     if items.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Written {
+            value: Vec::new(),
+            changes: Vec::new(),
+        });
     }
     let ids: Vec<&str> = items
         .iter()
@@ -353,8 +357,8 @@ pub(super) async fn create_in_tx(
     }
 
     let (outcomes, inserts) = batch::decide(items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
+    let now = now_ms();
     if !inserts.is_empty() {
-        let now = now_ms();
         let location_ids: Vec<&str> = inserts.iter().map(|i| i.location_id.as_str()).collect();
         let statuses: Vec<&str> = inserts.iter().map(|i| i.status.as_str()).collect();
         let new = |i: &batch::ToInsert| &items[i.item];
@@ -410,7 +414,10 @@ pub(super) async fn create_in_tx(
         );
         tokio::try_join!(insert, count(tx, merchant_pk, &counted))?;
     }
-    Ok(outcomes)
+    Ok(Written {
+        value: outcomes,
+        changes: inserts.iter().map(|new| new.change(items, now)).collect(),
+    })
 }
 
 pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<LocationPage, StoreError> {

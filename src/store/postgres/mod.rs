@@ -25,6 +25,7 @@
 
 mod categories;
 mod changes;
+mod events;
 mod groups;
 mod locations;
 mod rate;
@@ -47,10 +48,12 @@ use super::api::{
     Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, Store, StoreError, StoredKey, WriteFor,
     now_ms,
 };
+use super::event_signal::EventSignal;
 use super::migrate;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
+use crate::domain::event::{EventPage, EventQuery};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
@@ -67,6 +70,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0007_rate_budgets.sql"),
     include_str!("../../../migrations/postgres/0008_drop_band.sql"),
     include_str!("../../../migrations/postgres/0009_search_by_cell.sql"),
+    include_str!("../../../migrations/postgres/0010_events.sql"),
 ];
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
@@ -113,6 +117,8 @@ pub struct PgStore {
     /// request's connection waiting behind one of its statements.
     ledger: Pool,
     groups: MerchantGroups,
+    /// Where the connection that listens for other instances' events goes.
+    config: tokio_postgres::Config,
 }
 
 /// A pool of at most `size` connections to `config`, on which no session holds a lock, runs a
@@ -167,11 +173,12 @@ impl PgStore {
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         let config: tokio_postgres::Config = url.parse()?;
         let pool = pool_of(config.clone(), SESSION_LIMIT, pool_size(), TIMEOUT)?;
-        let ledger = pool_of(config, LEDGER_LIMIT, LEDGER_POOL_SIZE, LEDGER_LIMIT)?;
+        let ledger = pool_of(config.clone(), LEDGER_LIMIT, LEDGER_POOL_SIZE, LEDGER_LIMIT)?;
         let store = PgStore {
             groups: MerchantGroups::new(pool.clone()),
             pool,
             ledger,
+            config,
         };
         store.migrate().await?;
         tokio::spawn(first_statistics(store.pool.clone()));
@@ -282,6 +289,18 @@ impl Store for PgStore {
 
     fn rate_ledger(&self) -> Option<Arc<dyn Ledger>> {
         Some(Arc::new(rate::PgLedger::new(self.ledger.clone())))
+    }
+
+    async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError> {
+        events::page(&self.pool, &query).await
+    }
+
+    async fn prune_events(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        events::prune(&self.pool, cutoff_ms).await
+    }
+
+    async fn follow_events(&self, signal: Arc<EventSignal>) {
+        events::follow(self.config.clone(), signal).await;
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

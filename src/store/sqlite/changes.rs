@@ -9,6 +9,7 @@ use super::locations::{count, neighbours};
 use crate::domain::location::change::{ChangePlan, Current, Decision, Write};
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::{Approval, QuarantinedLocation, StoreError, now_ms};
+use crate::store::group::Written;
 
 const CURRENT: &str = "seq, location_id, merchant_location_id, status, types, latitude, longitude, version, \
                        quarantined_by, approved, body";
@@ -30,7 +31,11 @@ fn current(r: &Row<'_>) -> rusqlite::Result<Current> {
 }
 
 /// One change request inside the group's transaction.
-pub(super) fn change_in_tx(tx: &Connection, merchant_pk: i64, plan: ChangePlan) -> Result<Decision, StoreError> {
+pub(super) fn change_in_tx(
+    tx: &Connection,
+    merchant_pk: i64,
+    plan: ChangePlan,
+) -> Result<Written<Decision>, StoreError> {
     let mut seen = HashSet::new();
     let mut targets = Vec::new();
     let (by_id, by_merchant_id) = plan.lookups();
@@ -79,7 +84,10 @@ pub(super) fn change_in_tx(tx: &Connection, merchant_pk: i64, plan: ChangePlan) 
         write_change(tx, write, now)?;
     }
     count(tx, merchant_pk, &decision.counts)?;
-    Ok(decision)
+    Ok(Written {
+        changes: decision.changes(now),
+        value: decision,
+    })
 }
 
 fn write_change(tx: &Connection, w: &Write, now: i64) -> Result<(), StoreError> {
@@ -145,7 +153,9 @@ pub(super) fn approve(tx: &Connection, location_id: &str) -> Result<Approval, St
     let Some(write) = crate::domain::location::change::approval(&location) else {
         return Ok(Approval::NotQuarantined(location.status));
     };
-    write_change(tx, &write, now_ms())?;
+    let now = now_ms();
+    write_change(tx, &write, now)?;
+    super::events::append(tx, merchant_pk, &[write.change(now)])?;
     count(
         tx,
         merchant_pk,

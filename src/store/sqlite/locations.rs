@@ -15,6 +15,7 @@ use crate::domain::location::record::{RecordRef, StoredRecord};
 use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::{StoreError, now_ms};
+use crate::store::group::Written;
 
 /// One create request inside the group's transaction: fetch what the domain's decision needs (the
 /// stored rows with the items' `merchant_location_id`s, the live neighbours of each new item),
@@ -24,7 +25,7 @@ pub(super) fn create_in_tx(
     merchant_pk: i64,
     items: &[NewLocation],
     failpoint: &AtomicU64,
-) -> Result<Vec<Outcome>, StoreError> {
+) -> Result<Written<Vec<Outcome>>, StoreError> {
     let mut stored = HashMap::new();
     let mut by_id = tx.prepare_cached(
         "SELECT location_id, status, body FROM locations WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
@@ -91,7 +92,10 @@ pub(super) fn create_in_tx(
             .map(|new| (new.status, items[new.item].location.location_types, 1)),
     );
     count(tx, merchant_pk, &counted)?;
-    Ok(outcomes)
+    Ok(Written {
+        value: outcomes,
+        changes: inserts.iter().map(|new| new.change(items, now)).collect(),
+    })
 }
 
 /// Sets the search index's columns of the location `seq` (the migration's step).

@@ -21,6 +21,7 @@ mod categories;
 mod changes;
 mod checkpoint;
 mod column;
+mod events;
 mod keys;
 mod locations;
 mod readers;
@@ -28,6 +29,7 @@ mod schema;
 mod search;
 mod writer;
 
+use crate::store::group::Written;
 use categories::{for_each_category, read_categories, taxonomy_version, write_category};
 use checkpoint::Checkpointer;
 use keys::KeyCache;
@@ -41,7 +43,6 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -54,7 +55,7 @@ use super::api::{
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
-use crate::domain::location::Persist;
+use crate::domain::event::{EventPage, EventQuery};
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
@@ -138,16 +139,16 @@ impl SqliteStore {
             .ok_or(StoreError::Unavailable)
     }
 
-    /// Runs `work` on the writer thread in the next group commit (kept, or rolled back after it
-    /// ran when `persist` says so); its result once committed. Not begun after `deadline`.
+    /// Runs the write `work` of `to`'s merchant on the writer thread in the next group commit
+    /// (kept, or rolled back after it ran when `to.persist` says so); its result once committed.
+    /// Not begun after `to.deadline`.
     async fn grouped<T: Send + 'static>(
         &self,
-        deadline: Instant,
-        persist: Persist,
-        work: impl FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send + 'static,
+        to: WriteFor<'_>,
+        work: impl FnOnce(&Connection, &WriterHealth) -> Result<Written<T>, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (reply, answer) = oneshot::channel();
-        let job = writer::grouped(deadline, persist, Box::new(work), reply);
+        let job = writer::grouped(to.merchant.pk, to.deadline, to.persist, Box::new(work), reply);
         self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
@@ -293,10 +294,16 @@ impl Store for SqliteStore {
 
     async fn change_locations(&self, to: WriteFor<'_>, plan: ChangePlan) -> Result<Decision, StoreError> {
         let merchant_pk = to.merchant.pk;
-        self.grouped(to.deadline, to.persist, move |tx, _| {
-            changes::change_in_tx(tx, merchant_pk, plan)
-        })
-        .await
+        self.grouped(to, move |tx, _| changes::change_in_tx(tx, merchant_pk, plan))
+            .await
+    }
+
+    async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError> {
+        self.readers.snapshot(move |tx| events::page(tx, &query)).await
+    }
+
+    async fn prune_events(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        self.write(move |tx| events::prune(tx, cutoff_ms)).await
     }
 
     async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError> {
@@ -410,7 +417,7 @@ impl Store for SqliteStore {
             return Ok(Vec::new());
         }
         let merchant_pk = to.merchant.pk;
-        self.grouped(to.deadline, to.persist, move |tx, health| {
+        self.grouped(to, move |tx, health| {
             locations::create_in_tx(tx, merchant_pk, &items, &health.failpoint)
         })
         .await

@@ -20,10 +20,11 @@ use std::time::Instant;
 use rusqlite::Connection;
 use tokio::sync::mpsc;
 
+use crate::domain::event::Change;
 use crate::domain::location::Persist;
 use crate::store::api::StoreError;
 use crate::store::group::driver::{self, CommitFailed, Ended, Engine};
-use crate::store::group::{MAX_GROUP, Pending, Queued, Reply, SharedError, WriteDelay};
+use crate::store::group::{MAX_GROUP, Pending, Queued, Reply, SharedError, WriteDelay, Written};
 
 pub(super) enum Job {
     /// A request's write, committed in a group.
@@ -76,7 +77,7 @@ impl Interrupt {
 }
 
 /// The work of a request's write, run inside the group's transaction on the writer thread.
-pub(super) type Work<T> = Box<dyn FnOnce(&Connection, &WriterHealth) -> Result<T, StoreError> + Send>;
+pub(super) type Work<T> = Box<dyn FnOnce(&Connection, &WriterHealth) -> Result<Written<T>, StoreError> + Send>;
 
 /// A request's write waiting for the writer, whatever its work returns (the queue holds many
 /// kinds): the one `Queued` model of `store::group`, with its work run on this connection.
@@ -94,6 +95,7 @@ pub(super) trait PendingInfo {
     fn abandoned(&self) -> bool;
     fn persist(&self) -> Persist;
     fn fail(&mut self, e: StoreError);
+    fn changes(&self) -> (i64, &[Change]);
 }
 
 impl<P: Pending> PendingInfo for P {
@@ -108,6 +110,9 @@ impl<P: Pending> PendingInfo for P {
     }
     fn fail(&mut self, e: StoreError) {
         Pending::fail(self, e);
+    }
+    fn changes(&self) -> (i64, &[Change]) {
+        Pending::changes(self)
     }
 }
 
@@ -146,14 +151,24 @@ impl Pending for Box<dyn GroupWrite> {
     fn fail(&mut self, e: StoreError) {
         self.pending_mut().fail(e);
     }
+    fn changes(&self) -> (i64, &[Change]) {
+        self.pending().changes()
+    }
     fn finish(self, committed: Result<(), StoreError>) {
         self.finish_boxed(committed);
     }
 }
 
-/// A request's write for the writer: `work` in the next group, answered through `reply`.
-pub(super) fn grouped<T: Send + 'static>(deadline: Instant, persist: Persist, work: Work<T>, reply: Reply<T>) -> Job {
-    Job::Grouped(Box::new(Queued::new(deadline, persist, work, reply)))
+/// A request's write for the writer: the merchant's `work` in the next group, answered through
+/// `reply`.
+pub(super) fn grouped<T: Send + 'static>(
+    merchant_pk: i64,
+    deadline: Instant,
+    persist: Persist,
+    work: Work<T>,
+    reply: Reply<T>,
+) -> Job {
+    Job::Grouped(Box::new(Queued::new(merchant_pk, deadline, persist, work, reply)))
 }
 
 /// The group commit's steps on the writer's connection (`store::group::driver`). A group that
@@ -187,6 +202,10 @@ impl Engine for Sqlite<'_> {
 
     async fn write(&mut self, job: &mut Self::Job) -> bool {
         job.write(self.conn, self.health)
+    }
+
+    async fn append(&mut self, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError> {
+        super::events::append(self.conn, merchant_pk, changes)
     }
 
     async fn end_savepoint(&mut self, keep: bool) -> Result<(), SharedError> {

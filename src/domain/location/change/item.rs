@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::domain::event::{Change, EventType};
 use crate::domain::field_error::FieldError;
 use crate::domain::location::batch::NewLocation;
 use crate::domain::location::{Status, TypeSet};
@@ -55,16 +56,36 @@ pub struct Current {
     pub body: String,
 }
 
-/// One row a change writes (the store sets `updated_at` to now).
+/// One row a change writes (the store sets `updated_at` to now), and what its event says.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Write {
     pub seq: i64,
+    pub location_id: String,
+    pub merchant_location_id: Option<String>,
+    /// Why it changed: the request's own operation, `location.redecided` or `location.approved`.
+    pub kind: EventType,
+    pub previous_status: Status,
     pub status: Status,
     pub quarantined_by: Option<String>,
     pub version: i64,
     pub approved: bool,
     /// An update's new content.
     pub content: Option<Content>,
+}
+
+impl Write {
+    /// Its event (CONTRACT §18.1), the row written at `at_ms`.
+    pub fn change(&self, at_ms: i64) -> Change {
+        Change {
+            kind: self.kind,
+            location_id: self.location_id.clone(),
+            merchant_location_id: self.merchant_location_id.clone(),
+            version: self.version,
+            status: self.status,
+            previous_status: Some(self.previous_status),
+            at_ms,
+        }
+    }
 }
 
 /// New content of a location.
@@ -87,6 +108,24 @@ pub struct Decision {
     pub counts: Vec<(Status, TypeSet, i64)>,
     /// The status after each item that changed a location (for `location_changes_total`).
     pub changed: Vec<Status>,
+}
+
+impl Decision {
+    /// One event per location written (CONTRACT §18.1), the rows written at `at_ms`.
+    pub fn changes(&self, at_ms: i64) -> Vec<Change> {
+        self.writes.iter().map(|w| w.change(at_ms)).collect()
+    }
+}
+
+impl Operation {
+    /// The type of the events of locations this operation changed.
+    pub fn event_type(self) -> EventType {
+        match self {
+            Operation::Update => EventType::Updated,
+            Operation::Archive => EventType::Archived,
+            Operation::Restore => EventType::Restored,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -126,6 +165,10 @@ pub(super) struct Item {
 pub fn approval(location: &Current) -> Option<Write> {
     (location.status == Status::Quarantine).then(|| Write {
         seq: location.seq,
+        location_id: location.location_id.clone(),
+        merchant_location_id: location.merchant_location_id.clone(),
+        kind: EventType::Approved,
+        previous_status: location.status,
         status: Status::Active,
         quarantined_by: None,
         version: location.version + 1,

@@ -200,16 +200,17 @@ impl ChangePlan {
                 errors,
             });
         }
-        let changed = changed
+        let by_items: HashSet<&str> = changed.iter().map(|(_, id)| id.as_str()).collect();
+        let statuses = changed
             .iter()
             .filter_map(|(_, id)| world.locations.get(id).map(|l| l.now.status))
             .collect();
-        let (writes, counts) = world.writes();
+        let (writes, counts) = world.writes(operation, &by_items);
         Decision {
             results: results.into_iter().flatten().collect(),
             writes,
             counts,
-            changed,
+            changed: statuses,
         }
     }
 }

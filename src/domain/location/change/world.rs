@@ -4,6 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::item::{ChangeResult, Content, Current, Item, Naming, Operation, Write, stored_name};
+use crate::domain::event::EventType;
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::geo::{self, Neighbour};
 use crate::domain::location::search::key::SearchKey;
@@ -359,8 +360,14 @@ impl World {
         }
     }
 
-    /// The rows to write and the count changes: every changed location, one version higher.
-    pub(super) fn writes(self) -> (Vec<Write>, Vec<(Status, TypeSet, i64)>) {
+    /// The rows to write and the count changes: every changed location, one version higher; a
+    /// location an item of `operation` changed (one of `by_items`) has that operation's event, any
+    /// other was decided again.
+    pub(super) fn writes(
+        self,
+        operation: Operation,
+        by_items: &HashSet<&str>,
+    ) -> (Vec<Write>, Vec<(Status, TypeSet, i64)>) {
         let mut writes = Vec::new();
         let mut counts = Vec::new();
         let mut changed: Vec<Entry> = self.locations.into_values().filter(|e| e.changed && e.full).collect();
@@ -371,8 +378,17 @@ impl World {
                 counts.push((entry.now.status, entry.now.types, 1));
             }
             let version = entry.version();
+            let kind = if by_items.contains(entry.now.location_id.as_str()) {
+                operation.event_type()
+            } else {
+                EventType::Redecided
+            };
             writes.push(Write {
                 seq: entry.now.seq,
+                location_id: entry.now.location_id,
+                merchant_location_id: entry.now.merchant_location_id,
+                kind,
+                previous_status: entry.was.status,
                 status: entry.now.status,
                 quarantined_by: entry.now.quarantined_by,
                 version,

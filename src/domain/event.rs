@@ -1,0 +1,280 @@
+//! Events (CONTRACT §18.1): what a merchant's systems are told about each change of a location.
+//!
+//! A request that sets locations' versions produces one [`Change`] per location (the domain
+//! decides which: create's new locations, a change's writes with the type of the request's own
+//! operation or `location.redecided`, an operator's approval). The store appends them to the
+//! merchant's log in the request's own transaction, numbered there ([`number`]): the merchant's
+//! writes are serialised, so numbering them under that serialisation gives sequences in commit
+//! order, without gaps.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::location::Status;
+use super::location::record::timestamp;
+use crate::wire_enum;
+
+wire_enum! {
+    /// An event's `type`.
+    pub enum EventType {
+        Created => "location.created",
+        Updated => "location.updated",
+        Archived => "location.archived",
+        Restored => "location.restored",
+        Approved => "location.approved",
+        Redecided => "location.redecided",
+    }
+}
+
+impl EventType {
+    /// The stored number of the type (its place in [`EventType::ALL`]).
+    pub fn code(self) -> i64 {
+        Self::ALL.iter().position(|t| *t == self).unwrap_or(0) as i64
+    }
+
+    pub fn from_code(code: i64) -> Option<Self> {
+        usize::try_from(code).ok().and_then(|i| Self::ALL.get(i)).copied()
+    }
+}
+
+/// A set of event types: a feed's or a webhook's filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventTypes(u8);
+
+impl EventTypes {
+    pub const ALL: EventTypes = EventTypes((1 << EventType::ALL.len()) - 1);
+    pub const EMPTY: EventTypes = EventTypes(0);
+
+    pub fn insert(&mut self, t: EventType) {
+        self.0 |= 1 << t.code();
+    }
+
+    pub fn contains(self, t: EventType) -> bool {
+        self.0 & (1 << t.code()) != 0
+    }
+
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
+    pub fn is_all(self) -> bool {
+        self == Self::ALL
+    }
+
+    /// The types in the set, in declaration order.
+    pub fn types(self) -> impl Iterator<Item = EventType> {
+        EventType::ALL.iter().copied().filter(move |t| self.contains(*t))
+    }
+}
+
+impl FromIterator<EventType> for EventTypes {
+    fn from_iter<I: IntoIterator<Item = EventType>>(iter: I) -> Self {
+        let mut set = EventTypes::EMPTY;
+        for t in iter {
+            set.insert(t);
+        }
+        set
+    }
+}
+
+/// One location's change, as its event will say it, before it is numbered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    pub kind: EventType,
+    pub location_id: String,
+    pub merchant_location_id: Option<String>,
+    pub version: i64,
+    pub status: Status,
+    /// `None` for `location.created`.
+    pub previous_status: Option<Status>,
+    /// The location's `updated_at` after the change, in Unix milliseconds.
+    pub at_ms: i64,
+}
+
+/// An event ready to be stored: its place in the merchant's log, its type, and its JSON (the
+/// same bytes every time it is read or delivered).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NumberedEvent {
+    pub sequence: i64,
+    pub kind: EventType,
+    pub at_ms: i64,
+    pub body: String,
+}
+
+/// The event object of CONTRACT §18.1, its keys in that order.
+#[derive(Serialize)]
+struct Body<'a> {
+    event_id: &'a str,
+    sequence: i64,
+    #[serde(rename = "type")]
+    kind: EventType,
+    occurred_at: &'a str,
+    location_id: &'a str,
+    merchant_location_id: Option<&'a str>,
+    version: i64,
+    status: Status,
+    previous_status: Option<Status>,
+}
+
+/// `changes` numbered after the merchant's last sequence `last`, each with an id of `new_id`.
+pub fn number(changes: &[Change], last: i64, mut new_id: impl FnMut() -> String) -> Vec<NumberedEvent> {
+    changes
+        .iter()
+        .zip(last + 1..)
+        .map(|(change, sequence)| {
+            let at = timestamp(change.at_ms);
+            let occurred_at = std::str::from_utf8(&at).unwrap_or_default();
+            let id = new_id();
+            let body = Body {
+                event_id: &id,
+                sequence,
+                kind: change.kind,
+                occurred_at,
+                location_id: &change.location_id,
+                merchant_location_id: change.merchant_location_id.as_deref(),
+                version: change.version,
+                status: change.status,
+                previous_status: change.previous_status,
+            };
+            NumberedEvent {
+                sequence,
+                kind: change.kind,
+                at_ms: change.at_ms,
+                // Serialising plain strings, numbers and words cannot fail.
+                body: serde_json::to_string(&body).unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// A new event id: `evt_` and a time-ordered UUID.
+pub fn new_event_id() -> String {
+    format!("evt_{}", uuid::Uuid::now_v7().simple())
+}
+
+/// What a feed request reads (CONTRACT §18.2): the merchant's events after `after` (a sequence;
+/// 0 is before the first), of `types`, at most `limit`.
+#[derive(Clone, Copy, Debug)]
+pub struct EventQuery {
+    pub merchant_pk: i64,
+    pub types: EventTypes,
+    pub after: i64,
+    pub limit: usize,
+}
+
+/// Where a merchant's log stands: its last sequence, and the last one dropped by retention (the
+/// oldest kept is the one after it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LogBounds {
+    pub last: i64,
+    pub pruned_through: i64,
+}
+
+/// One page of a feed, read in one snapshot.
+#[derive(Clone, Debug, Default)]
+pub struct EventPage {
+    /// `(sequence, JSON)` of each event, in sequence order.
+    pub events: Vec<(i64, String)>,
+    /// Matching events after the page existed.
+    pub has_next: bool,
+    pub bounds: LogBounds,
+}
+
+/// The digest a feed cursor carries: the merchant and the set of types (CONTRACT §18.2: bound to
+/// both; filters that mean the same have the same digest).
+pub fn feed_digest(merchant_id: &str, types: EventTypes) -> [u8; 16] {
+    let mut h = Sha256::new();
+    h.update(b"events/v1\0");
+    h.update(merchant_id.as_bytes());
+    h.update([0, types.bits()]);
+    let full = h.finalize();
+    let mut digest = [0; 16];
+    digest.copy_from_slice(&full[..16]);
+    digest
+}
+
+/// The pages of one type each (each in sequence order, each at most `limit + 1` long) merged
+/// into one page of at most `limit` of the earliest, and whether more were found.
+pub fn merge_pages(mut pages: Vec<Vec<(i64, String)>>, limit: usize) -> (Vec<(i64, String)>, bool) {
+    let mut all: Vec<(i64, String)> = pages.iter_mut().flat_map(std::mem::take).collect();
+    all.sort_by_key(|(sequence, _)| *sequence);
+    let has_next = all.len() > limit;
+    all.truncate(limit);
+    (all, has_next)
+}
+
+/// Retention (`--event-retention`): how many events one pruning step drops at most.
+pub const PRUNE_BATCH: usize = 1000;
+
+/// The longest prefix of `rows` (`(sequence, appended at ms)`, in sequence order) appended before
+/// `cutoff_ms`: its last sequence, if any. An event younger than the cutoff stops the prefix, so
+/// no event is dropped before its time even when the clock stepped back.
+pub fn prunable_through(rows: &[(i64, i64)], cutoff_ms: i64) -> Option<i64> {
+    rows.iter()
+        .take_while(|(_, at)| *at < cutoff_ms)
+        .last()
+        .map(|(sequence, _)| *sequence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_are_numbered_after_the_last_with_their_keys_in_order() {
+        let change = Change {
+            kind: EventType::Redecided,
+            location_id: "loc".into(),
+            merchant_location_id: None,
+            version: 3,
+            status: Status::Active,
+            previous_status: Some(Status::Quarantine),
+            at_ms: 1_700_000_000_123,
+        };
+        let mut n = 0;
+        let events = number(&[change.clone(), change], 41, || {
+            n += 1;
+            format!("e{n}")
+        });
+        assert_eq!(events.iter().map(|e| e.sequence).collect::<Vec<_>>(), [42, 43]);
+        assert_eq!(
+            events[0].body,
+            r#"{"event_id":"e1","sequence":42,"type":"location.redecided","occurred_at":"2023-11-14T22:13:20.123Z","location_id":"loc","merchant_location_id":null,"version":3,"status":"ACTIVE","previous_status":"QUARANTINE"}"#
+        );
+    }
+
+    #[test]
+    fn type_codes_round_trip_and_sets_hold_what_was_put_in() {
+        for t in EventType::ALL {
+            assert_eq!(EventType::from_code(t.code()), Some(*t));
+        }
+        let set: EventTypes = [EventType::Archived, EventType::Created, EventType::Archived]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            set.types().collect::<Vec<_>>(),
+            [EventType::Created, EventType::Archived]
+        );
+        assert!(!set.is_all() && EventTypes::ALL.is_all());
+        assert_ne!(feed_digest("m", set), feed_digest("m", EventTypes::ALL));
+        assert_ne!(feed_digest("m", set), feed_digest("n", set));
+    }
+
+    #[test]
+    fn pages_of_each_type_merge_in_sequence_order() {
+        let page = |s: &[i64]| s.iter().map(|&n| (n, n.to_string())).collect::<Vec<_>>();
+        let (merged, more) = merge_pages(vec![page(&[1, 4, 9]), page(&[2, 3])], 3);
+        assert_eq!(merged.iter().map(|e| e.0).collect::<Vec<_>>(), [1, 2, 3]);
+        assert!(more);
+        let (merged, more) = merge_pages(vec![page(&[5]), page(&[])], 3);
+        assert_eq!(merged.len(), 1);
+        assert!(!more);
+    }
+
+    #[test]
+    fn pruning_stops_at_the_first_young_event() {
+        assert_eq!(prunable_through(&[(1, 10), (2, 20), (3, 5)], 15), Some(1));
+        assert_eq!(prunable_through(&[(1, 10), (2, 12)], 15), Some(2));
+        assert_eq!(prunable_through(&[(1, 20)], 15), None);
+    }
+}

@@ -1,0 +1,120 @@
+//! Waking the feed requests that wait for a merchant's next event (CONTRACT §18.2 `wait_s`).
+//!
+//! A waiting request takes a place among its merchant's waiters (at most [`WAITERS_PER_MERCHANT`]
+//! on this instance), then sleeps on the merchant's signal without a database connection. A commit
+//! that appended events rings it: this instance's own writes at once, other instances' through
+//! the store (PostgreSQL's `NOTIFY`, `Store::follow_events`). A waiter also looks again every
+//! [`RECHECK`] on its own, so that a notice lost with a broken connection, or an operator's
+//! approval from another process on a SQLite file, is seen within that time.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// Most requests of one merchant waiting at once on one instance.
+pub const WAITERS_PER_MERCHANT: usize = 16;
+
+/// How often a waiter looks again without a notice.
+pub const RECHECK: Duration = Duration::from_millis(900);
+
+#[derive(Default)]
+struct Waiting {
+    notify: Arc<Notify>,
+    count: usize,
+}
+
+/// The merchants whose feed requests wait, and the signal each waits on.
+#[derive(Default)]
+pub struct EventSignal {
+    merchants: Mutex<HashMap<i64, Waiting>>,
+}
+
+/// A waiter's place: given back when dropped.
+pub struct Place {
+    signal: Arc<EventSignal>,
+    merchant_pk: i64,
+    notify: Arc<Notify>,
+}
+
+impl Place {
+    /// The signal to wait on (create its `notified()` before looking, so that no ring between the
+    /// look and the wait is missed).
+    pub fn notify(&self) -> &Notify {
+        &self.notify
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut merchants = self.signal.lock();
+        if let Some(waiting) = merchants.get_mut(&self.merchant_pk) {
+            waiting.count -= 1;
+            if waiting.count == 0 {
+                merchants.remove(&self.merchant_pk);
+            }
+        }
+    }
+}
+
+impl EventSignal {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Waiting>> {
+        // The map is only counted and looked up under the lock, which cannot panic half-way.
+        self.merchants.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A place among the merchant's waiters, or `None` when it has `WAITERS_PER_MERCHANT` already.
+    pub fn wait_place(self: &Arc<Self>, merchant_pk: i64) -> Option<Place> {
+        let mut merchants = self.lock();
+        let waiting = merchants.entry(merchant_pk).or_default();
+        if waiting.count >= WAITERS_PER_MERCHANT {
+            return None;
+        }
+        waiting.count += 1;
+        Some(Place {
+            signal: Arc::clone(self),
+            merchant_pk,
+            notify: Arc::clone(&waiting.notify),
+        })
+    }
+
+    /// The merchant's log grew: its waiters look again.
+    pub fn ring(&self, merchant_pk: i64) {
+        if let Some(waiting) = self.lock().get(&merchant_pk) {
+            waiting.notify.notify_waiters();
+        }
+    }
+
+    /// Every waiter looks again (notices may have been missed).
+    pub fn ring_all(&self) {
+        for waiting in self.lock().values() {
+            waiting.notify.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_merchant_has_at_most_sixteen_waiters_and_a_ring_wakes_them() {
+        let signal = Arc::new(EventSignal::default());
+        let places: Vec<Place> = (0..WAITERS_PER_MERCHANT).filter_map(|_| signal.wait_place(1)).collect();
+        assert_eq!(places.len(), WAITERS_PER_MERCHANT);
+        assert!(signal.wait_place(1).is_none());
+        assert!(signal.wait_place(2).is_some(), "another merchant has places of its own");
+        {
+            let woken = places[0].notify().notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            signal.ring(1);
+            tokio::time::timeout(Duration::from_secs(5), woken)
+                .await
+                .unwrap_or_else(|_| panic!("the ring did not wake the waiter"));
+        }
+        drop(places);
+        assert!(signal.lock().is_empty(), "places are given back");
+    }
+}

@@ -1,0 +1,203 @@
+//! Event SQL (CONTRACT §18): appending a request's events to its merchant's log inside its
+//! transaction (with a notice to every instance's waiting feeds), reading a page of the feed, and
+//! retention's pruning.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{GenericClient, Pool};
+use futures_util::StreamExt;
+use tokio_postgres::AsyncMessage;
+
+use super::sql::{Params, execute, query};
+use crate::domain::event::{self, Change, EventPage, EventQuery, LogBounds, PRUNE_BATCH, merge_pages, new_event_id};
+use crate::store::api::StoreError;
+use crate::store::event_signal::EventSignal;
+
+/// The channel of `NOTIFY`: its payload is the merchant's `pk`.
+pub(super) const CHANNEL: &str = "storefront_events";
+
+/// Appends the events of `changes` after the merchant's last. The log's row stays locked to the
+/// commit, so the merchant's events are numbered in commit order; the notice is delivered at the
+/// commit.
+pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError> {
+    let n = changes.len() as i64;
+    let last: i64 = query(
+        tx,
+        "INSERT INTO event_logs (merchant_pk, last_sequence) VALUES ($1, $2) \
+         ON CONFLICT (merchant_pk) DO UPDATE SET last_sequence = event_logs.last_sequence + $2 \
+         RETURNING last_sequence",
+        &[&merchant_pk, &n],
+    )
+    .await?
+    .first()
+    .map(|r| r.get(0))
+    .ok_or(StoreError::Unavailable)?;
+    let events = event::number(changes, last - n, new_event_id);
+    let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
+    let types: Vec<i16> = events.iter().map(|e| e.kind.code() as i16).collect();
+    let at: Vec<i64> = events.iter().map(|e| e.at_ms).collect();
+    let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
+    let notice = merchant_pk.to_string();
+    let insert_params: Params<'_> = &[&merchant_pk, &sequences, &types, &at, &bodies];
+    let notify_params: Params<'_> = &[&CHANNEL, &notice];
+    let insert = execute(
+        tx,
+        "INSERT INTO events (merchant_pk, sequence, type, appended_at, body) \
+         SELECT $1, s, t, a, b FROM UNNEST($2::int8[], $3::int2[], $4::int8[], $5::text[]) AS u(s, t, a, b)",
+        insert_params,
+    );
+    let notify = execute(tx, "SELECT pg_notify($1, $2)", notify_params);
+    tokio::try_join!(insert, notify)?;
+    Ok(())
+}
+
+/// One page of the feed, in one snapshot: every type from the log's own order, a filter's types
+/// each from their index, merged.
+pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, StoreError> {
+    let mut client = pool.get().await?;
+    let tx = super::locations::snapshot(&mut client).await?;
+    let take = q.limit as i64 + 1;
+    let bounds_params: Params<'_> = &[&q.merchant_pk];
+    let page_params: Params<'_> = &[&q.merchant_pk, &q.after, &take];
+    let bounds = query(
+        &tx,
+        "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1",
+        bounds_params,
+    );
+    let rows = |rows: Vec<tokio_postgres::Row>| rows.iter().map(|r| (r.get(0), r.get(1))).collect::<Vec<_>>();
+    let (bounds, pages) = if q.types.is_all() {
+        let events = query(
+            &tx,
+            "SELECT sequence, body FROM events WHERE merchant_pk = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+            page_params,
+        );
+        let (bounds, events) = tokio::try_join!(bounds, events)?;
+        (bounds, vec![rows(events)])
+    } else {
+        let snapshot = &tx;
+        let by_type = q.types.types().map(|t| {
+            let code = t.code() as i16;
+            async move {
+                query(
+                    snapshot,
+                    "SELECT sequence, body FROM events WHERE merchant_pk = $1 AND type = $4 AND sequence > $2 \
+                     ORDER BY sequence LIMIT $3",
+                    &[&q.merchant_pk, &q.after, &take, &code],
+                )
+                .await
+            }
+        });
+        let (bounds, pages) = tokio::try_join!(bounds, futures_util::future::try_join_all(by_type))?;
+        (bounds, pages.into_iter().map(rows).collect())
+    };
+    tx.commit().await?;
+    let bounds = bounds.first().map_or_else(LogBounds::default, |r| LogBounds {
+        last: r.get(0),
+        pruned_through: r.get(1),
+    });
+    let (events, has_next) = merge_pages(pages, q.limit);
+    Ok(EventPage {
+        events,
+        has_next,
+        bounds,
+    })
+}
+
+/// Drops up to `PRUNE_BATCH` events of one merchant appended before `cutoff_ms`, oldest first, in
+/// one short transaction that waits for no merchant's writes (a log whose row is locked by a write
+/// in flight is skipped until the next step); how many.
+pub(super) async fn prune(pool: &Pool, cutoff_ms: i64) -> Result<usize, StoreError> {
+    let mut client = pool.get().await?;
+    let tx = client.transaction().await?;
+    let oldest = tx
+        .query_opt(
+            "SELECT l.merchant_pk, l.pruned_through FROM event_logs l \
+             WHERE l.pruned_through < l.last_sequence AND (SELECT appended_at FROM events e \
+             WHERE e.merchant_pk = l.merchant_pk AND e.sequence > l.pruned_through ORDER BY e.sequence LIMIT 1) < $1 \
+             LIMIT 1 FOR UPDATE SKIP LOCKED",
+            &[&cutoff_ms],
+        )
+        .await?;
+    let Some(row) = oldest else {
+        return Ok(0);
+    };
+    let (merchant_pk, pruned): (i64, i64) = (row.get(0), row.get(1));
+    let rows: Vec<(i64, i64)> = tx
+        .query(
+            "SELECT sequence, appended_at FROM events WHERE merchant_pk = $1 AND sequence > $2 \
+             ORDER BY sequence LIMIT $3",
+            &[&merchant_pk, &pruned, &(PRUNE_BATCH as i64)],
+        )
+        .await?
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    let Some(through) = event::prunable_through(&rows, cutoff_ms) else {
+        return Ok(0);
+    };
+    let dropped = tx
+        .execute(
+            "DELETE FROM events WHERE merchant_pk = $1 AND sequence > $2 AND sequence <= $3",
+            &[&merchant_pk, &pruned, &through],
+        )
+        .await?;
+    tx.execute(
+        "UPDATE event_logs SET pruned_through = $2 WHERE merchant_pk = $1",
+        &[&merchant_pk, &through],
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(usize::try_from(dropped).unwrap_or(0).max(1))
+}
+
+/// Rings `signal` for every merchant whose log any instance grew, for as long as it runs: one
+/// connection of its own `LISTEN`s; when it breaks, it is opened again a second later, and every
+/// waiter looks again (notices may have been missed meanwhile).
+pub(super) async fn follow(mut config: tokio_postgres::Config, signal: Arc<EventSignal>) {
+    config
+        .application_name("storefront-events")
+        .connect_timeout(Duration::from_secs(5))
+        .keepalives(true)
+        .keepalives_idle(Duration::from_secs(10))
+        .keepalives_interval(Duration::from_secs(5))
+        .keepalives_retries(3);
+    loop {
+        match listen(&config, &signal).await {
+            Ok(()) => tracing::warn!("the events' notice connection closed; opening it again"),
+            Err(e) => tracing::warn!(error = %e, "the events' notice connection failed; opening it again"),
+        }
+        signal.ring_all();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// One notice connection, until it breaks.
+async fn listen(config: &tokio_postgres::Config, signal: &Arc<EventSignal>) -> Result<(), tokio_postgres::Error> {
+    let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;
+    let ringing = Arc::clone(signal);
+    let messages = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            match message {
+                Ok(AsyncMessage::Notification(notice)) => {
+                    if let Ok(merchant_pk) = notice.payload().parse::<i64>() {
+                        ringing.ring(merchant_pk);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    });
+    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    // Listening from here: what was committed before is seen by the waiters' own look.
+    signal.ring_all();
+    let ended = messages.await;
+    drop(client);
+    match ended {
+        Ok(result) => result,
+        Err(_) => Ok(()),
+    }
+}
