@@ -94,11 +94,11 @@ async fn gate(state: AppState, admits: Admits, mut request: Request, next: Next)
     };
     let merchant_id = ServedMerchant(merchant.id.clone());
     request.extensions_mut().insert(merchant);
-    // Held until the answer, unless the handler gives it back to wait (`InFlight::give_back`).
-    request
-        .extensions_mut()
-        .insert(InFlight(Arc::new(Mutex::new(Some(permit)))));
+    // Held here until the answer, unless the handler gives it back to wait (`InFlight::give_back`).
+    let in_flight = InFlight(Arc::new(Mutex::new(Some(permit))));
+    request.extensions_mut().insert(in_flight.clone());
     let mut response = next.run(request).await;
+    drop(in_flight);
     response.extensions_mut().insert(merchant_id);
     if let Some(headers) = headers {
         insert_headers(response.headers_mut(), &headers);

@@ -79,6 +79,11 @@ impl EventSignal {
         })
     }
 
+    /// How many of the merchant's requests wait now.
+    pub fn waiting(&self, merchant_pk: i64) -> usize {
+        self.lock().get(&merchant_pk).map_or(0, |w| w.count)
+    }
+
     /// The merchant's log grew: its waiters look again.
     pub fn ring(&self, merchant_pk: i64) {
         if let Some(waiting) = self.lock().get(&merchant_pk) {
