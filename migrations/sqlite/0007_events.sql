@@ -20,3 +20,52 @@ CREATE TABLE events (
 
 -- A feed filtered by type reads each type's events in sequence order.
 CREATE INDEX events_by_type ON events (merchant_pk, type, sequence);
+
+-- Webhooks (CONTRACT §18.3): a merchant's endpoints. `types` is the bit set of the event types it
+-- takes (null: every type); `deleted_at` set once it is deleted (it no longer counts towards the
+-- 10); `failing_since` the first failed attempt since the last delivered one.
+CREATE TABLE webhooks (
+    webhook_id      TEXT    PRIMARY KEY,
+    merchant_pk     INTEGER NOT NULL REFERENCES merchants(pk),
+    url             TEXT    NOT NULL,
+    types           INTEGER,
+    status          TEXT    NOT NULL,
+    disabled_reason TEXT,
+    secret          TEXT    NOT NULL,
+    old_secret      TEXT,
+    old_secret_until INTEGER,
+    created_at      INTEGER NOT NULL,
+    deleted_at      INTEGER,
+    failing_since   INTEGER
+);
+CREATE INDEX webhooks_of_merchant ON webhooks (merchant_pk, created_at);
+
+-- What is still to be delivered: one row per event and endpoint, written with the event. A row is
+-- claimed by the instance attempting it until `claim_until`; a claim that expires (its instance
+-- died) is taken over.
+CREATE TABLE deliveries (
+    webhook_id      TEXT    NOT NULL,
+    sequence        INTEGER NOT NULL,
+    merchant_pk     INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    claim_until     INTEGER NOT NULL DEFAULT 0,
+    appended_at     INTEGER NOT NULL,
+    PRIMARY KEY (webhook_id, sequence)
+) WITHOUT ROWID;
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at);
+
+-- Every attempt, newest first by `id` (CONTRACT §18.3 `deliveries`), kept as long as events.
+CREATE TABLE delivery_attempts (
+    id           INTEGER PRIMARY KEY,
+    webhook_id   TEXT    NOT NULL,
+    event_id     TEXT    NOT NULL,
+    sequence     INTEGER NOT NULL,
+    attempt      INTEGER NOT NULL,
+    attempted_at INTEGER NOT NULL,
+    outcome      TEXT    NOT NULL,
+    http_status  INTEGER,
+    error        TEXT,
+    duration_ms  INTEGER NOT NULL
+);
+CREATE INDEX delivery_attempts_of_webhook ON delivery_attempts (webhook_id, id);

@@ -152,6 +152,15 @@ pub fn new_event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())
 }
 
+/// The `event_id` of a stored event's JSON.
+pub fn event_id_of(body: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        event_id: String,
+    }
+    serde_json::from_str::<Id>(body).map(|i| i.event_id).unwrap_or_default()
+}
+
 /// What a feed request reads (CONTRACT §18.2): the merchant's events after `after` (a sequence;
 /// 0 is before the first), of `types`, at most `limit`.
 #[derive(Clone, Copy, Debug)]

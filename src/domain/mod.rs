@@ -9,4 +9,5 @@ pub mod geo;
 pub mod json;
 pub mod location;
 pub mod schedule;
+pub mod webhook;
 pub mod wire;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::event_signal::EventSignal;
+use super::webhook_api::WebhookStore;
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
 use crate::domain::event::{EventPage, EventQuery};
@@ -126,6 +127,11 @@ impl StoreError {
     }
 }
 
+/// A stored wire word of the service's own (`what` names it in the error).
+pub fn stored_word<T>(s: &str, what: &str, parse: impl Fn(&str) -> Option<T>) -> Result<T, StoreError> {
+    parse(s).ok_or_else(|| StoreError::corrupt(what, s))
+}
+
 /// A stored location status.
 pub fn stored_status(s: &str) -> Result<Status, StoreError> {
     Status::from_wire(s).ok_or_else(|| StoreError::corrupt("status", s))
@@ -219,6 +225,9 @@ pub trait Store: Send + Sync + 'static {
     /// as the store runs (PostgreSQL's `LISTEN`). A store with one writer process returns at once:
     /// its own writes ring the signal from the request that made them.
     async fn follow_events(&self, _signal: Arc<EventSignal>) {}
+
+    /// What is stored of webhooks (CONTRACT §18.3).
+    fn webhooks(&self) -> Arc<dyn WebhookStore>;
 
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;

@@ -8,6 +8,7 @@ pub mod group;
 pub mod migrate;
 pub mod postgres;
 pub mod sqlite;
+pub mod webhook_api;
 
 use std::path::PathBuf;
 use std::sync::Arc;

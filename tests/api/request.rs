@@ -384,6 +384,10 @@ impl Store for FaultyStore {
         self.inner.prune_events(cutoff_ms).await
     }
 
+    fn webhooks(&self) -> Arc<dyn storefront::store::webhook_api::WebhookStore> {
+        self.inner.webhooks()
+    }
+
     async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while searching"),

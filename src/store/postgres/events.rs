@@ -39,6 +39,7 @@ pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &
     let at: Vec<i64> = events.iter().map(|e| e.at_ms).collect();
     let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
     let notice = merchant_pk.to_string();
+    let now = at.first().copied().unwrap_or_else(crate::store::now_ms);
     let insert_params: Params<'_> = &[&merchant_pk, &sequences, &types, &at, &bodies];
     let notify_params: Params<'_> = &[&CHANNEL, &notice];
     let insert = execute(
@@ -48,7 +49,9 @@ pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &
         insert_params,
     );
     let notify = execute(tx, "SELECT pg_notify($1, $2)", notify_params);
-    tokio::try_join!(insert, notify)?;
+    let queue_params: Params<'_> = &[&merchant_pk, &sequences, &types, &now];
+    let queue = execute(tx, super::webhooks::QUEUE_DELIVERIES, queue_params);
+    tokio::try_join!(insert, notify, queue)?;
     Ok(())
 }
 

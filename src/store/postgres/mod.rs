@@ -31,6 +31,7 @@ mod locations;
 mod rate;
 mod search;
 mod sql;
+mod webhooks;
 
 use std::sync::Arc;
 
@@ -49,6 +50,7 @@ use super::api::{
     now_ms,
 };
 use super::event_signal::EventSignal;
+use super::webhook_api::WebhookStore;
 use super::migrate;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -289,6 +291,12 @@ impl Store for PgStore {
 
     fn rate_ledger(&self) -> Option<Arc<dyn Ledger>> {
         Some(Arc::new(rate::PgLedger::new(self.ledger.clone())))
+    }
+
+    fn webhooks(&self) -> Arc<dyn WebhookStore> {
+        Arc::new(webhooks::PgWebhooks {
+            pool: self.pool.clone(),
+        })
     }
 
     async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError> {

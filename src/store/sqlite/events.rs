@@ -22,10 +22,12 @@ pub(super) fn append(tx: &Connection, merchant_pk: i64, changes: &[Change]) -> R
     let mut insert = tx.prepare_cached(
         "INSERT INTO events (merchant_pk, sequence, type, appended_at, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    for e in event::number(changes, last - n, new_event_id) {
+    let events = event::number(changes, last - n, new_event_id);
+    for e in &events {
         insert.execute(params![merchant_pk, e.sequence, e.kind.code(), e.at_ms, e.body])?;
     }
-    Ok(())
+    let queued: Vec<(i64, EventType, i64)> = events.iter().map(|e| (e.sequence, e.kind, e.at_ms)).collect();
+    super::webhooks::queue_deliveries(tx, merchant_pk, &queued)
 }
 
 /// Where the merchant's log stands.

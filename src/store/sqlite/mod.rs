@@ -27,6 +27,7 @@ mod locations;
 mod readers;
 mod schema;
 mod search;
+mod webhooks;
 mod writer;
 
 use crate::store::group::Written;
@@ -53,6 +54,7 @@ use super::api::{
     now_ms,
 };
 use crate::domain::category::Category;
+use crate::store::webhook_api::WebhookStore;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::event::{EventPage, EventQuery};
@@ -62,7 +64,7 @@ use crate::domain::location::listing::{LocationPage, LocationQuery};
 use crate::domain::location::search::{SearchPage, SearchQuery};
 
 pub struct SqliteStore {
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    jobs: Jobs,
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Arc<ReadPool>,
     health: Arc<WriterHealth>,
@@ -89,7 +91,7 @@ impl SqliteStore {
             .map_err(StoreError::backend)?;
         let checkpointer = Checkpointer::spawn(&path)?;
         Ok(SqliteStore {
-            jobs: Mutex::new(Some(tx)),
+            jobs: Arc::new(Mutex::new(Some(tx))),
             writer: Mutex::new(Some(writer)),
             checkpointer: Mutex::new(Some(checkpointer)),
             // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
@@ -132,11 +134,7 @@ impl SqliteStore {
     }
 
     fn sender(&self) -> Result<mpsc::Sender<Job>, StoreError> {
-        self.jobs
-            .lock()
-            .map_err(|_| StoreError::Unavailable)?
-            .clone()
-            .ok_or(StoreError::Unavailable)
+        sender(&self.jobs)
     }
 
     /// Runs the write `work` of `to`'s merchant on the writer thread in the next group commit
@@ -158,19 +156,37 @@ impl SqliteStore {
         &self,
         f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let (reply, answer) = oneshot::channel();
-        let job = Job::Run(Box::new(move |conn: &mut Connection| {
-            let result = (|| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let value = f(&tx)?;
-                tx.commit()?;
-                Ok(value)
-            })();
-            let _ = reply.send(result);
-        }));
-        self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
-        answer.await.map_err(|_| StoreError::Unavailable)?
+        write(&self.jobs, f).await
     }
+}
+
+/// The writer thread's queue (closed at `close`).
+type Jobs = Arc<Mutex<Option<mpsc::Sender<Job>>>>;
+
+fn sender(jobs: &Jobs) -> Result<mpsc::Sender<Job>, StoreError> {
+    jobs.lock()
+        .map_err(|_| StoreError::Unavailable)?
+        .clone()
+        .ok_or(StoreError::Unavailable)
+}
+
+/// Runs `f` on the writer thread, in a transaction of its own.
+async fn write<T: Send + 'static>(
+    jobs: &Jobs,
+    f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let (reply, answer) = oneshot::channel();
+    let job = Job::Run(Box::new(move |conn: &mut Connection| {
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        let _ = reply.send(result);
+    }));
+    sender(jobs)?.send(job).await.map_err(|_| StoreError::Unavailable)?;
+    answer.await.map_err(|_| StoreError::Unavailable)?
 }
 
 impl From<rusqlite::types::FromSqlError> for StoreError {
@@ -296,6 +312,13 @@ impl Store for SqliteStore {
         let merchant_pk = to.merchant.pk;
         self.grouped(to, move |tx, _| changes::change_in_tx(tx, merchant_pk, plan))
             .await
+    }
+
+    fn webhooks(&self) -> Arc<dyn WebhookStore> {
+        Arc::new(webhooks::SqliteWebhooks {
+            jobs: Arc::clone(&self.jobs),
+            readers: Arc::clone(&self.readers),
+        })
     }
 
     async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError> {

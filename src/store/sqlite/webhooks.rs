@@ -1,0 +1,333 @@
+//! Webhook SQL (CONTRACT §18.3): the endpoints, their pending deliveries and their attempts. The
+//! writes run on the writer thread, each in a short transaction of its own; the reads on the
+//! read connections.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use super::readers::ReadPool;
+use super::{Jobs, write};
+use crate::domain::event::{EventType, EventTypes, event_id_of};
+use crate::domain::webhook::{
+    Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus,
+};
+use crate::store::api::StoreError;
+use crate::store::webhook_api::{Due, NewWebhook, Next, Settled, WebhookChange, WebhookStore};
+
+pub(super) struct SqliteWebhooks {
+    pub(super) jobs: Jobs,
+    pub(super) readers: Arc<ReadPool>,
+}
+
+const WEBHOOK: &str = "webhook_id, url, types, status, disabled_reason, created_at";
+
+fn webhook(r: &Row<'_>) -> rusqlite::Result<Webhook> {
+    Ok(Webhook {
+        webhook_id: r.get(0)?,
+        url: r.get(1)?,
+        types: r
+            .get::<_, Option<i64>>(2)?
+            .map(|bits| EventType::ALL.iter().copied().filter(|t| bits & (1 << t.code()) != 0).collect()),
+        status: super::column::word(r, 3, "status", WebhookStatus::from_wire)?,
+        disabled_reason: r
+            .get::<_, Option<String>>(4)?
+            .and_then(|s| DisabledReason::from_wire(&s)),
+        created_at_ms: r.get(5)?,
+    })
+}
+
+fn bits(types: Option<EventTypes>) -> Option<i64> {
+    types.map(|t| i64::from(t.bits()))
+}
+
+/// The merchant's endpoint `webhook_id` that is not deleted.
+fn find(conn: &Connection, merchant_pk: i64, webhook_id: &str) -> Result<Option<Webhook>, StoreError> {
+    Ok(conn
+        .prepare_cached(&format!(
+            "SELECT {WEBHOOK} FROM webhooks WHERE webhook_id = ?1 AND merchant_pk = ?2 AND deleted_at IS NULL"
+        ))?
+        .query_row(params![webhook_id, merchant_pk], webhook)
+        .optional()?)
+}
+
+/// Pending deliveries of the merchant's enabled endpoints that take `kind`, for the event
+/// `sequence` appended at `at_ms` (inside the event's own transaction).
+pub(super) fn queue_deliveries(
+    tx: &Connection,
+    merchant_pk: i64,
+    events: &[(i64, EventType, i64)],
+) -> Result<(), StoreError> {
+    let endpoints: Vec<(String, Option<i64>)> = tx
+        .prepare_cached(
+            "SELECT webhook_id, types FROM webhooks WHERE merchant_pk = ?1 AND status = 'ENABLED' AND deleted_at IS NULL",
+        )?
+        .query_map([merchant_pk], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<_, _>>()?;
+    if endpoints.is_empty() {
+        return Ok(());
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, next_attempt_at, appended_at) \
+         VALUES (?1, ?2, ?3, ?4, ?4)",
+    )?;
+    for (sequence, kind, at_ms) in events {
+        for (webhook_id, types) in &endpoints {
+            if types.is_none_or(|bits| bits & (1 << kind.code()) != 0) {
+                insert.execute(params![webhook_id, sequence, merchant_pk, at_ms])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl WebhookStore for SqliteWebhooks {
+    async fn create_webhook(&self, merchant_pk: i64, new: NewWebhook) -> Result<Option<Webhook>, StoreError> {
+        write(&self.jobs, move |tx| {
+            let count: i64 = tx.query_row(
+                "SELECT count(*) FROM webhooks WHERE merchant_pk = ?1 AND deleted_at IS NULL",
+                [merchant_pk],
+                |r| r.get(0),
+            )?;
+            if count >= MAX_WEBHOOKS as i64 {
+                return Ok(None);
+            }
+            let w = &new.webhook;
+            tx.execute(
+                "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![w.webhook_id, merchant_pk, w.url, bits(w.types), w.status.as_str(), new.secret, w.created_at_ms],
+            )?;
+            Ok(Some(new.webhook))
+        })
+        .await
+    }
+
+    async fn list_webhooks(&self, merchant_pk: i64) -> Result<Vec<Webhook>, StoreError> {
+        self.readers
+            .read(move |c| {
+                let mut stmt = c.prepare_cached(&format!(
+                    "SELECT {WEBHOOK} FROM webhooks WHERE merchant_pk = ?1 AND deleted_at IS NULL \
+                     ORDER BY created_at, webhook_id"
+                ))?;
+                let rows = stmt.query_map([merchant_pk], webhook)?;
+                Ok(rows.collect::<Result<_, _>>()?)
+            })
+            .await
+    }
+
+    async fn change_webhook(
+        &self,
+        merchant_pk: i64,
+        webhook_id: &str,
+        change: WebhookChange,
+    ) -> Result<Option<Webhook>, StoreError> {
+        let webhook_id = webhook_id.to_owned();
+        write(&self.jobs, move |tx| {
+            let Some(before) = find(tx, merchant_pk, &webhook_id)? else {
+                return Ok(None);
+            };
+            match change {
+                WebhookChange::Delete => {
+                    tx.execute(
+                        "UPDATE webhooks SET deleted_at = ?2 WHERE webhook_id = ?1",
+                        params![webhook_id, crate::store::now_ms()],
+                    )?;
+                    tx.execute("DELETE FROM deliveries WHERE webhook_id = ?1", [&webhook_id])?;
+                    return Ok(Some(before));
+                }
+                WebhookChange::Enable => {
+                    tx.execute(
+                        "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL \
+                         WHERE webhook_id = ?1",
+                        [&webhook_id],
+                    )?;
+                }
+                WebhookChange::Rotate { secret, old_until_ms } => {
+                    tx.execute(
+                        "UPDATE webhooks SET old_secret = secret, old_secret_until = ?3, secret = ?2 WHERE webhook_id = ?1",
+                        params![webhook_id, secret, old_until_ms],
+                    )?;
+                }
+            }
+            find(tx, merchant_pk, &webhook_id)
+        })
+        .await
+    }
+
+    async fn attempts(
+        &self,
+        merchant_pk: i64,
+        webhook_id: &str,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Option<Vec<Attempt>>, StoreError> {
+        let webhook_id = webhook_id.to_owned();
+        self.readers
+            .snapshot(move |c| {
+                let known = c
+                    .prepare_cached("SELECT 1 FROM webhooks WHERE webhook_id = ?1 AND merchant_pk = ?2")?
+                    .query_row(params![webhook_id, merchant_pk], |_| Ok(()))
+                    .optional()?;
+                if known.is_none() {
+                    return Ok(None);
+                }
+                let mut stmt = c.prepare_cached(
+                    "SELECT id, event_id, sequence, attempt, attempted_at, outcome, http_status, error, duration_ms \
+                     FROM delivery_attempts WHERE webhook_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+                )?;
+                let rows = stmt.query_map(
+                    params![webhook_id, before.unwrap_or(i64::MAX), limit as i64 + 1],
+                    |r| {
+                        Ok(Attempt {
+                            id: r.get(0)?,
+                            event_id: r.get(1)?,
+                            sequence: r.get(2)?,
+                            attempt: r.get(3)?,
+                            attempted_at_ms: r.get(4)?,
+                            outcome: super::column::word(r, 5, "outcome", Outcome::from_wire)?,
+                            http_status: r.get(6)?,
+                            error: r.get(7)?,
+                            duration_ms: r.get(8)?,
+                        })
+                    },
+                )?;
+                Ok(Some(rows.collect::<Result<_, _>>()?))
+            })
+            .await
+    }
+
+    async fn claim(&self, now_ms: i64, until_ms: i64, limit: usize, skip: &[String]) -> Result<Vec<Due>, StoreError> {
+        let skip = skip.to_vec();
+        write(&self.jobs, move |tx| {
+            let mut due = Vec::new();
+            let mut stmt = tx.prepare_cached(
+                "SELECT d.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, d.sequence, \
+                 d.attempts, d.appended_at, e.body FROM deliveries d \
+                 JOIN webhooks w ON w.webhook_id = d.webhook_id \
+                 JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
+                 WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 ORDER BY d.next_attempt_at LIMIT ?2",
+            )?;
+            // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
+            let rows = stmt.query_map(params![now_ms, (limit + skip.len() * 8) as i64], |r| {
+                let secret: String = r.get(2)?;
+                let old: Option<String> = r.get(3)?;
+                let old_until: Option<i64> = r.get(4)?;
+                let mut secrets = vec![secret];
+                if let (Some(old), Some(until)) = (old, old_until)
+                    && until > now_ms
+                {
+                    secrets.push(old);
+                }
+                let body: String = r.get(9)?;
+                Ok(Due {
+                    webhook_id: r.get(0)?,
+                    url: r.get(1)?,
+                    secrets,
+                    failing_since_ms: r.get(5)?,
+                    sequence: r.get(6)?,
+                    attempts: r.get(7)?,
+                    appended_at_ms: r.get(8)?,
+                    event_id: event_id_of(&body),
+                    body,
+                })
+            })?;
+            for row in rows {
+                let row = row?;
+                if due.len() < limit && !skip.contains(&row.webhook_id) {
+                    due.push(row);
+                }
+            }
+            let mut claim =
+                tx.prepare_cached("UPDATE deliveries SET claim_until = ?3 WHERE webhook_id = ?1 AND sequence = ?2")?;
+            for d in &due {
+                claim.execute(params![d.webhook_id, d.sequence, until_ms])?;
+            }
+            Ok(due)
+        })
+        .await
+    }
+
+    async fn release(&self, claims: &[(String, i64)]) -> Result<(), StoreError> {
+        let claims = claims.to_vec();
+        write(&self.jobs, move |tx| {
+            let mut stmt =
+                tx.prepare_cached("UPDATE deliveries SET claim_until = 0 WHERE webhook_id = ?1 AND sequence = ?2")?;
+            for (webhook_id, sequence) in &claims {
+                stmt.execute(params![webhook_id, sequence])?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn settle(&self, settled: Settled) -> Result<(), StoreError> {
+        write(&self.jobs, move |tx| {
+            let Settled { webhook_id, attempt: a, next } = settled;
+            tx.prepare_cached(
+                "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
+                 http_status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            )?
+            .execute(params![
+                webhook_id,
+                a.event_id,
+                a.sequence,
+                a.attempt,
+                a.attempted_at_ms,
+                a.outcome.as_str(),
+                a.http_status,
+                a.error,
+                a.duration_ms
+            ])?;
+            let failing = match a.outcome {
+                Outcome::Delivered => "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ?1",
+                Outcome::Failed => {
+                    "UPDATE webhooks SET failing_since = coalesce(failing_since, ?2) WHERE webhook_id = ?1"
+                }
+            };
+            tx.prepare_cached(failing)?.execute(params![webhook_id, a.attempted_at_ms])?;
+            match next {
+                Next::Done => {
+                    tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?
+                        .execute(params![webhook_id, a.sequence])?;
+                }
+                Next::RetryAt(at) => {
+                    tx.prepare_cached(
+                        "UPDATE deliveries SET attempts = ?3, next_attempt_at = ?4, claim_until = 0 \
+                         WHERE webhook_id = ?1 AND sequence = ?2",
+                    )?
+                    .execute(params![webhook_id, a.sequence, a.attempt, at])?;
+                }
+                Next::Disable(reason) => {
+                    tx.prepare_cached(
+                        "UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2 WHERE webhook_id = ?1",
+                    )?
+                    .execute(params![webhook_id, reason.as_str()])?;
+                    tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1")?
+                        .execute([&webhook_id])?;
+                }
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn pending(&self) -> Result<u64, StoreError> {
+        self.readers
+            .read(|c| Ok(c.query_row("SELECT count(*) FROM deliveries", [], |r| r.get::<_, i64>(0))? as u64))
+            .await
+    }
+
+    async fn prune_attempts(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        write(&self.jobs, move |tx| {
+            Ok(tx.execute(
+                "DELETE FROM delivery_attempts WHERE id IN \
+                 (SELECT id FROM delivery_attempts WHERE attempted_at < ?1 ORDER BY id LIMIT 1000)",
+                [cutoff_ms],
+            )?)
+        })
+        .await
+    }
+}
