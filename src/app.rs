@@ -26,7 +26,9 @@ use utoipa_swagger_ui::SwaggerUi;
 
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
-use crate::http::{categories, changes, cors, events, gate, locations, openapi, ops, request_id, search, widget};
+use crate::http::{
+    categories, changes, cors, events, gate, locations, openapi, ops, request_id, search, webhooks, widget,
+};
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
 pub use crate::state::{AppState, BodyTiming, Deadline, ServedMerchant};
@@ -100,6 +102,17 @@ async fn prune_events(state: AppState) {
         tick.tick().await;
         let retention = i64::try_from(state.settings.event_retention.as_millis()).unwrap_or(i64::MAX);
         let cutoff = crate::store::now_ms().saturating_sub(retention);
+        let webhooks = state.store.webhooks();
+        loop {
+            match webhooks.prune_attempts(cutoff).await {
+                Ok(1000..) => tokio::time::sleep(PRUNE_PAUSE).await,
+                Ok(_) => break,
+                Err(e) => {
+                    tracing::warn!(error = %crate::http::error::ErrorChain(&e), "dropping old delivery attempts failed; trying again later");
+                    break;
+                }
+            }
+        }
         loop {
             match state.store.prune_events(cutoff).await {
                 Ok(0) => break,
@@ -126,6 +139,12 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/location/archive", post(changes::archive))
         .route("/v1/location/restore", post(changes::restore))
         .route("/v1/location/events", post(events::feed))
+        .route("/v1/webhook/create", post(webhooks::create))
+        .route("/v1/webhook/list", post(webhooks::list))
+        .route("/v1/webhook/delete", post(webhooks::delete))
+        .route("/v1/webhook/enable", post(webhooks::enable))
+        .route("/v1/webhook/rotate_secret", post(webhooks::rotate_secret))
+        .route("/v1/webhook/deliveries", post(webhooks::deliveries))
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::merchant_gate));
     Router::new()
         .merge(storefront)
@@ -277,11 +296,16 @@ pub async fn serve(
     let share_upkeep = tokio::spawn(share_upkeep(state.clone()));
     let follow = tokio::spawn(follow_events(state.clone()));
     let prune = tokio::spawn(prune_events(state.clone()));
+    let deliver = tokio::spawn(crate::webhooks::deliver(
+        state.store.webhooks(),
+        state.settings.webhooks.clone(),
+    ));
     let limits = state.settings.connections.clone();
     let served = crate::server::run(listener, router(state), limits, shutdown).await;
     upkeep.abort();
     share_upkeep.abort();
     follow.abort();
     prune.abort();
+    deliver.abort();
     served
 }

@@ -86,7 +86,14 @@ impl ErrorCode {
 
     /// Its `error_type` (SPEC §7.2), by its status.
     pub const fn error_type(self) -> ErrorType {
-        match self.status() {
+        ErrorType::of_status(self.status())
+    }
+}
+
+impl ErrorType {
+    /// The `error_type` of an answer with this status.
+    pub const fn of_status(status: u16) -> ErrorType {
+        match status {
             400 | 408 => ErrorType::BadRequest,
             401 | 403 => ErrorType::Unauthorized,
             429 => ErrorType::RateLimit,

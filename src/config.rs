@@ -6,9 +6,12 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::domain::webhook::RetrySchedule;
 use crate::rate_limit::Rate;
 use crate::server::ConnectionLimits;
 use crate::store::DatabaseUrl;
+use crate::webhooks::WebhookSettings;
+use crate::webhooks::address::Reach;
 
 #[derive(Args, Debug, Clone)]
 pub struct DatabaseArgs {
@@ -82,6 +85,26 @@ pub struct ServeArgs {
     /// How long events are kept at least (CONTRACT §18.2): N followed by d, h or m (`30d`, `12h`).
     #[arg(long, env = "STOREFRONT_EVENT_RETENTION", default_value = "30d", value_parser = parse_retention)]
     pub event_retention: Duration,
+    /// The delays between a webhook delivery's attempts (CONTRACT §18.3), e.g. `1s,2s,4s`; past
+    /// the last the event is given up for that endpoint.
+    #[arg(long, env = "STOREFRONT_WEBHOOK_RETRY_SCHEDULE", default_value = "5s,5m,30m,2h,5h,10h,14h,20h,24h", value_parser = RetrySchedule::parse)]
+    pub webhook_retry_schedule: RetrySchedule,
+    /// An endpoint none of whose attempts succeeded for this long is disabled (e.g. `5d`, `30s`).
+    #[arg(long, env = "STOREFRONT_WEBHOOK_DISABLE_AFTER", default_value = "5d", value_parser = parse_webhook_duration)]
+    pub webhook_disable_after: Duration,
+    /// Webhook endpoints may be private, loopback or link-local addresses: for receivers inside the
+    /// operator's own network, and tests. Off by default (only public addresses are called).
+    #[arg(long, env = "STOREFRONT_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: bool,
+    /// Webhook endpoints may be http:// URLs (https:// only by default).
+    #[arg(long, env = "STOREFRONT_WEBHOOK_ALLOW_HTTP")]
+    pub webhook_allow_http: bool,
+}
+
+fn parse_webhook_duration(text: &str) -> Result<Duration, String> {
+    crate::domain::webhook::parse_duration(text)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a duration such as 5d, 12h or 30s"))
 }
 
 /// `N` followed by `d`, `h` or `m` (N ≥ 1).
@@ -120,6 +143,14 @@ impl ServeArgs {
             auth_failure_rate: self.auth_failure_limit,
             auth_failure_burst: self.auth_failure_burst,
             event_retention: self.event_retention,
+            webhooks: WebhookSettings {
+                retry: self.webhook_retry_schedule.clone(),
+                disable_after: self.webhook_disable_after,
+                reach: Reach {
+                    allow_http: self.webhook_allow_http,
+                    allow_private: self.webhook_allow_private,
+                },
+            },
             ..Settings::default()
         }
     }
@@ -150,6 +181,8 @@ pub struct Settings {
     pub auth_failure_burst: u32,
     /// Events are kept at least this long (CONTRACT §18.2).
     pub event_retention: Duration,
+    /// How webhooks are delivered (CONTRACT §18.3).
+    pub webhooks: WebhookSettings,
 }
 
 impl Default for Settings {
@@ -169,6 +202,7 @@ impl Default for Settings {
             auth_failure_rate: Rate::PerSecond(std::num::NonZeroU32::new(20).unwrap_or(std::num::NonZeroU32::MIN)),
             auth_failure_burst: 100,
             event_retention: Duration::from_secs(30 * 86_400),
+            webhooks: WebhookSettings::default(),
         }
     }
 }

@@ -18,3 +18,4 @@ pub mod server;
 pub mod state;
 pub mod store;
 pub mod telemetry;
+pub mod webhooks;

@@ -149,6 +149,27 @@ impl Position for AfterEvent {
     }
 }
 
+/// Where a page of an endpoint's delivery attempts ends (newest first, CONTRACT §18.3): the id
+/// of its last (oldest) attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BeforeAttempt(pub i64);
+
+/// Version bytes of delivery-attempt cursors.
+const ATTEMPTS_V1: u8 = 0x57;
+
+impl Position for BeforeAttempt {
+    const VERSIONS: &'static [u8] = &[ATTEMPTS_V1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.0.to_be_bytes());
+    }
+
+    fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
+        let id = i64::from_be_bytes(bytes.try_into().ok()?);
+        (id > 0).then_some(BeforeAttempt(id))
+    }
+}
+
 /// Version bytes of search cursors.
 const SEARCH_V1: u8 = 0x53;
 

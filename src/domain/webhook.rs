@@ -176,8 +176,14 @@ mod tests {
         assert_eq!(s.next(2, None, -1.0), Some(Duration::from_secs(270)));
         assert_eq!(s.next(9, None, 0.0), Some(Duration::from_secs(86_400)));
         assert_eq!(s.next(10, None, 0.0), None, "given up after the ninth retry");
-        assert_eq!(s.next(1, Some(Duration::from_secs(60)), 0.0), Some(Duration::from_secs(60)));
-        assert_eq!(s.next(2, Some(Duration::from_secs(60)), 0.0), Some(Duration::from_secs(300)));
+        assert_eq!(
+            s.next(1, Some(Duration::from_secs(60)), 0.0),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            s.next(2, Some(Duration::from_secs(60)), 0.0),
+            Some(Duration::from_secs(300))
+        );
         assert_eq!(s.next(0, None, 0.0), None);
     }
 

@@ -22,6 +22,8 @@ pub struct ApiError {
     message: Cow<'static, str>,
     details: Map<String, Value>,
     retry_after_secs: Option<u64>,
+    /// Answered with this status rather than the code's own.
+    status: Option<u16>,
 }
 
 #[derive(Serialize)]
@@ -39,6 +41,7 @@ impl ApiError {
             message: message.into(),
             details: Map::new(),
             retry_after_secs: None,
+            status: None,
         }
     }
 
@@ -56,6 +59,14 @@ impl ApiError {
     pub fn retry_after(mut self, secs: u64) -> Self {
         self.retry_after_secs = Some(secs);
         self
+    }
+
+    /// `NOT_FOUND` for an id in a request's body (CONTRACT §18.3): 400, not the 404 of a path.
+    pub fn unknown_id(field: &str, message: impl Into<Cow<'static, str>>) -> Self {
+        ApiError {
+            status: Some(400),
+            ..ApiError::new(ErrorCode::NotFound, message).field(field)
+        }
     }
 
     pub fn code(&self) -> ErrorCode {
@@ -110,13 +121,14 @@ impl IntoResponse for ApiError {
         {
             self.details.insert("request_id".to_owned(), Value::String(id));
         }
+        let status = self.status.unwrap_or(self.code.status());
         let body = Body {
-            error_type: self.code.error_type(),
+            error_type: ErrorType::of_status(status),
             code: self.code,
             message: &self.message,
             details: &self.details,
         };
-        let status = StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = (status, Json(body)).into_response();
         let headers = response.headers_mut();
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -103,3 +103,74 @@ pub fn event_feed_example_answer() -> serde_json::Value {
         "pagination": {"next_cursor": "RQAAAAAAAAAqW0s1Qe6q0vO3Yk6mZbmX1w", "has_next": false}
     })
 }
+
+/// An endpoint (CONTRACT §18.3); never its secret.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct WebhookObject {
+    webhook_id: String,
+    url: String,
+    /// The event types it takes; null: every type.
+    types: Option<Vec<EventType>>,
+    /// `ENABLED` or `DISABLED`.
+    status: String,
+    /// Why it was disabled: `gone` (it answered 410) or `failing` (no attempt succeeded for 5
+    /// days); null while enabled.
+    disabled_reason: Option<String>,
+    created_at: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct WebhookCreateRequest {
+    /// An absolute https:// URL without user name, password or fragment, at most 2048
+    /// characters, reaching a public address.
+    url: String,
+    /// The event types it takes (a repeated one counts once); null or absent: every type.
+    #[schema(min_items = 1)]
+    types: Option<Vec<EventType>>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct WebhookIdRequest {
+    webhook_id: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct DeliveriesRequest {
+    webhook_id: String,
+    /// `limit` 1..1000 (default 100).
+    pagination: Option<PaginationRequest>,
+}
+
+/// One delivery attempt.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct AttemptObject {
+    event_id: String,
+    sequence: i64,
+    /// 1 for the first.
+    #[schema(minimum = 1)]
+    attempt: i64,
+    attempted_at: String,
+    /// `delivered` or `failed`.
+    outcome: String,
+    /// The receiver's status, when it answered.
+    http_status: Option<i64>,
+    /// Why it failed, in words.
+    error: Option<String>,
+    duration_ms: i64,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct AttemptPagination {
+    /// Null on the last page.
+    next_cursor: Option<String>,
+    has_next: bool,
+}

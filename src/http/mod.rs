@@ -16,4 +16,5 @@ pub mod paging;
 pub mod request_id;
 pub mod schemas;
 pub mod search;
+pub mod webhooks;
 pub mod widget;

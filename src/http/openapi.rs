@@ -12,10 +12,10 @@ use utoipa::{Modify, OpenApi};
 use super::categories as list;
 use super::changes::{self, ChangeResponse};
 use super::event_schemas::*;
-use super::events;
 use super::locations as create;
 use super::schemas::*;
 use super::search;
+use super::{events, webhooks};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::event::EventType;
 use crate::domain::field_error::{FieldCode, FieldError};
@@ -33,7 +33,8 @@ use crate::domain::location::change::ChangeResult;
     ),
     paths(
         create::create, create::list, search::search, changes::update, changes::archive, changes::restore, list::list,
-        events::feed
+        events::feed, webhooks::create, webhooks::list, webhooks::delete, webhooks::enable, webhooks::rotate_secret,
+        webhooks::deliveries
     ),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
@@ -41,14 +42,17 @@ use crate::domain::location::change::ChangeResult;
         PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord, ChangeResult, ChangeResponse,
         UpdateInput, UpdateItem, NamingInput, NamingItem, NearInput, ParcelInput, SearchFilter, SearchPagination,
         SearchResult, SearchPaginationResponse, EventType, EventFilter, FeedStart, EventFeedRequest, Event,
-        FeedPagination, EventFeedResponse
+        FeedPagination, EventFeedResponse, WebhookObject, WebhookCreateRequest, WebhookIdRequest, DeliveriesRequest,
+        AttemptObject, AttemptPagination, webhooks::WebhookAnswer, webhooks::WebhookWithSecret, webhooks::WebhookList,
+        webhooks::AttemptPage
     )),
     modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),
     tags(
         (name = "locations", description = "Delivery locations of the authenticated merchant"),
         (name = "categories", description = "The shared product category taxonomy"),
-        (name = "events", description = "What changed in the merchant's locations: the ordered event feed")
+        (name = "events", description = "What changed in the merchant's locations: the ordered event feed"),
+        (name = "webhooks", description = "The same events pushed to the merchant's own HTTPS endpoints, signed")
     )
 )]
 pub struct ApiDoc;

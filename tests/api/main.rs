@@ -29,4 +29,5 @@ mod sqlite_faults;
 mod staying_up;
 mod storefront;
 mod validate_only;
+mod webhooks;
 mod widget;

@@ -50,8 +50,8 @@ use super::api::{
     now_ms,
 };
 use super::event_signal::EventSignal;
-use super::webhook_api::WebhookStore;
 use super::migrate;
+use super::webhook_api::WebhookStore;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};

@@ -23,9 +23,13 @@ fn webhook(r: &Row) -> Result<Webhook, StoreError> {
     Ok(Webhook {
         webhook_id: r.get(0),
         url: r.get(1),
-        types: r
-            .get::<_, Option<i32>>(2)
-            .map(|bits| EventType::ALL.iter().copied().filter(|t| bits & (1 << t.code()) != 0).collect()),
+        types: r.get::<_, Option<i32>>(2).map(|bits| {
+            EventType::ALL
+                .iter()
+                .copied()
+                .filter(|t| bits & (1 << t.code()) != 0)
+                .collect()
+        }),
         status: stored_word(r.get(3), "status", WebhookStatus::from_wire)?,
         disabled_reason: r.get::<_, Option<&str>>(4).and_then(DisabledReason::from_wire),
         created_at_ms: r.get(5),
@@ -89,7 +93,15 @@ impl WebhookStore for PgWebhooks {
         tx.execute(
             "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            &[&w.webhook_id, &merchant_pk, &w.url, &bits(w.types), &w.status.as_str(), &new.secret, &w.created_at_ms],
+            &[
+                &w.webhook_id,
+                &merchant_pk,
+                &w.url,
+                &bits(w.types),
+                &w.status.as_str(),
+                &new.secret,
+                &w.created_at_ms,
+            ],
         )
         .await?;
         tx.commit().await?;
@@ -237,7 +249,11 @@ impl WebhookStore for PgWebhooks {
     }
 
     async fn settle(&self, settled: Settled) -> Result<(), StoreError> {
-        let Settled { webhook_id, attempt: a, next } = settled;
+        let Settled {
+            webhook_id,
+            attempt: a,
+            next,
+        } = settled;
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let attempt = i32::try_from(a.attempt).unwrap_or(i32::MAX);
@@ -259,7 +275,9 @@ impl WebhookStore for PgWebhooks {
         )
         .await?;
         let failing = match a.outcome {
-            Outcome::Delivered => "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = $1 AND $2::int8 IS NOT NULL",
+            Outcome::Delivered => {
+                "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = $1 AND $2::int8 IS NOT NULL"
+            }
             Outcome::Failed => "UPDATE webhooks SET failing_since = coalesce(failing_since, $2) WHERE webhook_id = $1",
         };
         tx.execute(failing, &[&webhook_id, &a.attempted_at_ms]).await?;

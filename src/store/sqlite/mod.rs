@@ -54,7 +54,6 @@ use super::api::{
     now_ms,
 };
 use crate::domain::category::Category;
-use crate::store::webhook_api::WebhookStore;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
 use crate::domain::category::taxonomy::{self, Taxonomy};
 use crate::domain::event::{EventPage, EventQuery};
@@ -62,6 +61,7 @@ use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 use crate::domain::location::search::{SearchPage, SearchQuery};
+use crate::store::webhook_api::WebhookStore;
 
 pub struct SqliteStore {
     jobs: Jobs,

@@ -68,6 +68,9 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     let page_size: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
     conn.pragma_update(None, "wal_autocheckpoint", BACKSTOP_BYTES / page_size.max(512))?;
     migrate(&mut conn)?;
+    // One server a file: any claim on a webhook delivery is a process's that is gone, and its
+    // deliveries are attempted again now rather than when the claims would expire.
+    conn.execute("UPDATE deliveries SET claim_until = 0 WHERE claim_until > 0", [])?;
     Ok(conn)
 }
 

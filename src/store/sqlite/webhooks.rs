@@ -10,9 +10,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use super::readers::ReadPool;
 use super::{Jobs, write};
 use crate::domain::event::{EventType, EventTypes, event_id_of};
-use crate::domain::webhook::{
-    Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus,
-};
+use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::StoreError;
 use crate::store::webhook_api::{Due, NewWebhook, Next, Settled, WebhookChange, WebhookStore};
 
@@ -27,9 +25,13 @@ fn webhook(r: &Row<'_>) -> rusqlite::Result<Webhook> {
     Ok(Webhook {
         webhook_id: r.get(0)?,
         url: r.get(1)?,
-        types: r
-            .get::<_, Option<i64>>(2)?
-            .map(|bits| EventType::ALL.iter().copied().filter(|t| bits & (1 << t.code()) != 0).collect()),
+        types: r.get::<_, Option<i64>>(2)?.map(|bits| {
+            EventType::ALL
+                .iter()
+                .copied()
+                .filter(|t| bits & (1 << t.code()) != 0)
+                .collect()
+        }),
         status: super::column::word(r, 3, "status", WebhookStatus::from_wire)?,
         disabled_reason: r
             .get::<_, Option<String>>(4)?
@@ -98,7 +100,15 @@ impl WebhookStore for SqliteWebhooks {
             tx.execute(
                 "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![w.webhook_id, merchant_pk, w.url, bits(w.types), w.status.as_str(), new.secret, w.created_at_ms],
+                params![
+                    w.webhook_id,
+                    merchant_pk,
+                    w.url,
+                    bits(w.types),
+                    w.status.as_str(),
+                    new.secret,
+                    w.created_at_ms
+                ],
             )?;
             Ok(Some(new.webhook))
         })
@@ -178,22 +188,19 @@ impl WebhookStore for SqliteWebhooks {
                     "SELECT id, event_id, sequence, attempt, attempted_at, outcome, http_status, error, duration_ms \
                      FROM delivery_attempts WHERE webhook_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
                 )?;
-                let rows = stmt.query_map(
-                    params![webhook_id, before.unwrap_or(i64::MAX), limit as i64 + 1],
-                    |r| {
-                        Ok(Attempt {
-                            id: r.get(0)?,
-                            event_id: r.get(1)?,
-                            sequence: r.get(2)?,
-                            attempt: r.get(3)?,
-                            attempted_at_ms: r.get(4)?,
-                            outcome: super::column::word(r, 5, "outcome", Outcome::from_wire)?,
-                            http_status: r.get(6)?,
-                            error: r.get(7)?,
-                            duration_ms: r.get(8)?,
-                        })
-                    },
-                )?;
+                let rows = stmt.query_map(params![webhook_id, before.unwrap_or(i64::MAX), limit as i64 + 1], |r| {
+                    Ok(Attempt {
+                        id: r.get(0)?,
+                        event_id: r.get(1)?,
+                        sequence: r.get(2)?,
+                        attempt: r.get(3)?,
+                        attempted_at_ms: r.get(4)?,
+                        outcome: super::column::word(r, 5, "outcome", Outcome::from_wire)?,
+                        http_status: r.get(6)?,
+                        error: r.get(7)?,
+                        duration_ms: r.get(8)?,
+                    })
+                })?;
                 Ok(Some(rows.collect::<Result<_, _>>()?))
             })
             .await
@@ -265,7 +272,11 @@ impl WebhookStore for SqliteWebhooks {
 
     async fn settle(&self, settled: Settled) -> Result<(), StoreError> {
         write(&self.jobs, move |tx| {
-            let Settled { webhook_id, attempt: a, next } = settled;
+            let Settled {
+                webhook_id,
+                attempt: a,
+                next,
+            } = settled;
             tx.prepare_cached(
                 "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
                  http_status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -282,12 +293,15 @@ impl WebhookStore for SqliteWebhooks {
                 a.duration_ms
             ])?;
             let failing = match a.outcome {
-                Outcome::Delivered => "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ?1",
+                Outcome::Delivered => {
+                    "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ?1 AND ?2 IS NOT NULL"
+                }
                 Outcome::Failed => {
                     "UPDATE webhooks SET failing_since = coalesce(failing_since, ?2) WHERE webhook_id = ?1"
                 }
             };
-            tx.prepare_cached(failing)?.execute(params![webhook_id, a.attempted_at_ms])?;
+            tx.prepare_cached(failing)?
+                .execute(params![webhook_id, a.attempted_at_ms])?;
             match next {
                 Next::Done => {
                     tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?

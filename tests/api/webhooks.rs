@@ -1,0 +1,560 @@
+//! Webhooks (CONTRACT §18.3) through the real server, with receivers in the test: the request
+//! rules, signed deliveries equal to the feed's events, retries, 410, redirects, a hanging
+//! endpoint beside a healthy one, rotation, disabling, and only public addresses.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use storefront::app::Settings;
+use storefront::domain::webhook::RetrySchedule;
+use storefront::rate_limit::Rate;
+use storefront::webhooks::WebhookSettings;
+use storefront::webhooks::address::Reach;
+
+use crate::helpers::*;
+
+/// One request a receiver got.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: String,
+}
+
+/// A receiver on 127.0.0.1: every request recorded; how it answers depends on its path.
+#[derive(Clone, Default)]
+pub struct Receiver {
+    pub got: Arc<Mutex<Vec<Received>>>,
+    pub base: String,
+}
+
+async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: HeaderMap, body: String) -> Response {
+    let earlier = {
+        let mut got = r.got.lock().unwrap();
+        let earlier = got.iter().filter(|g| g.path == path).count();
+        got.push(Received {
+            path: path.clone(),
+            headers,
+            body,
+        });
+        earlier
+    };
+    match path.as_str() {
+        "gone" => StatusCode::GONE.into_response(),
+        "redirect" => (StatusCode::FOUND, [("location", format!("{}/ok", r.base))]).into_response(),
+        "hang" => {
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            StatusCode::OK.into_response()
+        }
+        "down" => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        // Fails its first two requests, then recovers.
+        "flaky" if earlier < 2 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
+        _ => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+impl Receiver {
+    pub async fn start() -> Receiver {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let receiver = Receiver {
+            base: format!("http://{}", listener.local_addr().unwrap()),
+            ..Receiver::default()
+        };
+        let app = axum::Router::new()
+            .route("/{*path}", axum::routing::post(receive))
+            .with_state(receiver.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        receiver
+    }
+
+    pub fn at(&self, path: &str) -> Vec<Received> {
+        self.got
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|g| g.path == path)
+            .cloned()
+            .collect()
+    }
+
+    /// Waits (at most a minute) until `path` got `n` requests; they.
+    pub async fn wait_for(&self, path: &str, n: usize) -> Vec<Received> {
+        for _ in 0..600 {
+            let got = self.at(path);
+            if got.len() >= n {
+                return got;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("{path} got {} requests, not {n}", self.at(path).len());
+    }
+}
+
+/// A server whose webhooks may call the test's receivers on loopback over http, retrying fast.
+pub async fn webhook_app() -> TestApp {
+    TestApp::spawn_with_settings(Settings {
+        rate: Rate::Off,
+        webhooks: WebhookSettings {
+            retry: RetrySchedule::parse("300ms,300ms,300ms").unwrap(),
+            disable_after: Duration::from_secs(3600),
+            reach: Reach {
+                allow_http: true,
+                allow_private: true,
+            },
+        },
+        ..Settings::default()
+    })
+    .await
+}
+
+impl TestApp {
+    /// Registers an endpoint; its id and secret.
+    pub async fn webhook(&self, url: &str, types: Value) -> (String, String) {
+        let answer = self
+            .post("/v1/webhook/create", &json!({"url": url, "types": types}))
+            .await;
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+        (
+            answer.body["webhook"]["webhook_id"].as_str().unwrap().to_owned(),
+            answer.body["secret"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// The endpoint's attempts, newest first (one page of 1000).
+    pub async fn attempts(&self, webhook_id: &str) -> Vec<Value> {
+        let answer = self
+            .post(
+                "/v1/webhook/deliveries",
+                &json!({"webhook_id": webhook_id, "pagination": {"limit": 1000}}),
+            )
+            .await;
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+        answer.body["deliveries"].as_array().unwrap().clone()
+    }
+
+    pub async fn webhook_of(&self, webhook_id: &str) -> Value {
+        let list = self.post("/v1/webhook/list", &json!({})).await;
+        list.body["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["webhook_id"] == webhook_id)
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+}
+
+/// The signatures of `webhook-signature` that `secret` makes for a delivery, checked as the
+/// Standard Webhooks specification says.
+pub fn signed_by(got: &Received, secret: &str) -> bool {
+    let id = got.headers["webhook-id"].to_str().unwrap();
+    let timestamp = got.headers["webhook-timestamp"].to_str().unwrap();
+    let key = STANDARD.decode(secret.strip_prefix("whsec_").unwrap()).unwrap();
+    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+    mac.update(format!("{id}.{timestamp}.{}", got.body).as_bytes());
+    let expected = format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()));
+    got.headers["webhook-signature"]
+        .to_str()
+        .unwrap()
+        .split(' ')
+        .any(|s| s == expected)
+}
+
+async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    for _ in 0..600 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within a minute");
+}
+
+#[tokio::test]
+async fn every_webhook_request_rule_has_its_code_and_field() {
+    let app = webhook_app().await;
+    let strict = TestApp::spawn().await;
+    let long = format!("https://hooks.example.com/{}", "a".repeat(2048));
+    let bad = [
+        (json!({}), "url"),
+        (json!({"url": 5}), "url"),
+        (json!({"url": "hooks.example.com/in"}), "url"),
+        (json!({"url": "http://hooks.example.com/in"}), "url"),
+        (json!({"url": "https://user:pw@hooks.example.com/"}), "url"),
+        (json!({"url": "https://hooks.example.com/#f"}), "url"),
+        (json!({ "url": long }), "url"),
+        (json!({"url": "https://localhost.example/", "types": []}), "types"),
+        (
+            json!({"url": "https://localhost.example/", "types": ["location.moved"]}),
+            "types",
+        ),
+        (
+            json!({"url": "https://localhost.example/", "types": "location.created"}),
+            "types",
+        ),
+        (json!({"url": "https://localhost.example/", "secret": "mine"}), "secret"),
+    ];
+    for (body, field) in bad {
+        let answer = strict.post("/v1/webhook/create", &body).await;
+        let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST");
+        assert_eq!(details["field"], field, "{body}");
+    }
+    // Only public addresses, as literals too (unless the operator allows private ones).
+    for url in [
+        "https://127.0.0.1/",
+        "https://[::1]/",
+        "https://169.254.169.254/latest/meta-data",
+        "https://[::ffff:127.0.0.1]/",
+        "https://10.0.0.8/",
+    ] {
+        let answer = strict.post("/v1/webhook/create", &json!({ "url": url })).await;
+        let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST");
+        assert_eq!(details["field"], "url", "{url}");
+    }
+
+    // Ten endpoints; the 11th is too many; a deleted one no longer counts, a disabled one does.
+    let mut ids = Vec::new();
+    for n in 0..10 {
+        ids.push(
+            app.webhook(&format!("https://hooks{n}.example.com/in"), Value::Null)
+                .await
+                .0,
+        );
+    }
+    let answer = app
+        .post("/v1/webhook/create", &json!({"url": "https://eleven.example.com/"}))
+        .await;
+    assert_eq!(
+        assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "TOO_MANY_ITEMS")["field"],
+        "url"
+    );
+    let deleted = app.post("/v1/webhook/delete", &json!({"webhook_id": ids[3]})).await;
+    assert_eq!(deleted.status, 200);
+    assert_eq!(deleted.body["webhook"]["url"], "https://hooks3.example.com/in");
+    let list = app.post("/v1/webhook/list", &json!({})).await;
+    let listed: Vec<&Value> = list.body["webhooks"].as_array().unwrap().iter().collect();
+    assert_eq!(listed.len(), 9, "oldest first, without the deleted one");
+    assert_eq!(listed[0]["webhook_id"], ids[0]);
+    assert!(listed.iter().all(|w| w.get("secret").is_none()));
+    app.webhook(
+        "https://again.example.com/",
+        json!(["location.created", "location.created"]),
+    )
+    .await;
+    let list = app.post("/v1/webhook/list", &json!({})).await;
+    assert_eq!(
+        list.body["webhooks"][9]["types"],
+        json!(["location.created"]),
+        "a repeated type counts once"
+    );
+
+    // Naming an endpoint.
+    let other = app.merchant_key("other").await;
+    for path in ["delete", "enable", "rotate_secret", "deliveries"] {
+        let path = format!("/v1/webhook/{path}");
+        for (body, code) in [
+            (json!({}), "INVALID_REQUEST"),
+            (json!({"webhook_id": 7}), "INVALID_REQUEST"),
+            (json!({"webhook_id": "no-such-webhook"}), "NOT_FOUND"),
+            (
+                json!({"webhook_id": ids[3]}),
+                if path.ends_with("deliveries") { "" } else { "NOT_FOUND" },
+            ),
+        ] {
+            if code.is_empty() {
+                continue;
+            }
+            let answer = app.post(&path, &body).await;
+            let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", code);
+            assert_eq!(details["field"], "webhook_id", "{path} {body}");
+        }
+        let answer = app.post_as(&path, &other, &json!({"webhook_id": ids[0]})).await;
+        let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "NOT_FOUND");
+        assert_eq!(details["field"], "webhook_id", "another merchant's endpoint: {path}");
+    }
+    let answer = app.post("/v1/webhook/list", &json!({"all": true})).await;
+    assert_eq!(
+        assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST")["field"],
+        "all"
+    );
+    let (storefront, _) = app.storefront_key().await;
+    let answer = app.post_as("/v1/webhook/list", &storefront, &json!({})).await;
+    assert_error(&answer, 403, "ERROR_TYPE_UNAUTHORIZED", "FORBIDDEN");
+}
+
+/// One signed delivery per event, the body the feed's own bytes, the headers of Standard Webhooks,
+/// each attempt listed newest first; a filtered endpoint gets only its types.
+#[tokio::test]
+async fn each_event_is_delivered_once_signed_as_the_feed_reads_it() {
+    let app = webhook_app().await;
+    let receiver = Receiver::start().await;
+    let (all, secret) = app.webhook(&format!("{}/ok", receiver.base), Value::Null).await;
+    let (archived, _) = app
+        .webhook(&format!("{}/archived", receiver.base), json!(["location.archived"]))
+        .await;
+    app.create(vec![warehouse(1), warehouse(2), warehouse(3)]).await;
+    app.post(
+        "/v1/location/archive",
+        &json!({"locations": [{"merchant_location_id": "wh-2"}]}),
+    )
+    .await;
+    let got = receiver.wait_for("ok", 4).await;
+    let feed = app.feed_events().await;
+    assert_eq!(feed.len(), 4);
+    let mut bodies: Vec<String> = got.iter().map(|g| g.body.clone()).collect();
+    bodies.sort();
+    let mut expected = feed.clone();
+    expected.sort();
+    assert_eq!(bodies, expected, "each event once, the feed's own bytes");
+    for g in &got {
+        let event: Value = serde_json::from_str(&g.body).unwrap();
+        assert_eq!(g.headers["webhook-id"], event["event_id"].as_str().unwrap());
+        assert_eq!(g.headers["content-type"], "application/json");
+        let ts: i64 = g.headers["webhook-timestamp"].to_str().unwrap().parse().unwrap();
+        assert!((ts - storefront::store::now_ms() / 1000).abs() < 300);
+        assert!(signed_by(g, &secret), "{:?}", g.headers);
+    }
+    let only = receiver.wait_for("archived", 1).await;
+    assert_eq!(
+        serde_json::from_str::<Value>(&only[0].body).unwrap()["type"],
+        "location.archived"
+    );
+    wait_until("the attempts are recorded", || async {
+        app.attempts(&all).await.len() == 4
+    })
+    .await;
+    let attempts = app.attempts(&all).await;
+    for a in &attempts {
+        let keys: Vec<&String> = a.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 8, "{a:#}");
+        assert_eq!(a["outcome"], "delivered");
+        assert_eq!(a["attempt"], 1);
+        assert_eq!(a["http_status"], 204);
+        assert_eq!(a["error"], Value::Null);
+    }
+    let page = app
+        .post(
+            "/v1/webhook/deliveries",
+            &json!({"webhook_id": all, "pagination": {"limit": 3}}),
+        )
+        .await;
+    assert_eq!(page.body["pagination"]["has_next"], true);
+    let cursor = page.body["pagination"]["next_cursor"].clone();
+    let rest = app
+        .post(
+            "/v1/webhook/deliveries",
+            &json!({"webhook_id": all, "pagination": {"limit": 3, "cursor": cursor}}),
+        )
+        .await;
+    assert_eq!(rest.body["deliveries"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        rest.body["pagination"]["next_cursor"],
+        Value::Null,
+        "null on the last page"
+    );
+    let wrong = app
+        .post(
+            "/v1/webhook/deliveries",
+            &json!({"webhook_id": archived, "pagination": {"limit": 3, "cursor": cursor}}),
+        )
+        .await;
+    assert_error(&wrong, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_CURSOR");
+}
+
+impl TestApp {
+    /// Every event's JSON as the feed answers it, in order.
+    async fn feed_events(&self) -> Vec<String> {
+        #[derive(serde::Deserialize)]
+        struct Page<'a> {
+            #[serde(borrow)]
+            events: Vec<&'a serde_json::value::RawValue>,
+        }
+        let (_, text) = self
+            .post_text("/v1/location/events", &json!({"pagination": {"limit": 1000}}))
+            .await;
+        let page: Page = serde_json::from_str(&text).unwrap();
+        page.events.iter().map(|e| e.get().to_owned()).collect()
+    }
+}
+
+/// A receiver that fails, then recovers: retried on the schedule until delivered; a 410 disables
+/// its endpoint at once; a redirect is not followed; enabling again sends what comes next.
+#[tokio::test]
+async fn failures_are_retried_a_410_disables_and_redirects_are_not_followed() {
+    let app = webhook_app().await;
+    let receiver = Receiver::start().await;
+    let (flaky, _) = app.webhook(&format!("{}/flaky", receiver.base), Value::Null).await;
+    let (gone, _) = app.webhook(&format!("{}/gone", receiver.base), Value::Null).await;
+    let (redirect, _) = app.webhook(&format!("{}/redirect", receiver.base), Value::Null).await;
+    app.create(vec![warehouse(1)]).await;
+    let got = receiver.wait_for("flaky", 3).await;
+    assert!(
+        got.iter()
+            .all(|g| g.body == got[0].body && g.headers["webhook-id"] == got[0].headers["webhook-id"])
+    );
+    wait_until("the flaky endpoint's three attempts are recorded", || async {
+        app.attempts(&flaky).await.len() == 3
+    })
+    .await;
+    let attempts = app.attempts(&flaky).await;
+    let summary: Vec<(i64, &str, i64)> = attempts
+        .iter()
+        .map(|a| {
+            (
+                a["attempt"].as_i64().unwrap(),
+                a["outcome"].as_str().unwrap(),
+                a["http_status"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(summary, [(3, "delivered", 204), (2, "failed", 503), (1, "failed", 503)]);
+    assert!(attempts[1]["error"].as_str().unwrap().contains("503"));
+
+    wait_until("the 410 disables its endpoint", || async {
+        app.webhook_of(&gone).await["status"] == "DISABLED"
+    })
+    .await;
+    assert_eq!(app.webhook_of(&gone).await["disabled_reason"], "gone");
+    assert_eq!(app.attempts(&gone).await.len(), 1, "a 410 is not tried again");
+
+    wait_until("the redirect is tried three times and given up", || async {
+        app.attempts(&redirect).await.len() == 4
+    })
+    .await;
+    let attempts = app.attempts(&redirect).await;
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a["outcome"] == "failed" && a["http_status"] == 302)
+    );
+    assert!(attempts[0]["error"].as_str().unwrap().contains("redirect"));
+    assert!(receiver.at("ok").is_empty(), "the redirect's target was never called");
+
+    // Created while disabled: not sent after enabling; created after: sent.
+    app.create(vec![warehouse(2)]).await;
+    let enabled = app.post("/v1/webhook/enable", &json!({"webhook_id": gone})).await;
+    assert_eq!(enabled.body["webhook"]["status"], "ENABLED");
+    assert_eq!(enabled.body["webhook"]["disabled_reason"], Value::Null);
+    app.create(vec![warehouse(3)]).await;
+    let got = receiver.wait_for("gone", 2).await;
+    let event: Value = serde_json::from_str(&got[1].body).unwrap();
+    assert_eq!(event["merchant_location_id"], "wh-3");
+}
+
+/// A hanging endpoint (past 15 s) beside a healthy one: the healthy one's events arrive while the
+/// other hangs; the hanging attempt fails as "no answer".
+#[tokio::test]
+async fn a_hanging_endpoint_delays_no_other() {
+    let app = webhook_app().await;
+    let receiver = Receiver::start().await;
+    let (hang, _) = app.webhook(&format!("{}/hang", receiver.base), Value::Null).await;
+    app.webhook(&format!("{}/ok", receiver.base), Value::Null).await;
+    for n in 0..20 {
+        app.create(vec![warehouse(n)]).await;
+    }
+    receiver.wait_for("ok", 20).await;
+    wait_until("a hanging attempt ends as failed", || async {
+        !app.attempts(&hang).await.is_empty()
+    })
+    .await;
+    let attempt = &app.attempts(&hang).await[0];
+    assert_eq!(attempt["outcome"], "failed");
+    assert_eq!(attempt["http_status"], Value::Null);
+    assert!(
+        attempt["error"].as_str().unwrap().contains("no answer within 15 s"),
+        "{attempt:#}"
+    );
+    assert!(attempt["duration_ms"].as_i64().unwrap() >= 15_000);
+}
+
+/// Rotation: for a while every delivery carries two signatures, the new secret's and the old one's.
+#[tokio::test]
+async fn a_rotated_secret_signs_beside_the_old_one() {
+    let app = webhook_app().await;
+    let receiver = Receiver::start().await;
+    let (id, old) = app.webhook(&format!("{}/ok", receiver.base), Value::Null).await;
+    let rotated = app.post("/v1/webhook/rotate_secret", &json!({"webhook_id": id})).await;
+    assert_eq!(rotated.status, 200, "{:#}", rotated.body);
+    let new = rotated.body["secret"].as_str().unwrap().to_owned();
+    assert!(new.starts_with("whsec_") && new != old);
+    app.create(vec![warehouse(1)]).await;
+    let got = receiver.wait_for("ok", 1).await;
+    assert_eq!(
+        got[0].headers["webhook-signature"].to_str().unwrap().split(' ').count(),
+        2
+    );
+    assert!(signed_by(&got[0], &new) && signed_by(&got[0], &old));
+}
+
+/// Only public addresses at every attempt: a name that resolves to loopback is refused when the
+/// attempt is made (and says why), without a connection.
+#[tokio::test]
+async fn a_name_that_resolves_to_a_private_address_is_not_called() {
+    let app = TestApp::spawn_with_settings(Settings {
+        rate: Rate::Off,
+        webhooks: WebhookSettings {
+            retry: RetrySchedule::parse("100ms").unwrap(),
+            reach: Reach {
+                allow_http: true,
+                allow_private: false,
+            },
+            ..WebhookSettings::default()
+        },
+        ..Settings::default()
+    })
+    .await;
+    let receiver = Receiver::start().await;
+    let port = receiver.base.rsplit(':').next().unwrap().to_owned();
+    let (id, _) = app.webhook(&format!("http://localhost:{port}/ok"), Value::Null).await;
+    app.create(vec![warehouse(1)]).await;
+    wait_until("the attempt is refused", || async {
+        !app.attempts(&id).await.is_empty()
+    })
+    .await;
+    let attempt = &app.attempts(&id).await[0];
+    assert_eq!(attempt["outcome"], "failed");
+    assert!(attempt["error"].as_str().unwrap().contains("loopback"), "{attempt:#}");
+    assert!(receiver.at("ok").is_empty(), "no connection was made");
+}
+
+/// An endpoint none of whose attempts succeeded for `--webhook-disable-after` is disabled.
+#[tokio::test]
+async fn an_endpoint_failing_for_long_is_disabled() {
+    let app = TestApp::spawn_with_settings(Settings {
+        rate: Rate::Off,
+        webhooks: WebhookSettings {
+            retry: RetrySchedule::parse("300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms").unwrap(),
+            disable_after: Duration::from_secs(1),
+            reach: Reach {
+                allow_http: true,
+                allow_private: true,
+            },
+        },
+        ..Settings::default()
+    })
+    .await;
+    let receiver = Receiver::start().await;
+    let (id, _) = app.webhook(&format!("{}/down", receiver.base), Value::Null).await;
+    app.create(vec![warehouse(1)]).await;
+    wait_until("the failing endpoint is disabled", || async {
+        app.webhook_of(&id).await["disabled_reason"] == "failing"
+    })
+    .await;
+    assert_eq!(app.webhook_of(&id).await["status"], "DISABLED");
+    let before = receiver.at("down").len();
+    app.create(vec![warehouse(2)]).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        receiver.at("down").len(),
+        before,
+        "a disabled endpoint gets no more attempts"
+    );
+}
