@@ -29,8 +29,9 @@ use crate::store::webhook_api::{Due, Next, Settled, WebhookStore};
 pub const PER_ENDPOINT: usize = 8;
 /// Most attempts in flight on one instance.
 pub const PER_INSTANCE: usize = 64;
-/// How long a claim holds: longer than an attempt (15 s) and its recording.
-const CLAIM: Duration = Duration::from_secs(60);
+/// How long a claim holds: twice an attempt's 15 s, for its recording too. A dead instance's
+/// claims are taken over this long after it claimed them.
+const CLAIM: Duration = Duration::from_secs(30);
 /// How often the worker looks for due deliveries when it found none.
 const POLL: Duration = Duration::from_millis(100);
 
