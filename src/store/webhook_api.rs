@@ -98,8 +98,8 @@ pub trait WebhookStore: Send + Sync {
     /// Gives claims back unattempted.
     async fn release(&self, claims: &[(String, i64)]) -> Result<(), StoreError>;
 
-    /// Records an attempt and what becomes of its delivery.
-    async fn settle(&self, settled: Settled) -> Result<(), StoreError>;
+    /// Records attempts and what becomes of their deliveries, in one transaction.
+    async fn settle(&self, settled: Vec<Settled>) -> Result<(), StoreError>;
 
     /// How many deliveries are pending.
     async fn pending(&self) -> Result<u64, StoreError>;

@@ -3,7 +3,7 @@
 //!
 //! The worker claims due deliveries (the store's claims expire, so with several instances each
 //! attempt is made by one, and a dead instance's are taken over), makes each attempt in a task of
-//! its own, and records what became of it: delivered; retried on the schedule (at least a 429's
+//! its own, and records what became of it (in batches, one transaction each): delivered; retried on the schedule (at least a 429's
 //! or 503's `Retry-After`); given up past the schedule; the endpoint disabled at a 410 or once its
 //! attempts have failed for `--webhook-disable-after`. At most `PER_ENDPOINT` attempts of one
 //! endpoint and `PER_INSTANCE` in all are in flight here: a slow or dead endpoint holds its own
@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 
 use self::address::Reach;
 use self::send::{Delivery, Sender};
@@ -140,6 +140,8 @@ pub async fn deliver(store: Arc<dyn WebhookStore>, settings: WebhookSettings) {
     let settings = Arc::new(settings);
     let pending = tokio::spawn(count_pending(Arc::clone(&store)));
     let _pending = AbortOnDrop(pending);
+    let (settled, to_settle) = mpsc::channel(SETTLE_QUEUE);
+    let _settler = AbortOnDrop(tokio::spawn(settle_batches(Arc::clone(&store), to_settle)));
     loop {
         let free = PER_INSTANCE.saturating_sub(in_flight.total());
         if free == 0 {
@@ -164,7 +166,7 @@ pub async fn deliver(store: Arc<dyn WebhookStore>, settings: WebhookSettings) {
                 continue;
             }
             tokio::spawn(attempt(
-                Arc::clone(&store),
+                settled.clone(),
                 Arc::clone(&sender),
                 Arc::clone(&in_flight),
                 Arc::clone(&settings),
@@ -182,9 +184,9 @@ pub async fn deliver(store: Arc<dyn WebhookStore>, settings: WebhookSettings) {
     }
 }
 
-/// One attempt, recorded.
+/// One attempt, queued to be recorded.
 async fn attempt(
-    store: Arc<dyn WebhookStore>,
+    settled: mpsc::Sender<Settled>,
     sender: Arc<Sender>,
     in_flight: Arc<InFlight>,
     settings: Arc<WebhookSettings>,
@@ -202,7 +204,6 @@ async fn attempt(
             settings.reach,
         )
         .await;
-    in_flight.give_back(&due.webhook_id);
     let now = now_ms();
     let next = next_after(&due, &sent, &settings, now, jitter());
     let outcome = if sent.delivered() {
@@ -215,7 +216,7 @@ async fn attempt(
         let lag = (now - due.appended_at_ms).max(0) as f64 / 1000.0;
         metrics::histogram!("webhook_delivery_seconds").record(lag);
     }
-    let settled = Settled {
+    let one = Settled {
         webhook_id: due.webhook_id.clone(),
         attempt: Attempt {
             id: 0,
@@ -230,9 +231,24 @@ async fn attempt(
         },
         next,
     };
-    if let Err(e) = store.settle(settled).await {
-        // The claim expires and the delivery is attempted again: at least once.
-        tracing::warn!(error = %crate::http::error::ErrorChain(&e), webhook_id = %due.webhook_id, "recording a webhook attempt failed");
+    // The place is given back once the attempt is queued for recording: a recording that falls
+    // behind holds the claims back (the queue is bounded).
+    let _ = settled.send(one).await;
+    in_flight.give_back(&due.webhook_id);
+}
+
+/// Most attempts waiting to be recorded, and most recorded in one transaction.
+const SETTLE_QUEUE: usize = 1024;
+const SETTLE_BATCH: usize = 256;
+
+/// Records finished attempts in batches, one transaction each.
+async fn settle_batches(store: Arc<dyn WebhookStore>, mut queue: mpsc::Receiver<Settled>) {
+    let mut batch = Vec::with_capacity(SETTLE_BATCH);
+    while queue.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
+        if let Err(e) = store.settle(std::mem::take(&mut batch)).await {
+            // Their claims expire and the deliveries are attempted again: at least once.
+            tracing::warn!(error = %crate::http::error::ErrorChain(&e), "recording webhook attempts failed");
+        }
     }
 }
 

@@ -248,62 +248,93 @@ impl WebhookStore for PgWebhooks {
         Ok(())
     }
 
-    async fn settle(&self, settled: Settled) -> Result<(), StoreError> {
-        let Settled {
-            webhook_id,
-            attempt: a,
-            next,
-        } = settled;
+    async fn settle(&self, settled: Vec<Settled>) -> Result<(), StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        let attempt = i32::try_from(a.attempt).unwrap_or(i32::MAX);
-        let status = a.http_status.and_then(|s| i32::try_from(s).ok());
+        // The attempts, and the deliveries done or retried, each one statement for the batch.
+        let ids: Vec<&str> = settled.iter().map(|s| s.webhook_id.as_str()).collect();
+        let events: Vec<&str> = settled.iter().map(|s| s.attempt.event_id.as_str()).collect();
+        let sequences: Vec<i64> = settled.iter().map(|s| s.attempt.sequence).collect();
+        let attempts: Vec<i32> = settled
+            .iter()
+            .map(|s| i32::try_from(s.attempt.attempt).unwrap_or(i32::MAX))
+            .collect();
+        let at: Vec<i64> = settled.iter().map(|s| s.attempt.attempted_at_ms).collect();
+        let outcomes: Vec<&str> = settled.iter().map(|s| s.attempt.outcome.as_str()).collect();
+        let statuses: Vec<Option<i32>> = settled
+            .iter()
+            .map(|s| s.attempt.http_status.and_then(|h| i32::try_from(h).ok()))
+            .collect();
+        let errors: Vec<Option<&str>> = settled.iter().map(|s| s.attempt.error.as_deref()).collect();
+        let durations: Vec<i64> = settled.iter().map(|s| s.attempt.duration_ms).collect();
         tx.execute(
             "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
-             http_status, error, duration_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+             http_status, error, duration_ms) SELECT * FROM UNNEST($1::text[], $2::text[], $3::int8[], $4::int4[], \
+             $5::int8[], $6::text[], $7::int4[], $8::text[], $9::int8[])",
             &[
-                &webhook_id,
-                &a.event_id,
-                &a.sequence,
-                &attempt,
-                &a.attempted_at_ms,
-                &a.outcome.as_str(),
-                &status,
-                &a.error,
-                &a.duration_ms,
+                &ids, &events, &sequences, &attempts, &at, &outcomes, &statuses, &errors, &durations,
             ],
         )
         .await?;
-        let failing = match a.outcome {
-            Outcome::Delivered => {
-                "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = $1 AND $2::int8 IS NOT NULL"
-            }
-            Outcome::Failed => "UPDATE webhooks SET failing_since = coalesce(failing_since, $2) WHERE webhook_id = $1",
+        let pick = |want: &dyn Fn(&Next) -> bool| -> (Vec<&str>, Vec<i64>) {
+            settled
+                .iter()
+                .filter(|s| want(&s.next))
+                .map(|s| (s.webhook_id.as_str(), s.attempt.sequence))
+                .unzip()
         };
-        tx.execute(failing, &[&webhook_id, &a.attempted_at_ms]).await?;
-        match next {
-            Next::Done => {
-                tx.execute(
-                    "DELETE FROM deliveries WHERE webhook_id = $1 AND sequence = $2",
-                    &[&webhook_id, &a.sequence],
-                )
-                .await?;
-            }
-            Next::RetryAt(at) => {
-                tx.execute(
-                    "UPDATE deliveries SET attempts = $3, next_attempt_at = $4, claim_until = 0 \
-                     WHERE webhook_id = $1 AND sequence = $2",
-                    &[&webhook_id, &a.sequence, &attempt, &at],
-                )
-                .await?;
-            }
-            Next::Disable(reason) => {
+        let (done_ids, done_sequences) = pick(&|n| *n == Next::Done);
+        tx.execute(
+            "DELETE FROM deliveries d USING UNNEST($1::text[], $2::int8[]) AS u(w, s) \
+             WHERE d.webhook_id = u.w AND d.sequence = u.s",
+            &[&done_ids, &done_sequences],
+        )
+        .await?;
+        let retried: Vec<&Settled> = settled.iter().filter(|s| matches!(s.next, Next::RetryAt(_))).collect();
+        let retry_ids: Vec<&str> = retried.iter().map(|s| s.webhook_id.as_str()).collect();
+        let retry_sequences: Vec<i64> = retried.iter().map(|s| s.attempt.sequence).collect();
+        let retry_attempts: Vec<i32> = retried
+            .iter()
+            .map(|s| i32::try_from(s.attempt.attempt).unwrap_or(i32::MAX))
+            .collect();
+        let retry_at: Vec<i64> = retried
+            .iter()
+            .map(|s| match s.next {
+                Next::RetryAt(at) => at,
+                _ => 0,
+            })
+            .collect();
+        tx.execute(
+            "UPDATE deliveries d SET attempts = u.a, next_attempt_at = u.n, claim_until = 0 \
+             FROM UNNEST($1::text[], $2::int8[], $3::int4[], $4::int8[]) AS u(w, s, a, n) \
+             WHERE d.webhook_id = u.w AND d.sequence = u.s",
+            &[&retry_ids, &retry_sequences, &retry_attempts, &retry_at],
+        )
+        .await?;
+        // Each endpoint's failing time, from its last attempt in the batch.
+        let mut last: std::collections::HashMap<&str, &Settled> = std::collections::HashMap::new();
+        for s in &settled {
+            last.insert(s.webhook_id.as_str(), s);
+        }
+        for (webhook_id, s) in last {
+            let failing = match s.attempt.outcome {
+                Outcome::Delivered => {
+                    "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = $1 AND $2::int8 IS NOT NULL"
+                }
+                Outcome::Failed => {
+                    "UPDATE webhooks SET failing_since = coalesce(failing_since, $2) WHERE webhook_id = $1"
+                }
+            };
+            tx.execute(failing, &[&webhook_id, &s.attempt.attempted_at_ms]).await?;
+        }
+        for s in &settled {
+            if let Next::Disable(reason) = &s.next {
                 tx.execute(
                     "UPDATE webhooks SET status = 'DISABLED', disabled_reason = $2 WHERE webhook_id = $1",
-                    &[&webhook_id, &reason.as_str()],
+                    &[&s.webhook_id, &reason.as_str()],
                 )
                 .await?;
-                tx.execute("DELETE FROM deliveries WHERE webhook_id = $1", &[&webhook_id])
+                tx.execute("DELETE FROM deliveries WHERE webhook_id = $1", &[&s.webhook_id])
                     .await?;
             }
         }

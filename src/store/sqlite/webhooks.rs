@@ -44,6 +44,56 @@ fn bits(types: Option<EventTypes>) -> Option<i64> {
     types.map(|t| i64::from(t.bits()))
 }
 
+/// Records one attempt and what becomes of its delivery.
+fn settle_one(tx: &Connection, settled: Settled) -> Result<(), StoreError> {
+    let Settled {
+        webhook_id,
+        attempt: a,
+        next,
+    } = settled;
+    tx.prepare_cached(
+        "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
+         http_status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        webhook_id,
+        a.event_id,
+        a.sequence,
+        a.attempt,
+        a.attempted_at_ms,
+        a.outcome.as_str(),
+        a.http_status,
+        a.error,
+        a.duration_ms
+    ])?;
+    let failing = match a.outcome {
+        Outcome::Delivered => "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ?1 AND ?2 IS NOT NULL",
+        Outcome::Failed => "UPDATE webhooks SET failing_since = coalesce(failing_since, ?2) WHERE webhook_id = ?1",
+    };
+    tx.prepare_cached(failing)?
+        .execute(params![webhook_id, a.attempted_at_ms])?;
+    match next {
+        Next::Done => {
+            tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?
+                .execute(params![webhook_id, a.sequence])?;
+        }
+        Next::RetryAt(at) => {
+            tx.prepare_cached(
+                "UPDATE deliveries SET attempts = ?3, next_attempt_at = ?4, claim_until = 0 \
+                 WHERE webhook_id = ?1 AND sequence = ?2",
+            )?
+            .execute(params![webhook_id, a.sequence, a.attempt, at])?;
+        }
+        Next::Disable(reason) => {
+            tx.prepare_cached("UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2 WHERE webhook_id = ?1")?
+                .execute(params![webhook_id, reason.as_str()])?;
+            tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1")?
+                .execute([&webhook_id])?;
+        }
+    }
+    Ok(())
+}
+
 /// The merchant's endpoint `webhook_id` that is not deleted.
 fn find(conn: &Connection, merchant_pk: i64, webhook_id: &str) -> Result<Option<Webhook>, StoreError> {
     Ok(conn
@@ -270,58 +320,10 @@ impl WebhookStore for SqliteWebhooks {
         .await
     }
 
-    async fn settle(&self, settled: Settled) -> Result<(), StoreError> {
+    async fn settle(&self, settled: Vec<Settled>) -> Result<(), StoreError> {
         write(&self.jobs, move |tx| {
-            let Settled {
-                webhook_id,
-                attempt: a,
-                next,
-            } = settled;
-            tx.prepare_cached(
-                "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
-                 http_status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                webhook_id,
-                a.event_id,
-                a.sequence,
-                a.attempt,
-                a.attempted_at_ms,
-                a.outcome.as_str(),
-                a.http_status,
-                a.error,
-                a.duration_ms
-            ])?;
-            let failing = match a.outcome {
-                Outcome::Delivered => {
-                    "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ?1 AND ?2 IS NOT NULL"
-                }
-                Outcome::Failed => {
-                    "UPDATE webhooks SET failing_since = coalesce(failing_since, ?2) WHERE webhook_id = ?1"
-                }
-            };
-            tx.prepare_cached(failing)?
-                .execute(params![webhook_id, a.attempted_at_ms])?;
-            match next {
-                Next::Done => {
-                    tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?
-                        .execute(params![webhook_id, a.sequence])?;
-                }
-                Next::RetryAt(at) => {
-                    tx.prepare_cached(
-                        "UPDATE deliveries SET attempts = ?3, next_attempt_at = ?4, claim_until = 0 \
-                         WHERE webhook_id = ?1 AND sequence = ?2",
-                    )?
-                    .execute(params![webhook_id, a.sequence, a.attempt, at])?;
-                }
-                Next::Disable(reason) => {
-                    tx.prepare_cached(
-                        "UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2 WHERE webhook_id = ?1",
-                    )?
-                    .execute(params![webhook_id, reason.as_str()])?;
-                    tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1")?
-                        .execute([&webhook_id])?;
-                }
+            for one in settled {
+                settle_one(tx, one)?;
             }
             Ok(())
         })
