@@ -11,7 +11,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::location::Status;
-use super::location::record::timestamp;
+use super::wire::timestamp;
 use crate::wire_enum;
 
 wire_enum! {

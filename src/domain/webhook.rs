@@ -7,7 +7,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 
 use super::event::{EventType, EventTypes};
-use super::location::record::timestamp;
+use super::wire::timestamp;
 use crate::wire_enum;
 
 /// Most endpoints a merchant has (deleted ones do not count; disabled ones do).

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use super::error::StoreError;
 use super::event_signal::EventSignal;
 use super::webhook_api::WebhookStore;
 use crate::domain::category::Category;
@@ -99,32 +100,6 @@ pub struct Imported {
     pub total: usize,
     /// The new taxonomy version.
     pub version: i64,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error("{0} not found")]
-    NotFound(String),
-    #[error("the store is closed or its writer stopped")]
-    Unavailable,
-    #[error("the request's deadline passed before its write was committed; nothing was stored")]
-    DeadlinePassed,
-    /// The connection broke while the transaction was committing: it may or may not be stored.
-    #[error("the database connection broke during the commit; the write may or may not be stored")]
-    OutcomeUnknown(#[source] Box<dyn std::error::Error + Send + Sync>),
-    #[error("database error")]
-    Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-impl StoreError {
-    pub fn backend(e: impl std::error::Error + Send + Sync + 'static) -> Self {
-        StoreError::Backend(Box::new(e))
-    }
-
-    /// A stored value the service never writes.
-    pub fn corrupt(what: &str, value: &str) -> Self {
-        StoreError::Backend(format!("unexpected stored {what} {value:?}").into())
-    }
 }
 
 /// A stored wire word of the service's own (`what` names it in the error).

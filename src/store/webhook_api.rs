@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 
-use super::api::StoreError;
+use super::error::StoreError;
 use crate::domain::webhook::{Attempt, DisabledReason, Webhook};
 
 /// A new endpoint, with its secret.

@@ -5,6 +5,7 @@
 
 use super::Status;
 use super::batch::quarantine_issue;
+pub use crate::domain::wire::timestamp;
 
 /// A stored location as the store reads it for a page.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,37 +90,6 @@ impl RecordRef<'_> {
 fn json_string(out: &mut Vec<u8>, s: &str) {
     // Writing a string into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, s);
-}
-
-/// Unix milliseconds as RFC 3339 UTC with milliseconds: `2026-11-22T09:30:00.123Z`.
-pub fn timestamp(ms: i64) -> [u8; 24] {
-    const DAY_MS: i64 = 86_400_000;
-    /// The Julian day number of 1970-01-01.
-    const UNIX_EPOCH_DAY: i64 = 2_440_588;
-    let mut out = *b"1970-01-01T00:00:00.000Z";
-    let date = i32::try_from(ms.div_euclid(DAY_MS) + UNIX_EPOCH_DAY)
-        .ok()
-        .and_then(|day| time::Date::from_julian_day(day).ok());
-    let Some(date) = date else {
-        return out;
-    };
-    let mut put = |at: usize, width: usize, mut n: u32| {
-        for i in (at..at + width).rev() {
-            out[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-        }
-    };
-    let (year, month, day) = date.to_calendar_date();
-    put(0, 4, year.clamp(0, 9999).unsigned_abs());
-    put(5, 2, u32::from(u8::from(month)));
-    put(8, 2, u32::from(day));
-    // Within a day: below 86,400,000, so it fits.
-    let in_day = u32::try_from(ms.rem_euclid(DAY_MS)).unwrap_or(0);
-    put(11, 2, in_day / 3_600_000);
-    put(14, 2, in_day / 60_000 % 60);
-    put(17, 2, in_day / 1000 % 60);
-    put(20, 3, in_day % 1000);
-    out
 }
 
 #[cfg(test)]

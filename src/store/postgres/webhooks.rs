@@ -51,13 +51,6 @@ async fn find(c: &impl GenericClient, merchant_pk: i64, webhook_id: &str) -> Res
     .transpose()
 }
 
-/// The statement that queues the deliveries of a request's events (`$1` the merchant, `$2` the
-/// sequences, `$3` the types, `$4` when they were appended), run with the events' insert.
-pub(super) const QUEUE_DELIVERIES: &str = "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, \
-     next_attempt_at, appended_at) SELECT w.webhook_id, u.s, $1, $4, $4 FROM webhooks w, \
-     UNNEST($2::int8[], $3::int2[]) AS u(s, t) WHERE w.merchant_pk = $1 AND w.status = 'ENABLED' \
-     AND w.deleted_at IS NULL AND (w.types IS NULL OR (w.types >> u.t) & 1 = 1)";
-
 fn attempt_of(r: &Row) -> Result<Attempt, StoreError> {
     Ok(Attempt {
         id: r.get(0),
@@ -140,7 +133,7 @@ impl WebhookStore for PgWebhooks {
             WebhookChange::Delete => {
                 tx.execute(
                     "UPDATE webhooks SET deleted_at = $2 WHERE webhook_id = $1",
-                    &[&webhook_id, &crate::store::now_ms()],
+                    &[&webhook_id, &crate::store::api::now_ms()],
                 )
                 .await?;
                 tx.execute("DELETE FROM deliveries WHERE webhook_id = $1", &[&webhook_id])

@@ -37,7 +37,7 @@ use keys::KeyCache;
 use locations::{candidates, page_by_groups, records};
 use readers::ReadPool;
 use schema::open_writer;
-use writer::{Job, WriterHealth, writer_loop};
+use writer::{Job, Jobs, WriterHealth, sender, write, writer_loop};
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -46,7 +46,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
@@ -158,35 +158,6 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         write(&self.jobs, f).await
     }
-}
-
-/// The writer thread's queue (closed at `close`).
-type Jobs = Arc<Mutex<Option<mpsc::Sender<Job>>>>;
-
-fn sender(jobs: &Jobs) -> Result<mpsc::Sender<Job>, StoreError> {
-    jobs.lock()
-        .map_err(|_| StoreError::Unavailable)?
-        .clone()
-        .ok_or(StoreError::Unavailable)
-}
-
-/// Runs `f` on the writer thread, in a transaction of its own.
-async fn write<T: Send + 'static>(
-    jobs: &Jobs,
-    f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
-) -> Result<T, StoreError> {
-    let (reply, answer) = oneshot::channel();
-    let job = Job::Run(Box::new(move |conn: &mut Connection| {
-        let result = (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let value = f(&tx)?;
-            tx.commit()?;
-            Ok(value)
-        })();
-        let _ = reply.send(result);
-    }));
-    sender(jobs)?.send(job).await.map_err(|_| StoreError::Unavailable)?;
-    answer.await.map_err(|_| StoreError::Unavailable)?
 }
 
 impl From<rusqlite::types::FromSqlError> for StoreError {

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::readers::ReadPool;
-use super::{Jobs, write};
+use super::writer::{Jobs, write};
 use crate::domain::event::{EventType, EventTypes, event_id_of};
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::StoreError;
@@ -104,36 +104,6 @@ fn find(conn: &Connection, merchant_pk: i64, webhook_id: &str) -> Result<Option<
         .optional()?)
 }
 
-/// Pending deliveries of the merchant's enabled endpoints that take `kind`, for the event
-/// `sequence` appended at `at_ms` (inside the event's own transaction).
-pub(super) fn queue_deliveries(
-    tx: &Connection,
-    merchant_pk: i64,
-    events: &[(i64, EventType, i64)],
-) -> Result<(), StoreError> {
-    let endpoints: Vec<(String, Option<i64>)> = tx
-        .prepare_cached(
-            "SELECT webhook_id, types FROM webhooks WHERE merchant_pk = ?1 AND status = 'ENABLED' AND deleted_at IS NULL",
-        )?
-        .query_map([merchant_pk], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    if endpoints.is_empty() {
-        return Ok(());
-    }
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, next_attempt_at, appended_at) \
-         VALUES (?1, ?2, ?3, ?4, ?4)",
-    )?;
-    for (sequence, kind, at_ms) in events {
-        for (webhook_id, types) in &endpoints {
-            if types.is_none_or(|bits| bits & (1 << kind.code()) != 0) {
-                insert.execute(params![webhook_id, sequence, merchant_pk, at_ms])?;
-            }
-        }
-    }
-    Ok(())
-}
-
 #[async_trait]
 impl WebhookStore for SqliteWebhooks {
     async fn create_webhook(&self, merchant_pk: i64, new: NewWebhook) -> Result<Option<Webhook>, StoreError> {
@@ -193,7 +163,7 @@ impl WebhookStore for SqliteWebhooks {
                 WebhookChange::Delete => {
                     tx.execute(
                         "UPDATE webhooks SET deleted_at = ?2 WHERE webhook_id = ?1",
-                        params![webhook_id, crate::store::now_ms()],
+                        params![webhook_id, crate::store::api::now_ms()],
                     )?;
                     tx.execute("DELETE FROM deliveries WHERE webhook_id = ?1", [&webhook_id])?;
                     return Ok(Some(before));

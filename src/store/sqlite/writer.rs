@@ -13,12 +13,12 @@
 //! merchant's writes behind it, for long.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use rusqlite::Connection;
-use tokio::sync::mpsc;
+use rusqlite::{Connection, TransactionBehavior};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::domain::event::Change;
 use crate::domain::location::Persist;
@@ -311,6 +311,35 @@ pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, h
             }
         }
     }
+}
+
+/// The writer thread's queue (closed at `close`).
+pub(super) type Jobs = Arc<Mutex<Option<mpsc::Sender<Job>>>>;
+
+pub(super) fn sender(jobs: &Jobs) -> Result<mpsc::Sender<Job>, StoreError> {
+    jobs.lock()
+        .map_err(|_| StoreError::Unavailable)?
+        .clone()
+        .ok_or(StoreError::Unavailable)
+}
+
+/// Runs `f` on the writer thread, in a transaction of its own.
+pub(super) async fn write<T: Send + 'static>(
+    jobs: &Jobs,
+    f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let (reply, answer) = oneshot::channel();
+    let job = Job::Run(Box::new(move |conn: &mut Connection| {
+        let result = (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = f(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        let _ = reply.send(result);
+    }));
+    sender(jobs)?.send(job).await.map_err(|_| StoreError::Unavailable)?;
+    answer.await.map_err(|_| StoreError::Unavailable)?
 }
 
 /// The test failpoint of `fail_after_inserts`: fails the insert that brings it to 1. Compiled

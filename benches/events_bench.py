@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""Issue 38's workloads (`scripts/bench --events BASE_BINARY`), on SQLite, the default engine:
+
+- `create-webhook`: the create workload (wrk, 16 connections, 200 locations a request) with one
+  webhook endpoint registered and a fast local receiver (benches/receiver.rs), beside `create` on
+  BASE (the build before events): req/s and the server's CPU per request, deliveries included.
+  Goal: CPU per request <= 1.1x, req/s >= 0.9x.
+- `events-feed`: a log of a million events read from the oldest by pages of 1000, 4 readers at once,
+  each following its cursors to the end. Goal: >= 50,000 events/s.
+- `webhooks`: 100,000 locations pushed (500 creates of 200, 4 at once) with 4 endpoints registered:
+  400,000 deliveries; deliveries/s from the push's start to the last delivery, the lag from each
+  event's commit to its delivery (p50, p99, max, as the receiver saw them), and how long after the
+  push ended the last delivery came. Goal: >= 2,000 deliveries/s, p99 lag <= 2 s.
+
+Each run on a fresh database and a freshly started server; the median of REPS runs is reported.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402  (the shared helpers: wrk, CPU, processes, the generated locations)
+
+ROOT = bench.ROOT
+BIN = ROOT / "target/release/storefront"
+RECEIVER = ROOT / "target/release/examples/receiver"
+WEBHOOK_FLAGS = ["--webhook-allow-private", "--webhook-allow-http"]
+
+
+def start(binary, db, extra=()):
+    port = bench.free_port()
+    proc = subprocess.Popen([str(binary), "--log-format", "json", "--database", f"sqlite://{db}", "serve", "--addr",
+                             f"127.0.0.1:{port}", "--rate-limit", "0", *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    bench.wait_http(base + "/readyz")
+    return proc, base
+
+
+def stop(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def merchant(binary, db):
+    out = subprocess.run([str(binary), "--log-format", "json", "--database", f"sqlite://{db}", "merchant", "create",
+                          "--name", "bench", "--json"], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["api_key"]
+
+
+class Receiver:
+    def __init__(self):
+        self.port = bench.free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([str(RECEIVER), f"127.0.0.1:{self.port}"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, start_new_session=True)
+        for _ in range(100):
+            try:
+                self.stats()
+                return
+            except OSError:
+                time.sleep(0.05)
+
+    def stats(self):
+        with urllib.request.urlopen(self.base + "/stats", timeout=5) as r:
+            return json.loads(r.read())
+
+    def reset(self):
+        urllib.request.urlopen(urllib.request.Request(self.base + "/reset", method="POST"), timeout=5).read()
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def create_run(kind, binary, workdir, receiver, seconds, warmup):
+    db = Path(workdir) / f"create-{kind}-{uuid.uuid4().hex[:6]}.db"
+    key = merchant(binary, db)
+    proc, base = start(binary, db, WEBHOOK_FLAGS if kind == "ours" else ())
+    try:
+        if kind == "ours":
+            bench.post(base, "/v1/webhook/create", key, {"url": receiver.base + "/create"})
+        receiver.reset()
+        script = ROOT / "benches/wrk/create.lua"
+        bench.wrk(base, 16, warmup, script, [key, f"w{time.time_ns()}"])
+        pids = bench.tree(proc.pid)
+        cpu0 = bench.cpu_seconds(pids)
+        result = bench.wrk(base, 16, seconds, script, [key, f"m{time.time_ns()}"])
+        cpu = bench.cpu_seconds(bench.tree(proc.pid)) - cpu0
+    finally:
+        stop(proc)
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+    n = max(result["requests"], 1)
+    return {"rps": result["requests"] / (result["duration_us"] / 1e6), "cpu_ms": cpu * 1000 / n,
+            "p99_ms": result["p99_us"] / 1000, "delivered": receiver.stats()["deliveries"],
+            "errors": result["errors"]}
+
+
+def event_body(i, at_ms):
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at_ms / 1000)) + f".{at_ms % 1000:03d}Z"
+    return json.dumps({"event_id": f"evt_{uuid.uuid4().hex}", "sequence": i, "type": "location.created",
+                       "occurred_at": stamp, "location_id": str(uuid.uuid4()), "merchant_location_id": f"gen-{i}",
+                       "version": 1, "status": "ACTIVE", "previous_status": None}, separators=(",", ":"))
+
+
+def feed_database(workdir, n):
+    """A merchant whose log holds `n` events (written straight into the file; kept under
+    target/bench-cache)."""
+    cache = ROOT / "target/bench-cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    db, meta = cache / f"events-{n}.db", cache / f"events-{n}.json"
+    if db.exists() and meta.exists():
+        return db, json.loads(meta.read_text())["api_key"]
+    db.unlink(missing_ok=True)
+    key = merchant(BIN, db)
+    c = sqlite3.connect(db)
+    pk = c.execute("SELECT pk FROM merchants").fetchone()[0]
+    now = int(time.time() * 1000)
+    for start_at in range(1, n + 1, 50_000):
+        rows = [(pk, i, 0, now, event_body(i, now)) for i in range(start_at, min(start_at + 50_000, n + 1))]
+        c.executemany("INSERT INTO events (merchant_pk, sequence, type, appended_at, body) VALUES (?, ?, ?, ?, ?)", rows)
+    c.execute("INSERT INTO event_logs (merchant_pk, last_sequence) VALUES (?, ?)", (pk, n))
+    c.commit()
+    c.close()
+    meta.write_text(json.dumps({"api_key": key}))
+    return db, key
+
+
+def follow(base, key, expected):
+    """Reads the whole feed from the oldest by pages of 1000; how many events."""
+    host, port = base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    cursor, seen = None, 0
+    while True:
+        body = json.dumps({"pagination": {"limit": 1000, "cursor": cursor}})
+        conn.request("POST", "/v1/location/events", body,
+                     {"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        page = conn.getresponse().read()
+        seen += page.count(b'"event_id"')
+        tail = page[page.rfind(b'"next_cursor":"') + 15:]
+        cursor = tail[:tail.find(b'"')].decode()
+        if b'"has_next":false' in page[-40:]:
+            break
+    conn.close()
+    assert seen == expected, (seen, expected)
+    return seen
+
+
+def feed_run(workdir, n, readers=4):
+    db, key = feed_database(workdir, n)
+    proc, base = start(BIN, db)
+    try:
+        follow(base, key, n)  # warm
+        cpu0 = bench.cpu_seconds(bench.tree(proc.pid))
+        t = time.time()
+        with ThreadPoolExecutor(readers) as pool:
+            total = sum(pool.map(lambda _: follow(base, key, n), range(readers)))
+        elapsed = time.time() - t
+        cpu = bench.cpu_seconds(bench.tree(proc.pid)) - cpu0
+    finally:
+        stop(proc)
+    return {"events_per_s": total / elapsed, "cpu_us_per_event": cpu * 1e6 / total}
+
+
+def webhooks_run(workdir, receiver, rows=100_000, endpoints=4):
+    db = Path(workdir) / f"webhooks-{uuid.uuid4().hex[:6]}.db"
+    key = merchant(BIN, db)
+    proc, base = start(BIN, db, WEBHOOK_FLAGS)
+    try:
+        for e in range(endpoints):
+            bench.post(base, "/v1/webhook/create", key, {"url": f"{receiver.base}/e{e}"})
+        receiver.reset()
+        bodies = [json.dumps({"locations": [bench.location(i) for i in range(s, min(s + 200, rows))]}).encode()
+                  for s in range(0, rows, 200)]
+        cpu0 = bench.cpu_seconds(bench.tree(proc.pid))
+        pushed_from = time.time()
+
+        def send(body):
+            req = urllib.request.Request(base + "/v1/location/create", data=body, method="POST",
+                                         headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=120) as r:
+                r.read()
+
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(send, bodies))
+        pushed_to = time.time()
+        want = rows * endpoints
+        deadline = time.time() + 1800
+        while time.time() < deadline:
+            stats = receiver.stats()
+            if stats["unique"] >= rows and stats["deliveries"] >= want:
+                break
+            time.sleep(0.5)
+        cpu = bench.cpu_seconds(bench.tree(proc.pid)) - cpu0
+    finally:
+        stop(proc)
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(db) + suffix).unlink(missing_ok=True)
+    last = stats["last_ms"] / 1000
+    return {"deliveries": stats["deliveries"], "per_s": stats["deliveries"] / (last - pushed_from),
+            "push_s": pushed_to - pushed_from, "drained_after_s": last - pushed_to,
+            "lag_p50_s": stats["lag_p50_ms"] / 1000, "lag_p99_s": stats["lag_p99_ms"] / 1000,
+            "lag_max_s": stats["lag_max_ms"] / 1000, "cpu_ms_per_delivery": cpu * 1000 / max(stats["deliveries"], 1)}
+
+
+def median(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", help="the build before events (its release binary)")
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--duration", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--events", type=int, default=1_000_000)
+    p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--out", default=str(ROOT / "target/bench/events.md"))
+    cfg = p.parse_args()
+    workdir = tempfile.mkdtemp(prefix="events-bench-")
+    receiver = Receiver()
+    try:
+        create = {"base": [], "ours": []}
+        for rep in range(cfg.reps):
+            for kind, binary in (("base", cfg.base), ("ours", BIN)):
+                r = create_run(kind, binary, workdir, receiver, cfg.duration, cfg.warmup)
+                bench.log(f"   create {kind} #{rep + 1}: {r['rps']:.0f} req/s, {r['cpu_ms']:.2f} ms CPU/req, "
+                          f"p99 {r['p99_ms']:.0f} ms, {r['delivered']:,} delivered meanwhile")
+                create[kind].append(r)
+        feed = [feed_run(workdir, cfg.events) for _ in range(cfg.reps)]
+        for r in feed:
+            bench.log(f"   events-feed: {r['events_per_s']:,.0f} events/s, {r['cpu_us_per_event']:.2f} µs CPU/event")
+        hooks = [webhooks_run(workdir, receiver, cfg.rows) for _ in range(max(1, cfg.reps - 1))]
+        for r in hooks:
+            bench.log(f"   webhooks: {r['deliveries']:,} in {r['push_s']:.1f} s push + {r['drained_after_s']:.1f} s: "
+                      f"{r['per_s']:,.0f}/s, lag p50 {r['lag_p50_s']:.1f} s p99 {r['lag_p99_s']:.1f} s")
+    finally:
+        receiver.stop()
+    rps = median(create["ours"], "rps") / median(create["base"], "rps")
+    cpu = median(create["ours"], "cpu_ms") / median(create["base"], "cpu_ms")
+    per_s, lag99 = median(hooks, "per_s"), median(hooks, "lag_p99_s")
+    events_per_s = median(feed, "events_per_s")
+    verdict = lambda ok: "met" if ok else "**not met**"
+    machine = bench.machine()
+    lines = [
+        f"Command: `scripts/bench --events {cfg.base}` (reps {cfg.reps}, {cfg.duration} s runs), "
+        f"{time.strftime('%Y-%m-%d')}, {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB, "
+        f"{machine['rustc']}.",
+        "",
+        "| workload | ours | base | figure | goal | verdict |",
+        "|---|---:|---:|---:|---|---|",
+        f"| create-webhook vs create, req/s | {median(create['ours'], 'rps'):.0f} | {median(create['base'], 'rps'):.0f} "
+        f"| {rps:.2f}x | >= 0.9x | {verdict(rps >= 0.9)} |",
+        f"| create-webhook vs create, CPU ms/req | {median(create['ours'], 'cpu_ms'):.2f} "
+        f"| {median(create['base'], 'cpu_ms'):.2f} | {cpu:.2f}x | <= 1.1x | {verdict(cpu <= 1.1)} |",
+        f"| events-feed, events/s (4 readers, pages of 1000, {cfg.events:,} events) | {events_per_s:,.0f} | | "
+        f"{median(feed, 'cpu_us_per_event'):.2f} µs CPU/event | >= 50,000/s | {verdict(events_per_s >= 50_000)} |",
+        f"| webhooks, deliveries/s ({cfg.rows:,} rows, 4 endpoints) | {per_s:,.0f} | | "
+        f"{median(hooks, 'cpu_ms_per_delivery'):.3f} ms CPU/delivery | >= 2,000/s | {verdict(per_s >= 2000)} |",
+        f"| webhooks, lag commit → delivery p50 / p99 / max | {median(hooks, 'lag_p50_s'):.1f} / {lag99:.1f} / "
+        f"{median(hooks, 'lag_max_s'):.1f} s | | push {median(hooks, 'push_s'):.1f} s, last delivery "
+        f"{median(hooks, 'drained_after_s'):.1f} s after it | p99 <= 2 s | {verdict(lag99 <= 2)} |",
+        "",
+        "Deliveries made during the create runs (ours): "
+        + ", ".join(f"{r['delivered']:,}" for r in create["ours"]) + ".",
+    ]
+    text = "\n".join(lines) + "\n"
+    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(cfg.out).write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
