@@ -132,6 +132,11 @@ pub struct WebhookCreateRequest {
     types: Option<Vec<EventType>>,
 }
 
+/// An empty object: the request has no field.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EmptyRequest {}
+
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]

@@ -42,7 +42,7 @@ use crate::domain::location::change::ChangeResult;
         PaginationRequest, PaginationResponse, LocationListFilter, LocationRecord, ChangeResult, ChangeResponse,
         UpdateInput, UpdateItem, NamingInput, NamingItem, NearInput, ParcelInput, SearchFilter, SearchPagination,
         SearchResult, SearchPaginationResponse, EventType, EventFilter, FeedStart, EventFeedRequest, Event,
-        FeedPagination, EventFeedResponse, WebhookObject, WebhookCreateRequest, WebhookIdRequest, DeliveriesRequest,
+        FeedPagination, EventFeedResponse, EmptyRequest, WebhookObject, WebhookCreateRequest, WebhookIdRequest, DeliveriesRequest,
         AttemptObject, AttemptPagination, webhooks::WebhookAnswer, webhooks::WebhookWithSecret, webhooks::WebhookList,
         webhooks::AttemptPage
     )),
@@ -182,7 +182,12 @@ pub fn document() -> serde_json::Value {
     let mut doc = ApiDoc::openapi();
     // A list body may be left out (CONTRACT §3: an empty body is `{}`), but it is not nullable:
     // utoipa would express "optional" only as `Option`, which also means `null`.
-    for path in ["/v1/categories/list", "/v1/location/list"] {
+    for path in [
+        "/v1/categories/list",
+        "/v1/location/list",
+        "/v1/location/events",
+        "/v1/webhook/list",
+    ] {
         if let Some(RefOr::T(body)) = doc
             .paths
             .paths

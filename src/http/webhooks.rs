@@ -133,7 +133,8 @@ pub async fn create(
 /// The merchant's endpoints, oldest first (never a secret).
 #[utoipa::path(
     post, path = "/v1/webhook/list", tag = "webhooks", operation_id = "listWebhooks",
-    request_body(content = Object, content_type = "application/json", example = json!({})),
+    request_body(content = crate::http::event_schemas::EmptyRequest, description = "Optional: an empty body means `{}`",
+        content_type = "application/json", example = json!({})),
     responses(
         (status = 200, description = "The endpoints, oldest first", body = WebhookList),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST",
