@@ -25,7 +25,9 @@ CREATE INDEX events_by_type ON events (merchant_pk, type, sequence);
 
 -- Webhooks (CONTRACT §18.3): a merchant's endpoints. `types` is the bit set of the event types it
 -- takes (null: every type); `deleted_at` set once it is deleted (it no longer counts towards the
--- 10); `failing_since` the first failed attempt since the last delivered one.
+-- 10); `failing_since` the first failed attempt since the last delivered one. Every event of the
+-- merchant after `delivered_through` is pending for it (stored by the event's own transaction);
+-- an instance attempting the next ones holds them through `claimed_through` until `claim_until`.
 CREATE TABLE webhooks (
     webhook_id       TEXT   PRIMARY KEY,
     merchant_pk      BIGINT NOT NULL REFERENCES merchants(pk),
@@ -38,13 +40,16 @@ CREATE TABLE webhooks (
     old_secret_until BIGINT,
     created_at       BIGINT NOT NULL,
     deleted_at       BIGINT,
-    failing_since    BIGINT
+    failing_since    BIGINT,
+    delivered_through BIGINT NOT NULL DEFAULT 0,
+    claimed_through   BIGINT NOT NULL DEFAULT 0,
+    claim_until       BIGINT NOT NULL DEFAULT 0
 );
 CREATE INDEX webhooks_of_merchant ON webhooks (merchant_pk, created_at);
 
--- What is still to be delivered: one row per event and endpoint, written with the event. A row is
--- claimed by the instance attempting it until `claim_until`; a claim that expires (its instance
--- died) is taken over by another (`FOR UPDATE SKIP LOCKED`).
+-- The events an endpoint failed to take, each tried again at `next_attempt_at`. A row is claimed
+-- by the instance attempting it until `claim_until`; a claim that expires (its instance died) is
+-- taken over by another (`FOR UPDATE SKIP LOCKED`).
 CREATE TABLE deliveries (
     webhook_id      TEXT   NOT NULL,
     sequence        BIGINT NOT NULL,

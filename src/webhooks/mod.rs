@@ -1,13 +1,13 @@
 //! Delivering events to the merchants' endpoints (CONTRACT §18.3): signed (`sign`), only to
 //! public addresses (`address`), one HTTP attempt at a time (`send`), by the worker here.
 //!
-//! The worker claims due deliveries (the store's claims expire, so with several instances each
-//! attempt is made by one, and a dead instance's are taken over), makes each attempt in a task of
-//! its own, and records what became of it (in batches, one transaction each): delivered; retried on the schedule (at least a 429's
+//! The worker claims windows of endpoints' fresh events and retries due (the store's claims expire,
+//! so with several instances each attempt is made by one, and a dead instance's are taken over),
+//! makes the attempts, and records what became of them (in batches, one transaction each): delivered; retried on the schedule (at least a 429's
 //! or 503's `Retry-After`); given up past the schedule; the endpoint disabled at a 410 or once its
 //! attempts have failed for `--webhook-disable-after`. At most `PER_ENDPOINT` attempts of one
-//! endpoint and `PER_INSTANCE` in all are in flight here: a slow or dead endpoint holds its own
-//! places only, and no request's.
+//! endpoint (one window, or its retries) and `PER_INSTANCE` in all are in flight here: a slow or
+//! dead endpoint holds its own places only, and no request's.
 
 pub mod address;
 pub mod send;
@@ -17,13 +17,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use tokio::sync::{Notify, mpsc};
 
 use self::address::Reach;
 use self::send::{Delivery, Sender};
 use crate::domain::webhook::{Attempt, DisabledReason, Outcome, RetrySchedule};
 use crate::store::now_ms;
-use crate::store::webhook_api::{Due, Next, Settled, WebhookStore};
+use crate::store::webhook_api::{Due, Next, Settled, Settlement, WebhookStore, Window};
 
 /// Most attempts of one endpoint in flight on one instance.
 pub const PER_ENDPOINT: usize = 8;
@@ -81,7 +82,7 @@ pub fn next_after(due: &Due, sent: &send::Sent, settings: &WebhookSettings, now_
 #[derive(Default)]
 struct InFlight {
     by_endpoint: Mutex<HashMap<String, usize>>,
-    /// Rung when an attempt ends (a place is free).
+    /// Rung when attempts end (places are free).
     freed: Notify,
 }
 
@@ -94,30 +95,19 @@ impl InFlight {
         self.lock().values().sum()
     }
 
-    /// The endpoints at their bound.
-    fn full(&self) -> Vec<String> {
-        self.lock()
-            .iter()
-            .filter(|(_, n)| **n >= PER_ENDPOINT)
-            .map(|(k, _)| k.clone())
-            .collect()
+    /// The endpoints with attempts in flight: nothing more of theirs is claimed meanwhile.
+    fn busy(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
     }
 
-    /// Takes a place for an attempt to `endpoint`, when it has one free.
-    fn take(&self, endpoint: &str) -> bool {
-        let mut map = self.lock();
-        let n = map.entry(endpoint.to_owned()).or_default();
-        if *n >= PER_ENDPOINT {
-            return false;
-        }
-        *n += 1;
-        true
+    fn take(&self, endpoint: &str, places: usize) {
+        *self.lock().entry(endpoint.to_owned()).or_default() += places;
     }
 
-    fn give_back(&self, endpoint: &str) {
+    fn give_back(&self, endpoint: &str, places: usize) {
         let mut map = self.lock();
         if let Some(n) = map.get_mut(endpoint) {
-            *n -= 1;
+            *n = n.saturating_sub(places);
             if *n == 0 {
                 map.remove(endpoint);
             }
@@ -133,24 +123,40 @@ fn jitter() -> f64 {
     (u64::from_le_bytes(bytes) as f64 / u64::MAX as f64) * 2.0 - 1.0
 }
 
+/// What a claim's attempts need.
+struct Worker {
+    sender: Sender,
+    in_flight: InFlight,
+    settings: WebhookSettings,
+    settle: mpsc::Sender<Settlement>,
+}
+
 /// Delivers for as long as it runs.
 pub async fn deliver(store: Arc<dyn WebhookStore>, settings: WebhookSettings) {
-    let sender = Arc::new(Sender::default());
-    let in_flight = Arc::new(InFlight::default());
-    let settings = Arc::new(settings);
-    let pending = tokio::spawn(count_pending(Arc::clone(&store)));
-    let _pending = AbortOnDrop(pending);
-    let (settled, to_settle) = mpsc::channel(SETTLE_QUEUE);
+    let _pending = AbortOnDrop(tokio::spawn(count_pending(Arc::clone(&store))));
+    let (settle, to_settle) = mpsc::channel(SETTLE_QUEUE);
     let _settler = AbortOnDrop(tokio::spawn(settle_batches(Arc::clone(&store), to_settle)));
+    let worker = Arc::new(Worker {
+        sender: Sender::default(),
+        in_flight: InFlight::default(),
+        settings,
+        settle,
+    });
     loop {
-        let free = PER_INSTANCE.saturating_sub(in_flight.total());
-        if free == 0 {
-            let _ = tokio::time::timeout(POLL, in_flight.freed.notified()).await;
+        let free = PER_INSTANCE.saturating_sub(worker.in_flight.total());
+        if free < PER_ENDPOINT {
+            let _ = tokio::time::timeout(POLL, worker.in_flight.freed.notified()).await;
             continue;
         }
         let now = now_ms();
-        let until = now + i64::try_from(CLAIM.as_millis()).unwrap_or(60_000);
-        let claimed = match store.claim(now, until, free, &in_flight.full()).await {
+        let until = now + i64::try_from(CLAIM.as_millis()).unwrap_or(30_000);
+        let windows = free / PER_ENDPOINT;
+        // Retries a claim at most `PER_ENDPOINT`: those of one endpoint then never exceed its bound.
+        let retries = PER_ENDPOINT;
+        let claimed = match store
+            .claim(now, until, windows, retries, &worker.in_flight.busy())
+            .await
+        {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::warn!(error = %crate::http::error::ErrorChain(&e), "claiming webhook deliveries failed");
@@ -158,42 +164,57 @@ pub async fn deliver(store: Arc<dyn WebhookStore>, settings: WebhookSettings) {
                 continue;
             }
         };
-        let found = claimed.len();
-        let mut unplaced = Vec::new();
-        for due in claimed {
-            if !in_flight.take(&due.webhook_id) {
-                unplaced.push((due.webhook_id, due.sequence));
-                continue;
-            }
-            tokio::spawn(attempt(
-                settled.clone(),
-                Arc::clone(&sender),
-                Arc::clone(&in_flight),
-                Arc::clone(&settings),
-                due,
-            ));
+        let found = claimed.windows.len() + claimed.retries.len();
+        for window in claimed.windows {
+            worker.in_flight.take(&window.webhook_id, PER_ENDPOINT);
+            tokio::spawn(deliver_window(Arc::clone(&worker), window));
         }
-        if !unplaced.is_empty()
-            && let Err(e) = store.release(&unplaced).await
-        {
-            tracing::warn!(error = %crate::http::error::ErrorChain(&e), "giving claims back failed; they expire");
+        for due in claimed.retries {
+            worker.in_flight.take(&due.webhook_id, 1);
+            tokio::spawn(deliver_retry(Arc::clone(&worker), due));
         }
-        if found < free {
+        if found == 0 {
             tokio::time::sleep(POLL).await;
         }
     }
 }
 
-/// One attempt, queued to be recorded.
-async fn attempt(
-    settled: mpsc::Sender<Settled>,
-    sender: Arc<Sender>,
-    in_flight: Arc<InFlight>,
-    settings: Arc<WebhookSettings>,
-    due: Due,
-) {
+/// A window of an endpoint's fresh events: at most `PER_ENDPOINT` attempts at once, then settled
+/// whole (its failures become retries, and the endpoint's `delivered_through` moves past it).
+async fn deliver_window(worker: Arc<Worker>, window: Window) {
+    let attempts = futures_util::stream::iter(window.dues)
+        .map(|due| attempt(&worker, due))
+        .buffer_unordered(PER_ENDPOINT)
+        .collect::<Vec<Settled>>()
+        .await;
+    // The places are given back once the window is queued for recording: a recording that falls
+    // behind holds the claims back (the queue is bounded).
+    let settlement = Settlement {
+        attempts,
+        window: Some((window.webhook_id.clone(), window.through)),
+    };
+    let _ = worker.settle.send(settlement).await;
+    worker.in_flight.give_back(&window.webhook_id, PER_ENDPOINT);
+}
+
+async fn deliver_retry(worker: Arc<Worker>, due: Due) {
+    let webhook_id = due.webhook_id.clone();
+    let settled = attempt(&worker, due).await;
+    let _ = worker
+        .settle
+        .send(Settlement {
+            attempts: vec![settled],
+            window: None,
+        })
+        .await;
+    worker.in_flight.give_back(&webhook_id, 1);
+}
+
+/// One attempt, and what becomes of its delivery.
+async fn attempt(worker: &Worker, due: Due) -> Settled {
     let attempted_at = now_ms();
-    let sent = sender
+    let sent = worker
+        .sender
         .send(
             Delivery {
                 url: &due.url,
@@ -201,11 +222,11 @@ async fn attempt(
                 body: &due.body,
                 secrets: &due.secrets,
             },
-            settings.reach,
+            worker.settings.reach,
         )
         .await;
     let now = now_ms();
-    let next = next_after(&due, &sent, &settings, now, jitter());
+    let next = next_after(&due, &sent, &worker.settings, now, jitter());
     let outcome = if sent.delivered() {
         Outcome::Delivered
     } else {
@@ -216,33 +237,31 @@ async fn attempt(
         let lag = (now - due.appended_at_ms).max(0) as f64 / 1000.0;
         metrics::histogram!("webhook_delivery_seconds").record(lag);
     }
-    let one = Settled {
-        webhook_id: due.webhook_id.clone(),
+    Settled {
+        webhook_id: due.webhook_id,
+        merchant_pk: due.merchant_pk,
+        appended_at_ms: due.appended_at_ms,
         attempt: Attempt {
             id: 0,
-            event_id: due.event_id.clone(),
+            event_id: due.event_id,
             sequence: due.sequence,
             attempt: due.attempts + 1,
             attempted_at_ms: attempted_at,
             outcome,
             http_status: sent.status.map(i64::from),
-            error: sent.error.clone(),
+            error: sent.error,
             duration_ms: i64::try_from(sent.took.as_millis()).unwrap_or(i64::MAX),
         },
         next,
-    };
-    // The place is given back once the attempt is queued for recording: a recording that falls
-    // behind holds the claims back (the queue is bounded).
-    let _ = settled.send(one).await;
-    in_flight.give_back(&due.webhook_id);
+    }
 }
 
-/// Most attempts waiting to be recorded, and most recorded in one transaction.
-const SETTLE_QUEUE: usize = 1024;
-const SETTLE_BATCH: usize = 256;
+/// Most claims' results waiting to be recorded, and most recorded in one transaction.
+const SETTLE_QUEUE: usize = 256;
+const SETTLE_BATCH: usize = 64;
 
-/// Records finished attempts in batches, one transaction each.
-async fn settle_batches(store: Arc<dyn WebhookStore>, mut queue: mpsc::Receiver<Settled>) {
+/// Records what the claims came to in batches, one transaction each.
+async fn settle_batches(store: Arc<dyn WebhookStore>, mut queue: mpsc::Receiver<Settlement>) {
     let mut batch = Vec::with_capacity(SETTLE_BATCH);
     while queue.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
         if let Err(e) = store.settle(std::mem::take(&mut batch)).await {
@@ -280,6 +299,7 @@ mod tests {
     fn due(attempts: i64, failing_since_ms: Option<i64>) -> Due {
         Due {
             webhook_id: "w".into(),
+            merchant_pk: 1,
             url: String::new(),
             secrets: Vec::new(),
             failing_since_ms,

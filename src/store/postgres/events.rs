@@ -17,13 +17,6 @@ use crate::store::event_signal::EventSignal;
 /// The channel of `NOTIFY`: its payload is the merchant's `pk`.
 pub(super) const CHANNEL: &str = "storefront_events";
 
-/// The statement that queues the deliveries of a request's events (`$1` the merchant, `$2` the
-/// sequences, `$3` the types, `$4` when they were appended), run with the events' insert.
-const QUEUE_DELIVERIES: &str = "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, \
-     next_attempt_at, appended_at) SELECT w.webhook_id, u.s, $1, $4, $4 FROM webhooks w, \
-     UNNEST($2::int8[], $3::int2[]) AS u(s, t) WHERE w.merchant_pk = $1 AND w.status = 'ENABLED' \
-     AND w.deleted_at IS NULL AND (w.types IS NULL OR (w.types >> u.t) & 1 = 1)";
-
 /// Appends the events of `changes` after the merchant's last. The log's row stays locked to the
 /// commit, so the merchant's events are numbered in commit order; the notice is delivered at the
 /// commit.
@@ -46,7 +39,6 @@ pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &
     let at: Vec<i64> = events.iter().map(|e| e.at_ms).collect();
     let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
     let notice = merchant_pk.to_string();
-    let now = at.first().copied().unwrap_or_else(crate::store::api::now_ms);
     let insert_params: Params<'_> = &[&merchant_pk, &sequences, &types, &at, &bodies];
     let notify_params: Params<'_> = &[&CHANNEL, &notice];
     let insert = execute(
@@ -56,9 +48,8 @@ pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &
         insert_params,
     );
     let notify = execute(tx, "SELECT pg_notify($1, $2)", notify_params);
-    let queue_params: Params<'_> = &[&merchant_pk, &sequences, &types, &now];
-    let queue = execute(tx, QUEUE_DELIVERIES, queue_params);
-    tokio::try_join!(insert, notify, queue)?;
+    // Nothing more for webhooks: each endpoint's events after its `delivered_through` are pending.
+    tokio::try_join!(insert, notify)?;
     Ok(())
 }
 

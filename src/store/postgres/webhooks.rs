@@ -11,7 +11,9 @@ use super::sql::lock_merchant;
 use crate::domain::event::{EventType, EventTypes, event_id_of};
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
-use crate::store::webhook_api::{Due, NewWebhook, Next, Settled, WebhookChange, WebhookStore};
+use crate::store::webhook_api::{
+    Claimed, Due, NewWebhook, Next, Settled, Settlement, WebhookChange, WebhookStore, Window, window_size,
+};
 
 pub(super) struct PgWebhooks {
     pub(super) pool: Pool,
@@ -51,6 +53,124 @@ async fn find(c: &impl GenericClient, merchant_pk: i64, webhook_id: &str) -> Res
     .transpose()
 }
 
+/// The secrets an endpoint signs with now: its own, and the old one while a rotation lasts.
+fn secrets(r: &Row, secret: usize, old: usize) -> Vec<String> {
+    let mut secrets = vec![r.get::<_, String>(secret)];
+    secrets.extend(r.get::<_, Option<String>>(old));
+    secrets
+}
+
+/// Windows of the next events of up to `n` endpoints that have fresh ones and no claim standing;
+/// an endpoint another instance is claiming at this moment is skipped.
+async fn claim_windows(
+    tx: &impl GenericClient,
+    now_ms: i64,
+    until_ms: i64,
+    n: usize,
+    skip: &[String],
+) -> Result<Vec<Window>, StoreError> {
+    let endpoints = tx
+        .query(
+            "SELECT w.webhook_id, w.url, w.secret, CASE WHEN w.old_secret_until > $1 THEN w.old_secret END, \
+             w.failing_since, w.merchant_pk, w.delivered_through, l.last_sequence, w.types FROM webhooks w \
+             JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
+             WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < $1 \
+             AND l.last_sequence > w.delivered_through AND NOT (w.webhook_id = ANY($3)) \
+             LIMIT $2 FOR UPDATE OF w SKIP LOCKED",
+            &[&now_ms, &(n as i64), &skip],
+        )
+        .await?;
+    let mut windows = Vec::new();
+    for e in &endpoints {
+        let id: String = e.get(0);
+        let (merchant_pk, after, last): (i64, i64, i64) = (e.get(5), e.get(6), e.get(7));
+        let types: Option<i32> = e.get(8);
+        let failing: Option<i64> = e.get(4);
+        let rows = tx
+            .query(
+                "SELECT sequence, type, appended_at, body FROM events WHERE merchant_pk = $1 AND sequence > $2 \
+                 ORDER BY sequence LIMIT $3",
+                &[&merchant_pk, &after, &window_size(failing.is_some())],
+            )
+            .await?;
+        // Events dropped by retention before they were sent: the window runs to the log's end.
+        let through = rows.last().map_or(last, |r| r.get(0));
+        let dues = rows
+            .iter()
+            .filter(|r| types.is_none_or(|bits| bits & (1 << r.get::<_, i16>(1)) != 0))
+            .map(|r| {
+                let body: String = r.get(3);
+                Due {
+                    webhook_id: id.clone(),
+                    merchant_pk,
+                    url: e.get(1),
+                    secrets: secrets(e, 2, 3),
+                    failing_since_ms: e.get(4),
+                    sequence: r.get(0),
+                    attempts: 0,
+                    appended_at_ms: r.get(2),
+                    event_id: event_id_of(&body),
+                    body,
+                }
+            })
+            .collect();
+        tx.execute(
+            "UPDATE webhooks SET claimed_through = $2, claim_until = $3 WHERE webhook_id = $1",
+            &[&id, &through, &until_ms],
+        )
+        .await?;
+        windows.push(Window {
+            webhook_id: id,
+            through,
+            dues,
+        });
+    }
+    Ok(windows)
+}
+
+/// Up to `n` retries due, none of the endpoints in `skip`.
+async fn claim_retries(
+    client: &impl GenericClient,
+    now_ms: i64,
+    until_ms: i64,
+    n: usize,
+    skip: &[String],
+) -> Result<Vec<Due>, StoreError> {
+    let rows = client
+        .query(
+            "WITH due AS (SELECT webhook_id, sequence FROM deliveries \
+               WHERE next_attempt_at <= $1 AND claim_until < $1 AND NOT (webhook_id = ANY($4)) \
+               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED), \
+             claimed AS (UPDATE deliveries d SET claim_until = $2 FROM due \
+               WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
+               RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.appended_at) \
+             SELECT c.webhook_id, w.url, w.secret, CASE WHEN w.old_secret_until > $1 THEN w.old_secret END, \
+               w.failing_since, c.sequence, c.attempts, c.appended_at, e.body, c.merchant_pk \
+             FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
+             JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence",
+            &[&now_ms, &until_ms, &(n as i64), &skip],
+        )
+        .await?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let body: String = r.get(8);
+            Due {
+                webhook_id: r.get(0),
+                merchant_pk: r.get(9),
+                url: r.get(1),
+                secrets: secrets(r, 2, 3),
+                failing_since_ms: r.get(4),
+                sequence: r.get(5),
+                attempts: i64::from(r.get::<_, i32>(6)),
+                appended_at_ms: r.get(7),
+                event_id: event_id_of(&body),
+                body,
+            }
+        })
+        .collect())
+}
+
 fn attempt_of(r: &Row) -> Result<Attempt, StoreError> {
     Ok(Attempt {
         id: r.get(0),
@@ -83,9 +203,11 @@ impl WebhookStore for PgWebhooks {
             return Ok(None);
         }
         let w = &new.webhook;
+        // Only the events appended from now on are sent to it (the merchant's lock holds its writes).
         tx.execute(
-            "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at, \
+             delivered_through, claimed_through) SELECT $1, $2, $3, $4, $5, $6, $7, l, l FROM \
+             (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = $2) AS log",
             &[
                 &w.webhook_id,
                 &merchant_pk,
@@ -142,10 +264,13 @@ impl WebhookStore for PgWebhooks {
                 return Ok(Some(before));
             }
             WebhookChange::Enable => {
+                // What was appended while it was disabled is not sent (the feed has it).
                 tx.execute(
-                    "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL \
+                    "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL, \
+                     delivered_through = l, claimed_through = l, claim_until = 0 FROM \
+                     (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = $2) AS log \
                      WHERE webhook_id = $1",
-                    &[&webhook_id],
+                    &[&webhook_id, &merchant_pk],
                 )
                 .await?;
             }
@@ -189,61 +314,32 @@ impl WebhookStore for PgWebhooks {
         rows.iter().map(attempt_of).collect::<Result<Vec<_>, _>>().map(Some)
     }
 
-    async fn claim(&self, now_ms: i64, until_ms: i64, limit: usize, skip: &[String]) -> Result<Vec<Due>, StoreError> {
-        let client = self.pool.get().await?;
-        let rows = client
-            .query(
-                "WITH due AS (SELECT webhook_id, sequence FROM deliveries \
-                   WHERE next_attempt_at <= $1 AND claim_until < $1 AND NOT (webhook_id = ANY($4)) \
-                   ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED), \
-                 claimed AS (UPDATE deliveries d SET claim_until = $2 FROM due \
-                   WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
-                   RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.appended_at) \
-                 SELECT c.webhook_id, w.url, w.secret, CASE WHEN w.old_secret_until > $1 THEN w.old_secret END, \
-                   w.failing_since, c.sequence, c.attempts, c.appended_at, e.body \
-                 FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
-                 JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence",
-                &[&now_ms, &until_ms, &(limit as i64), &skip],
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .map(|r| {
-                let mut secrets = vec![r.get::<_, String>(2)];
-                secrets.extend(r.get::<_, Option<String>>(3));
-                let body: String = r.get(8);
-                Due {
-                    webhook_id: r.get(0),
-                    url: r.get(1),
-                    secrets,
-                    failing_since_ms: r.get(4),
-                    sequence: r.get(5),
-                    attempts: i64::from(r.get::<_, i32>(6)),
-                    appended_at_ms: r.get(7),
-                    event_id: event_id_of(&body),
-                    body,
-                }
-            })
-            .collect())
+    async fn claim(
+        &self,
+        now_ms: i64,
+        until_ms: i64,
+        windows: usize,
+        retries: usize,
+        skip: &[String],
+    ) -> Result<Claimed, StoreError> {
+        let mut client = self.pool.get().await?;
+        let mut claimed = Claimed::default();
+        if windows > 0 {
+            let tx = client.transaction().await?;
+            claimed.windows = claim_windows(&tx, now_ms, until_ms, windows, skip).await?;
+            tx.commit().await?;
+        }
+        if retries > 0 {
+            claimed.retries = claim_retries(&client, now_ms, until_ms, retries, skip).await?;
+        }
+        Ok(claimed)
     }
 
-    async fn release(&self, claims: &[(String, i64)]) -> Result<(), StoreError> {
-        let client = self.pool.get().await?;
-        let ids: Vec<&str> = claims.iter().map(|c| c.0.as_str()).collect();
-        let sequences: Vec<i64> = claims.iter().map(|c| c.1).collect();
-        client
-            .execute(
-                "UPDATE deliveries d SET claim_until = 0 FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) \
-                 WHERE d.webhook_id = u.w AND d.sequence = u.s",
-                &[&ids, &sequences],
-            )
-            .await?;
-        Ok(())
-    }
-
-    async fn settle(&self, settled: Vec<Settled>) -> Result<(), StoreError> {
+    async fn settle(&self, settled: Vec<Settlement>) -> Result<(), StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        let windows: Vec<(String, i64)> = settled.iter().filter_map(|s| s.window.clone()).collect();
+        let settled: Vec<Settled> = settled.into_iter().flat_map(|s| s.attempts).collect();
         // The attempts, and the deliveries done or retried, each one statement for the batch.
         let ids: Vec<&str> = settled.iter().map(|s| s.webhook_id.as_str()).collect();
         let events: Vec<&str> = settled.iter().map(|s| s.attempt.event_id.as_str()).collect();
@@ -269,39 +365,46 @@ impl WebhookStore for PgWebhooks {
             ],
         )
         .await?;
-        let pick = |want: &dyn Fn(&Next) -> bool| -> (Vec<&str>, Vec<i64>) {
-            settled
-                .iter()
-                .filter(|s| want(&s.next))
-                .map(|s| (s.webhook_id.as_str(), s.attempt.sequence))
-                .unzip()
-        };
-        let (done_ids, done_sequences) = pick(&|n| *n == Next::Done);
+        let (done_ids, done_sequences): (Vec<&str>, Vec<i64>) = settled
+            .iter()
+            .filter(|s| s.next == Next::Done)
+            .map(|s| (s.webhook_id.as_str(), s.attempt.sequence))
+            .unzip();
         tx.execute(
             "DELETE FROM deliveries d USING UNNEST($1::text[], $2::int8[]) AS u(w, s) \
              WHERE d.webhook_id = u.w AND d.sequence = u.s",
             &[&done_ids, &done_sequences],
         )
         .await?;
-        let retried: Vec<&Settled> = settled.iter().filter(|s| matches!(s.next, Next::RetryAt(_))).collect();
-        let retry_ids: Vec<&str> = retried.iter().map(|s| s.webhook_id.as_str()).collect();
-        let retry_sequences: Vec<i64> = retried.iter().map(|s| s.attempt.sequence).collect();
-        let retry_attempts: Vec<i32> = retried
+        let retried: Vec<(&Settled, i64)> = settled
             .iter()
-            .map(|s| i32::try_from(s.attempt.attempt).unwrap_or(i32::MAX))
-            .collect();
-        let retry_at: Vec<i64> = retried
-            .iter()
-            .map(|s| match s.next {
-                Next::RetryAt(at) => at,
-                _ => 0,
+            .filter_map(|s| match s.next {
+                Next::RetryAt(at) => Some((s, at)),
+                _ => None,
             })
             .collect();
+        let retry_ids: Vec<&str> = retried.iter().map(|(s, _)| s.webhook_id.as_str()).collect();
+        let retry_sequences: Vec<i64> = retried.iter().map(|(s, _)| s.attempt.sequence).collect();
+        let retry_merchants: Vec<i64> = retried.iter().map(|(s, _)| s.merchant_pk).collect();
+        let retry_attempts: Vec<i32> = retried
+            .iter()
+            .map(|(s, _)| i32::try_from(s.attempt.attempt).unwrap_or(i32::MAX))
+            .collect();
+        let retry_at: Vec<i64> = retried.iter().map(|(_, at)| *at).collect();
+        let retry_appended: Vec<i64> = retried.iter().map(|(s, _)| s.appended_at_ms).collect();
         tx.execute(
-            "UPDATE deliveries d SET attempts = u.a, next_attempt_at = u.n, claim_until = 0 \
-             FROM UNNEST($1::text[], $2::int8[], $3::int4[], $4::int8[]) AS u(w, s, a, n) \
-             WHERE d.webhook_id = u.w AND d.sequence = u.s",
-            &[&retry_ids, &retry_sequences, &retry_attempts, &retry_at],
+            "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
+             SELECT * FROM UNNEST($1::text[], $2::int8[], $3::int8[], $4::int4[], $5::int8[], $6::int8[]) \
+             ON CONFLICT (webhook_id, sequence) DO UPDATE SET attempts = excluded.attempts, \
+             next_attempt_at = excluded.next_attempt_at, claim_until = 0",
+            &[
+                &retry_ids,
+                &retry_sequences,
+                &retry_merchants,
+                &retry_attempts,
+                &retry_at,
+                &retry_appended,
+            ],
         )
         .await?;
         // Each endpoint's failing time, from its last attempt in the batch.
@@ -331,13 +434,29 @@ impl WebhookStore for PgWebhooks {
                     .await?;
             }
         }
+        for (webhook_id, through) in &windows {
+            tx.execute(
+                "UPDATE webhooks SET delivered_through = $2, claim_until = 0 \
+                 WHERE webhook_id = $1 AND claimed_through = $2 AND delivered_through < $2",
+                &[webhook_id, through],
+            )
+            .await?;
+        }
         tx.commit().await?;
         Ok(())
     }
 
     async fn pending(&self) -> Result<u64, StoreError> {
         let client = self.pool.get().await?;
-        let n: i64 = client.query_one("SELECT count(*) FROM deliveries", &[]).await?.get(0);
+        let n: i64 = client
+            .query_one(
+                "SELECT (SELECT count(*) FROM deliveries) + (SELECT coalesce(sum(l.last_sequence - w.delivered_through), 0) \
+                 FROM webhooks w JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
+                 WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL)::int8",
+                &[],
+            )
+            .await?
+            .get(0);
         Ok(u64::try_from(n).unwrap_or(0))
     }
 

@@ -22,37 +22,10 @@ pub(super) fn append(tx: &Connection, merchant_pk: i64, changes: &[Change]) -> R
     let mut insert = tx.prepare_cached(
         "INSERT INTO events (merchant_pk, sequence, type, appended_at, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?;
-    let events = event::number(changes, last - n, new_event_id);
-    for e in &events {
+    for e in event::number(changes, last - n, new_event_id) {
         insert.execute(params![merchant_pk, e.sequence, e.kind.code(), e.at_ms, e.body])?;
     }
-    let queued: Vec<(i64, EventType, i64)> = events.iter().map(|e| (e.sequence, e.kind, e.at_ms)).collect();
-    queue_deliveries(tx, merchant_pk, &queued)
-}
-
-/// The webhook deliveries of the events `(sequence, type, appended at)`: one per enabled endpoint
-/// of the merchant that takes the type, pending from now (inside the events' own transaction).
-fn queue_deliveries(tx: &Connection, merchant_pk: i64, events: &[(i64, EventType, i64)]) -> Result<(), StoreError> {
-    let endpoints: Vec<(String, Option<i64>)> = tx
-        .prepare_cached(
-            "SELECT webhook_id, types FROM webhooks WHERE merchant_pk = ?1 AND status = 'ENABLED' AND deleted_at IS NULL",
-        )?
-        .query_map([merchant_pk], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
-    if endpoints.is_empty() {
-        return Ok(());
-    }
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, next_attempt_at, appended_at) \
-         VALUES (?1, ?2, ?3, ?4, ?4)",
-    )?;
-    for (sequence, kind, at_ms) in events {
-        for (webhook_id, types) in &endpoints {
-            if types.is_none_or(|bits| bits & (1 << kind.code()) != 0) {
-                insert.execute(params![webhook_id, sequence, merchant_pk, at_ms])?;
-            }
-        }
-    }
+    // Nothing more for webhooks: each endpoint's events after its `delivered_through` are pending.
     Ok(())
 }
 

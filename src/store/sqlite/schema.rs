@@ -70,7 +70,10 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
     migrate(&mut conn)?;
     // One server a file: any claim on a webhook delivery is a process's that is gone, and its
     // deliveries are attempted again now rather than when the claims would expire.
-    conn.execute("UPDATE deliveries SET claim_until = 0 WHERE claim_until > 0", [])?;
+    conn.execute_batch(
+        "UPDATE deliveries SET claim_until = 0 WHERE claim_until > 0; \
+         UPDATE webhooks SET claim_until = 0, claimed_through = delivered_through WHERE claim_until > 0",
+    )?;
     Ok(conn)
 }
 

@@ -12,7 +12,9 @@ use super::writer::{Jobs, write};
 use crate::domain::event::{EventType, EventTypes, event_id_of};
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::StoreError;
-use crate::store::webhook_api::{Due, NewWebhook, Next, Settled, WebhookChange, WebhookStore};
+use crate::store::webhook_api::{
+    Claimed, Due, NewWebhook, Next, Settled, Settlement, WebhookChange, WebhookStore, Window, window_size,
+};
 
 pub(super) struct SqliteWebhooks {
     pub(super) jobs: Jobs,
@@ -48,6 +50,8 @@ fn bits(types: Option<EventTypes>) -> Option<i64> {
 fn settle_one(tx: &Connection, settled: Settled) -> Result<(), StoreError> {
     let Settled {
         webhook_id,
+        merchant_pk,
+        appended_at_ms,
         attempt: a,
         next,
     } = settled;
@@ -79,10 +83,18 @@ fn settle_one(tx: &Connection, settled: Settled) -> Result<(), StoreError> {
         }
         Next::RetryAt(at) => {
             tx.prepare_cached(
-                "UPDATE deliveries SET attempts = ?3, next_attempt_at = ?4, claim_until = 0 \
-                 WHERE webhook_id = ?1 AND sequence = ?2",
+                "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
+                 VALUES (?1, ?2, ?5, ?3, ?4, ?6) ON CONFLICT (webhook_id, sequence) DO UPDATE \
+                 SET attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at, claim_until = 0",
             )?
-            .execute(params![webhook_id, a.sequence, a.attempt, at])?;
+            .execute(params![
+                webhook_id,
+                a.sequence,
+                a.attempt,
+                at,
+                merchant_pk,
+                appended_at_ms
+            ])?;
         }
         Next::Disable(reason) => {
             tx.prepare_cached("UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2 WHERE webhook_id = ?1")?
@@ -92,6 +104,144 @@ fn settle_one(tx: &Connection, settled: Settled) -> Result<(), StoreError> {
         }
     }
     Ok(())
+}
+
+/// The secrets an endpoint signs with now: its own, and the old one while a rotation lasts.
+fn secrets(secret: String, old: Option<String>, old_until: Option<i64>, now_ms: i64) -> Vec<String> {
+    let mut secrets = vec![secret];
+    if let (Some(old), Some(until)) = (old, old_until)
+        && until > now_ms
+    {
+        secrets.push(old);
+    }
+    secrets
+}
+
+/// Windows of the next events of up to `n` endpoints that have fresh ones and no claim standing.
+fn claim_windows(
+    tx: &Connection,
+    now_ms: i64,
+    until_ms: i64,
+    n: usize,
+    skip: &[String],
+) -> Result<Vec<Window>, StoreError> {
+    struct Endpoint {
+        id: String,
+        url: String,
+        secrets: Vec<String>,
+        failing_since: Option<i64>,
+        merchant_pk: i64,
+        after: i64,
+        last: i64,
+        types: Option<i64>,
+    }
+    let endpoints: Vec<Endpoint> = tx
+        .prepare_cached(
+            "SELECT w.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, w.merchant_pk, \
+             w.delivered_through, l.last_sequence, w.types FROM webhooks w \
+             JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
+             WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < ?1 \
+             AND l.last_sequence > w.delivered_through LIMIT ?2",
+        )?
+        .query_map(params![now_ms, (n + skip.len()) as i64], |r| {
+            Ok(Endpoint {
+                id: r.get(0)?,
+                url: r.get(1)?,
+                secrets: secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
+                failing_since: r.get(5)?,
+                merchant_pk: r.get(6)?,
+                after: r.get(7)?,
+                last: r.get(8)?,
+                types: r.get(9)?,
+            })
+        })?
+        .collect::<Result<_, _>>()?;
+    let mut windows = Vec::new();
+    let mut events = tx.prepare_cached(
+        "SELECT sequence, type, appended_at, body FROM events WHERE merchant_pk = ?1 AND sequence > ?2 \
+         ORDER BY sequence LIMIT ?3",
+    )?;
+    let mut claim =
+        tx.prepare_cached("UPDATE webhooks SET claimed_through = ?2, claim_until = ?3 WHERE webhook_id = ?1")?;
+    for e in endpoints.into_iter().filter(|e| !skip.contains(&e.id)).take(n) {
+        let rows: Vec<(i64, i64, i64, String)> = events
+            .query_map(
+                params![e.merchant_pk, e.after, window_size(e.failing_since.is_some())],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )?
+            .collect::<Result<_, _>>()?;
+        // Events dropped by retention before they were sent: the window runs to the log's end.
+        let through = rows.last().map_or(e.last, |row| row.0);
+        let dues = rows
+            .into_iter()
+            .filter(|(_, kind, _, _)| e.types.is_none_or(|bits| bits & (1 << kind) != 0))
+            .map(|(sequence, _, appended_at_ms, body)| Due {
+                webhook_id: e.id.clone(),
+                merchant_pk: e.merchant_pk,
+                url: e.url.clone(),
+                secrets: e.secrets.clone(),
+                failing_since_ms: e.failing_since,
+                sequence,
+                attempts: 0,
+                appended_at_ms,
+                event_id: event_id_of(&body),
+                body,
+            })
+            .collect();
+        claim.execute(params![e.id, through, until_ms])?;
+        windows.push(Window {
+            webhook_id: e.id,
+            through,
+            dues,
+        });
+    }
+    Ok(windows)
+}
+
+/// Up to `n` retries due, none of the endpoints in `skip`.
+fn claim_retries(
+    tx: &Connection,
+    now_ms: i64,
+    until_ms: i64,
+    n: usize,
+    skip: &[String],
+) -> Result<Vec<Due>, StoreError> {
+    let mut stmt = tx.prepare_cached(
+        "SELECT d.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, d.sequence, \
+         d.attempts, d.appended_at, e.body, d.merchant_pk FROM deliveries d \
+         JOIN webhooks w ON w.webhook_id = d.webhook_id \
+         JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
+         WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 ORDER BY d.next_attempt_at LIMIT ?2",
+    )?;
+    // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
+    let rows = stmt.query_map(params![now_ms, (n + skip.len() * 8) as i64], |r| {
+        let body: String = r.get(9)?;
+        Ok(Due {
+            webhook_id: r.get(0)?,
+            merchant_pk: r.get(10)?,
+            url: r.get(1)?,
+            secrets: secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
+            failing_since_ms: r.get(5)?,
+            sequence: r.get(6)?,
+            attempts: r.get(7)?,
+            appended_at_ms: r.get(8)?,
+            event_id: event_id_of(&body),
+            body,
+        })
+    })?;
+    let mut due = Vec::new();
+    for row in rows {
+        let row = row?;
+        if due.len() < n && !skip.contains(&row.webhook_id) {
+            due.push(row);
+        }
+    }
+    let mut claim =
+        tx.prepare_cached("UPDATE deliveries SET claim_until = ?3 WHERE webhook_id = ?1 AND sequence = ?2")?;
+    for d in &due {
+        claim.execute(params![d.webhook_id, d.sequence, until_ms])?;
+    }
+    Ok(due)
 }
 
 /// The merchant's endpoint `webhook_id` that is not deleted.
@@ -117,9 +267,12 @@ impl WebhookStore for SqliteWebhooks {
                 return Ok(None);
             }
             let w = &new.webhook;
+            // Only the events appended from now on are sent to it.
             tx.execute(
-                "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at, \
+                 delivered_through, claimed_through) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
+                 (SELECT coalesce(max(last_sequence), 0) FROM event_logs WHERE merchant_pk = ?2), \
+                 (SELECT coalesce(max(last_sequence), 0) FROM event_logs WHERE merchant_pk = ?2))",
                 params![
                     w.webhook_id,
                     merchant_pk,
@@ -169,10 +322,13 @@ impl WebhookStore for SqliteWebhooks {
                     return Ok(Some(before));
                 }
                 WebhookChange::Enable => {
+                    // What was appended while it was disabled is not sent (the feed has it).
                     tx.execute(
-                        "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL \
-                         WHERE webhook_id = ?1",
-                        [&webhook_id],
+                        "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL, \
+                         delivered_through = (SELECT coalesce(max(last_sequence), 0) FROM event_logs \
+                         WHERE merchant_pk = ?2), claimed_through = (SELECT coalesce(max(last_sequence), 0) \
+                         FROM event_logs WHERE merchant_pk = ?2), claim_until = 0 WHERE webhook_id = ?1",
+                        params![webhook_id, merchant_pk],
                     )?;
                 }
                 WebhookChange::Rotate { secret, old_until_ms } => {
@@ -226,74 +382,41 @@ impl WebhookStore for SqliteWebhooks {
             .await
     }
 
-    async fn claim(&self, now_ms: i64, until_ms: i64, limit: usize, skip: &[String]) -> Result<Vec<Due>, StoreError> {
+    async fn claim(
+        &self,
+        now_ms: i64,
+        until_ms: i64,
+        windows: usize,
+        retries: usize,
+        skip: &[String],
+    ) -> Result<Claimed, StoreError> {
         let skip = skip.to_vec();
         write(&self.jobs, move |tx| {
-            let mut due = Vec::new();
-            let mut stmt = tx.prepare_cached(
-                "SELECT d.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, d.sequence, \
-                 d.attempts, d.appended_at, e.body FROM deliveries d \
-                 JOIN webhooks w ON w.webhook_id = d.webhook_id \
-                 JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
-                 WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 ORDER BY d.next_attempt_at LIMIT ?2",
-            )?;
-            // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
-            let rows = stmt.query_map(params![now_ms, (limit + skip.len() * 8) as i64], |r| {
-                let secret: String = r.get(2)?;
-                let old: Option<String> = r.get(3)?;
-                let old_until: Option<i64> = r.get(4)?;
-                let mut secrets = vec![secret];
-                if let (Some(old), Some(until)) = (old, old_until)
-                    && until > now_ms
-                {
-                    secrets.push(old);
-                }
-                let body: String = r.get(9)?;
-                Ok(Due {
-                    webhook_id: r.get(0)?,
-                    url: r.get(1)?,
-                    secrets,
-                    failing_since_ms: r.get(5)?,
-                    sequence: r.get(6)?,
-                    attempts: r.get(7)?,
-                    appended_at_ms: r.get(8)?,
-                    event_id: event_id_of(&body),
-                    body,
-                })
-            })?;
-            for row in rows {
-                let row = row?;
-                if due.len() < limit && !skip.contains(&row.webhook_id) {
-                    due.push(row);
-                }
+            let mut claimed = Claimed::default();
+            if windows > 0 {
+                claimed.windows = claim_windows(tx, now_ms, until_ms, windows, &skip)?;
             }
-            let mut claim =
-                tx.prepare_cached("UPDATE deliveries SET claim_until = ?3 WHERE webhook_id = ?1 AND sequence = ?2")?;
-            for d in &due {
-                claim.execute(params![d.webhook_id, d.sequence, until_ms])?;
+            if retries > 0 {
+                claimed.retries = claim_retries(tx, now_ms, until_ms, retries, &skip)?;
             }
-            Ok(due)
+            Ok(claimed)
         })
         .await
     }
 
-    async fn release(&self, claims: &[(String, i64)]) -> Result<(), StoreError> {
-        let claims = claims.to_vec();
+    async fn settle(&self, settled: Vec<Settlement>) -> Result<(), StoreError> {
         write(&self.jobs, move |tx| {
-            let mut stmt =
-                tx.prepare_cached("UPDATE deliveries SET claim_until = 0 WHERE webhook_id = ?1 AND sequence = ?2")?;
-            for (webhook_id, sequence) in &claims {
-                stmt.execute(params![webhook_id, sequence])?;
-            }
-            Ok(())
-        })
-        .await
-    }
-
-    async fn settle(&self, settled: Vec<Settled>) -> Result<(), StoreError> {
-        write(&self.jobs, move |tx| {
-            for one in settled {
-                settle_one(tx, one)?;
+            for settlement in settled {
+                for one in settlement.attempts {
+                    settle_one(tx, one)?;
+                }
+                if let Some((webhook_id, through)) = settlement.window {
+                    tx.prepare_cached(
+                        "UPDATE webhooks SET delivered_through = ?2, claim_until = 0 \
+                         WHERE webhook_id = ?1 AND claimed_through = ?2 AND delivered_through < ?2",
+                    )?
+                    .execute(params![webhook_id, through])?;
+                }
             }
             Ok(())
         })
@@ -302,7 +425,17 @@ impl WebhookStore for SqliteWebhooks {
 
     async fn pending(&self) -> Result<u64, StoreError> {
         self.readers
-            .read(|c| Ok(c.query_row("SELECT count(*) FROM deliveries", [], |r| r.get::<_, i64>(0))? as u64))
+            .read(|c| {
+                let retries: i64 = c.query_row("SELECT count(*) FROM deliveries", [], |r| r.get(0))?;
+                let fresh: i64 = c.query_row(
+                    "SELECT coalesce(sum(l.last_sequence - w.delivered_through), 0) FROM webhooks w \
+                     JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
+                     WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL",
+                    [],
+                    |r| r.get(0),
+                )?;
+                Ok(u64::try_from(retries + fresh).unwrap_or(0))
+            })
             .await
     }
 
