@@ -115,11 +115,12 @@ def create_run(kind, binary, workdir, receiver, seconds, warmup):
             "errors": result["errors"]}
 
 
-def event_body(i, at_ms):
+def event_tail(i, at_ms):
+    """An event's stored JSON after `sequence` (the read puts `event_id` and `sequence` in front)."""
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at_ms / 1000)) + f".{at_ms % 1000:03d}Z"
-    return json.dumps({"event_id": f"evt_{uuid.uuid4().hex}", "sequence": i, "type": "location.created",
-                       "occurred_at": stamp, "location_id": str(uuid.uuid4()), "merchant_location_id": f"gen-{i}",
-                       "version": 1, "status": "ACTIVE", "previous_status": None}, separators=(",", ":"))
+    return json.dumps({"type": "location.created", "occurred_at": stamp, "location_id": str(uuid.uuid4()),
+                       "merchant_location_id": f"gen-{i}", "version": 1, "status": "ACTIVE",
+                       "previous_status": None}, separators=(",", ":"))[1:]
 
 
 def feed_database(workdir, n):
@@ -136,8 +137,10 @@ def feed_database(workdir, n):
     pk = c.execute("SELECT pk FROM merchants").fetchone()[0]
     now = int(time.time() * 1000)
     for start_at in range(1, n + 1, 50_000):
-        rows = [(pk, i, 0, now, event_body(i, now)) for i in range(start_at, min(start_at + 50_000, n + 1))]
-        c.executemany("INSERT INTO events (merchant_pk, sequence, type, appended_at, body) VALUES (?, ?, ?, ?, ?)", rows)
+        rows = [(pk, i, 0, now, f"evt_{uuid.uuid4().hex}", event_tail(i, now))
+                for i in range(start_at, min(start_at + 50_000, n + 1))]
+        c.executemany("INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) "
+                      "VALUES (?, ?, ?, ?, ?, ?)", rows)
     c.execute("INSERT INTO event_logs (merchant_pk, last_sequence) VALUES (?, ?)", (pk, n))
     c.commit()
     c.close()

@@ -10,12 +10,14 @@ CREATE TABLE event_logs (
 );
 
 -- One row an event: its type (its place in the list of §18.1), when it was appended (unix
--- milliseconds, for retention) and its JSON, the same bytes every time it is read or delivered.
+-- milliseconds, for retention), its id, and its JSON after `sequence` (a read puts `event_id` and
+-- `sequence` in front: the same bytes every time it is read or delivered).
 CREATE TABLE events (
     merchant_pk BIGINT   NOT NULL,
     sequence    BIGINT   NOT NULL,
     type        SMALLINT NOT NULL,
     appended_at BIGINT   NOT NULL,
+    event_id    TEXT     NOT NULL,
     body        TEXT     NOT NULL,
     PRIMARY KEY (merchant_pk, sequence)
 );

@@ -3,9 +3,9 @@
 //! A request that sets locations' versions produces one [`Change`] per location (the domain
 //! decides which: create's new locations, a change's writes with the type of the request's own
 //! operation or `location.redecided`, an operator's approval). The store appends them to the
-//! merchant's log in the request's own transaction, numbered there ([`number`]): the merchant's
+//! merchant's log in the request's own transaction ([`to_store`]), numbered there: the merchant's
 //! writes are serialised, so numbering them under that serialisation gives sequences in commit
-//! order, without gaps.
+//! order, without gaps. A read puts each back together ([`render`]).
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -91,21 +91,20 @@ pub struct Change {
     pub at_ms: i64,
 }
 
-/// An event ready to be stored: its place in the merchant's log, its type, and its JSON (the
-/// same bytes every time it is read or delivered).
+/// An event ready to be stored, before it is numbered: its id, its type, when, and its JSON after
+/// `sequence` (`"type":…}`). The store numbers it in the transaction that appends it; [`render`]
+/// puts the whole object together when it is read, the same bytes every time.
 #[derive(Clone, Debug, PartialEq)]
-pub struct NumberedEvent {
-    pub sequence: i64,
+pub struct StoredEvent {
+    pub event_id: String,
     pub kind: EventType,
     pub at_ms: i64,
-    pub body: String,
+    pub tail: String,
 }
 
-/// The event object of CONTRACT §18.1, its keys in that order.
+/// The event object of CONTRACT §18.1 after `sequence`, its keys in that order.
 #[derive(Serialize)]
-struct Body<'a> {
-    event_id: &'a str,
-    sequence: i64,
+struct Tail<'a> {
     #[serde(rename = "type")]
     kind: EventType,
     occurred_at: &'a str,
@@ -116,49 +115,49 @@ struct Body<'a> {
     previous_status: Option<Status>,
 }
 
-/// `changes` numbered after the merchant's last sequence `last`, each with an id of `new_id`.
-pub fn number(changes: &[Change], last: i64, mut new_id: impl FnMut() -> String) -> Vec<NumberedEvent> {
+/// `changes` as they are stored, each with an id of `new_id`.
+pub fn to_store(changes: &[Change], mut new_id: impl FnMut() -> String) -> Vec<StoredEvent> {
     changes
         .iter()
-        .zip(last + 1..)
-        .map(|(change, sequence)| {
+        .map(|change| {
             let at = timestamp(change.at_ms);
-            let occurred_at = std::str::from_utf8(&at).unwrap_or_default();
-            let id = new_id();
-            let body = Body {
-                event_id: &id,
-                sequence,
+            let tail = Tail {
                 kind: change.kind,
-                occurred_at,
+                occurred_at: std::str::from_utf8(&at).unwrap_or_default(),
                 location_id: &change.location_id,
                 merchant_location_id: change.merchant_location_id.as_deref(),
                 version: change.version,
                 status: change.status,
                 previous_status: change.previous_status,
             };
-            NumberedEvent {
-                sequence,
+            // Serialising plain strings, numbers and words cannot fail.
+            let json = serde_json::to_string(&tail).unwrap_or_else(|_| "{}".into());
+            StoredEvent {
+                event_id: new_id(),
                 kind: change.kind,
                 at_ms: change.at_ms,
-                // Serialising plain strings, numbers and words cannot fail.
-                body: serde_json::to_string(&body).unwrap_or_default(),
+                tail: json.get(1..).unwrap_or("}").to_owned(),
             }
         })
         .collect()
 }
 
+/// The event object of CONTRACT §18.1: `event_id`, `sequence`, then the stored rest.
+pub fn render(event_id: &str, sequence: i64, tail: &str) -> String {
+    let mut json = String::with_capacity(tail.len() + event_id.len() + 40);
+    // An id of ours is `evt_` and hex digits: nothing in it needs escaping.
+    json.push_str(r#"{"event_id":""#);
+    json.push_str(event_id);
+    json.push_str(r#"","sequence":"#);
+    json.push_str(itoa::Buffer::new().format(sequence));
+    json.push(',');
+    json.push_str(tail);
+    json
+}
+
 /// A new event id: `evt_` and a time-ordered UUID.
 pub fn new_event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())
-}
-
-/// The `event_id` of a stored event's JSON.
-pub fn event_id_of(body: &str) -> String {
-    #[derive(serde::Deserialize)]
-    struct Id {
-        event_id: String,
-    }
-    serde_json::from_str::<Id>(body).map(|i| i.event_id).unwrap_or_default()
 }
 
 /// What a feed request reads (CONTRACT §18.2): the merchant's events after `after` (a sequence;
@@ -230,7 +229,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_are_numbered_after_the_last_with_their_keys_in_order() {
+    fn events_are_stored_without_their_sequence_and_read_with_their_keys_in_order() {
         let change = Change {
             kind: EventType::Redecided,
             location_id: "loc".into(),
@@ -241,13 +240,13 @@ mod tests {
             at_ms: 1_700_000_000_123,
         };
         let mut n = 0;
-        let events = number(&[change.clone(), change], 41, || {
+        let events = to_store(&[change.clone(), change], || {
             n += 1;
             format!("e{n}")
         });
-        assert_eq!(events.iter().map(|e| e.sequence).collect::<Vec<_>>(), [42, 43]);
+        assert_eq!(events[1].event_id, "e2");
         assert_eq!(
-            events[0].body,
+            render(&events[0].event_id, 42, &events[0].tail),
             r#"{"event_id":"e1","sequence":42,"type":"location.redecided","occurred_at":"2023-11-14T22:13:20.123Z","location_id":"loc","merchant_location_id":null,"version":3,"status":"ACTIVE","previous_status":"QUARANTINE"}"#
         );
     }

@@ -208,21 +208,19 @@ pub async fn feed(
                 slot.give_back();
             }
             loop {
+                // Listening before looking: a commit between the look and the wait still rings.
                 let rung = place.notify().notified();
                 tokio::pin!(rung);
                 rung.as_mut().enable();
-                let left = until.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break;
-                }
-                let _ = tokio::time::timeout(left.min(RECHECK), rung).await;
                 page = state.store.read_events(query(after)).await?;
                 if after < page.bounds.pruned_through {
                     return Err(expired());
                 }
-                if !page.events.is_empty() {
+                let left = until.saturating_duration_since(Instant::now());
+                if !page.events.is_empty() || left.is_zero() {
                     break;
                 }
+                let _ = tokio::time::timeout(left.min(RECHECK), rung).await;
             }
         }
     }

@@ -59,7 +59,9 @@ impl Sender {
         if clients.len() >= CLIENTS {
             clients.clear();
         }
+        // No proxy from the environment: the connection goes to the address checked, nowhere else.
         let client = Client::builder()
+            .no_proxy()
             .resolve(host, addr)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(ATTEMPT_TIMEOUT)

@@ -17,34 +17,28 @@ use crate::store::event_signal::EventSignal;
 /// The channel of `NOTIFY`: its payload is the merchant's `pk`.
 pub(super) const CHANNEL: &str = "storefront_events";
 
-/// Appends the events of `changes` after the merchant's last. The log's row stays locked to the
+/// Appends the events of `changes` after the merchant's last, numbered by the statement that
+/// moves the log's end (one round trip, with the notice). The log's row stays locked to the
 /// commit, so the merchant's events are numbered in commit order; the notice is delivered at the
 /// commit.
 pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError> {
     let n = changes.len() as i64;
-    let last: i64 = query(
-        tx,
-        "INSERT INTO event_logs (merchant_pk, last_sequence) VALUES ($1, $2) \
-         ON CONFLICT (merchant_pk) DO UPDATE SET last_sequence = event_logs.last_sequence + $2 \
-         RETURNING last_sequence",
-        &[&merchant_pk, &n],
-    )
-    .await?
-    .first()
-    .map(|r| r.get(0))
-    .ok_or(StoreError::Unavailable)?;
-    let events = event::number(changes, last - n, new_event_id);
-    let sequences: Vec<i64> = events.iter().map(|e| e.sequence).collect();
+    let events = event::to_store(changes, new_event_id);
     let types: Vec<i16> = events.iter().map(|e| e.kind.code() as i16).collect();
     let at: Vec<i64> = events.iter().map(|e| e.at_ms).collect();
-    let bodies: Vec<&str> = events.iter().map(|e| e.body.as_str()).collect();
+    let ids: Vec<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
+    let tails: Vec<&str> = events.iter().map(|e| e.tail.as_str()).collect();
     let notice = merchant_pk.to_string();
-    let insert_params: Params<'_> = &[&merchant_pk, &sequences, &types, &at, &bodies];
+    let insert_params: Params<'_> = &[&merchant_pk, &n, &types, &at, &ids, &tails];
     let notify_params: Params<'_> = &[&CHANNEL, &notice];
     let insert = execute(
         tx,
-        "INSERT INTO events (merchant_pk, sequence, type, appended_at, body) \
-         SELECT $1, s, t, a, b FROM UNNEST($2::int8[], $3::int2[], $4::int8[], $5::text[]) AS u(s, t, a, b)",
+        "WITH head AS (INSERT INTO event_logs (merchant_pk, last_sequence) VALUES ($1, $2) \
+           ON CONFLICT (merchant_pk) DO UPDATE SET last_sequence = event_logs.last_sequence + $2 \
+           RETURNING last_sequence) \
+         INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) \
+         SELECT $1, head.last_sequence - $2 + u.o, u.t, u.a, u.i, u.b FROM head, \
+         UNNEST($3::int2[], $4::int8[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, a, i, b, o)",
         insert_params,
     );
     let notify = execute(tx, "SELECT pg_notify($1, $2)", notify_params);
@@ -66,11 +60,18 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
         "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1",
         bounds_params,
     );
-    let rows = |rows: Vec<tokio_postgres::Row>| rows.iter().map(|r| (r.get(0), r.get(1))).collect::<Vec<_>>();
+    let rows = |rows: Vec<tokio_postgres::Row>| {
+        rows.iter()
+            .map(|r| {
+                let sequence: i64 = r.get(0);
+                (sequence, event::render(r.get(1), sequence, r.get(2)))
+            })
+            .collect::<Vec<_>>()
+    };
     let (bounds, pages) = if q.types.is_all() {
         let events = query(
             &tx,
-            "SELECT sequence, body FROM events WHERE merchant_pk = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+            "SELECT sequence, event_id, body FROM events WHERE merchant_pk = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
             page_params,
         );
         let (bounds, events) = tokio::try_join!(bounds, events)?;
@@ -82,7 +83,7 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
             async move {
                 query(
                     snapshot,
-                    "SELECT sequence, body FROM events WHERE merchant_pk = $1 AND type = $4 AND sequence > $2 \
+                    "SELECT sequence, event_id, body FROM events WHERE merchant_pk = $1 AND type = $4 AND sequence > $2 \
                      ORDER BY sequence LIMIT $3",
                     &[&q.merchant_pk, &q.after, &take, &code],
                 )

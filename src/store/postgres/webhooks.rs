@@ -8,7 +8,7 @@ use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::Row;
 
 use super::sql::lock_merchant;
-use crate::domain::event::{EventType, EventTypes, event_id_of};
+use crate::domain::event::{self, EventType, EventTypes};
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
 use crate::store::webhook_api::{
@@ -88,7 +88,7 @@ async fn claim_windows(
         let failing: Option<i64> = e.get(4);
         let rows = tx
             .query(
-                "SELECT sequence, type, appended_at, body FROM events WHERE merchant_pk = $1 AND sequence > $2 \
+                "SELECT sequence, type, appended_at, event_id, body FROM events WHERE merchant_pk = $1 AND sequence > $2 \
                  ORDER BY sequence LIMIT $3",
                 &[&merchant_pk, &after, &window_size(failing.is_some())],
             )
@@ -99,18 +99,18 @@ async fn claim_windows(
             .iter()
             .filter(|r| types.is_none_or(|bits| bits & (1 << r.get::<_, i16>(1)) != 0))
             .map(|r| {
-                let body: String = r.get(3);
+                let sequence: i64 = r.get(0);
                 Due {
                     webhook_id: id.clone(),
                     merchant_pk,
                     url: e.get(1),
                     secrets: secrets(e, 2, 3),
                     failing_since_ms: e.get(4),
-                    sequence: r.get(0),
+                    sequence,
                     attempts: 0,
                     appended_at_ms: r.get(2),
-                    event_id: event_id_of(&body),
-                    body,
+                    event_id: r.get(3),
+                    body: event::render(r.get(3), sequence, r.get(4)),
                 }
             })
             .collect();
@@ -145,7 +145,7 @@ async fn claim_retries(
                WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
                RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.appended_at) \
              SELECT c.webhook_id, w.url, w.secret, CASE WHEN w.old_secret_until > $1 THEN w.old_secret END, \
-               w.failing_since, c.sequence, c.attempts, c.appended_at, e.body, c.merchant_pk \
+               w.failing_since, c.sequence, c.attempts, c.appended_at, e.body, c.merchant_pk, e.event_id \
              FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
              JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence",
             &[&now_ms, &until_ms, &(n as i64), &skip],
@@ -154,18 +154,18 @@ async fn claim_retries(
     Ok(rows
         .iter()
         .map(|r| {
-            let body: String = r.get(8);
+            let sequence: i64 = r.get(5);
             Due {
                 webhook_id: r.get(0),
                 merchant_pk: r.get(9),
                 url: r.get(1),
                 secrets: secrets(r, 2, 3),
                 failing_since_ms: r.get(4),
-                sequence: r.get(5),
+                sequence,
                 attempts: i64::from(r.get::<_, i32>(6)),
                 appended_at_ms: r.get(7),
-                event_id: event_id_of(&body),
-                body,
+                event_id: r.get(10),
+                body: event::render(r.get(10), sequence, r.get(8)),
             }
         })
         .collect())

@@ -20,10 +20,17 @@ pub(super) fn append(tx: &Connection, merchant_pk: i64, changes: &[Change]) -> R
         )?
         .query_row(params![merchant_pk, n], |r| r.get(0))?;
     let mut insert = tx.prepare_cached(
-        "INSERT INTO events (merchant_pk, sequence, type, appended_at, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    for e in event::number(changes, last - n, new_event_id) {
-        insert.execute(params![merchant_pk, e.sequence, e.kind.code(), e.at_ms, e.body])?;
+    for (e, sequence) in event::to_store(changes, new_event_id).iter().zip(last - n + 1..) {
+        insert.execute(params![
+            merchant_pk,
+            sequence,
+            e.kind.code(),
+            e.at_ms,
+            e.event_id,
+            e.tail
+        ])?;
     }
     // Nothing more for webhooks: each endpoint's events after its `delivered_through` are pending.
     Ok(())
@@ -50,12 +57,16 @@ pub(super) fn page(conn: &Connection, query: &EventQuery) -> Result<EventPage, S
     let take = query.limit as i64 + 1;
     let read = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<Vec<(i64, String)>, StoreError> {
         let mut stmt = conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params, |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let rows = stmt.query_map(params, |r| {
+            let sequence: i64 = r.get(0)?;
+            let (id, tail): (String, String) = (r.get(1)?, r.get(2)?);
+            Ok((sequence, event::render(&id, sequence, &tail)))
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     };
     let pages = if query.types.is_all() {
         vec![read(
-            "SELECT sequence, body FROM events WHERE merchant_pk = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
+            "SELECT sequence, event_id, body FROM events WHERE merchant_pk = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
             &[&query.merchant_pk, &query.after, &take],
         )?]
     } else {
@@ -64,7 +75,7 @@ pub(super) fn page(conn: &Connection, query: &EventQuery) -> Result<EventPage, S
             .types()
             .map(|t: EventType| {
                 read(
-                    "SELECT sequence, body FROM events WHERE merchant_pk = ?1 AND type = ?4 AND sequence > ?2 \
+                    "SELECT sequence, event_id, body FROM events WHERE merchant_pk = ?1 AND type = ?4 AND sequence > ?2 \
                      ORDER BY sequence LIMIT ?3",
                     &[&query.merchant_pk, &query.after, &take, &t.code()],
                 )
