@@ -10,6 +10,7 @@ mod create_rules;
 mod density;
 mod docs;
 mod dry_run;
+mod event_waits;
 mod events;
 mod helpers;
 mod import;
