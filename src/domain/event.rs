@@ -57,6 +57,16 @@ impl EventTypes {
         self.0
     }
 
+    /// The set a stored bit set means (bits of no type are ignored).
+    pub fn from_bits(bits: i64) -> Self {
+        EventTypes((bits & i64::from(Self::ALL.0)) as u8)
+    }
+
+    /// Whether the set holds the type stored as `code`.
+    pub fn has_code(self, code: i64) -> bool {
+        EventType::from_code(code).is_some_and(|t| self.contains(t))
+    }
+
     pub fn is_all(self) -> bool {
         self == Self::ALL
     }
@@ -195,10 +205,7 @@ pub fn feed_digest(merchant_id: &str, types: EventTypes) -> [u8; 16] {
     h.update(b"events/v1\0");
     h.update(merchant_id.as_bytes());
     h.update([0, types.bits()]);
-    let full = h.finalize();
-    let mut digest = [0; 16];
-    digest.copy_from_slice(&full[..16]);
-    digest
+    crate::domain::wire::digest16(h)
 }
 
 /// The pages of one type each (each in sequence order, each at most `limit + 1` long) merged

@@ -132,3 +132,13 @@ pub fn timestamp(ms: i64) -> [u8; 24] {
     put(20, 3, in_day % 1000);
     out
 }
+
+/// The first 16 bytes of a SHA-256: the digest a cursor carries of the question it was issued for
+/// (its merchant and filter), so that it is bound to them.
+pub fn digest16(h: sha2::Sha256) -> [u8; 16] {
+    use sha2::Digest;
+    let full = h.finalize();
+    let mut digest = [0u8; 16];
+    digest.copy_from_slice(&full[..16]);
+    digest
+}

@@ -246,10 +246,7 @@ fn attempts_digest(merchant_id: &str, webhook_id: &str) -> [u8; 16] {
     h.update(merchant_id.as_bytes());
     h.update([0]);
     h.update(webhook_id.as_bytes());
-    let full = h.finalize();
-    let mut digest = [0; 16];
-    digest.copy_from_slice(&full[..16]);
-    digest
+    crate::domain::wire::digest16(h)
 }
 
 /// An endpoint's delivery attempts, newest first.

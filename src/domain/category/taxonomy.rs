@@ -86,10 +86,7 @@ impl Filter {
             Scope::ChildrenOf(p) => put(b'c', p),
             Scope::Ids(ids) => ids.iter().for_each(|id| put(b'i', id)),
         }
-        let full = h.finalize();
-        let mut digest = [0u8; 16];
-        digest.copy_from_slice(&full[..16]);
-        digest
+        crate::domain::wire::digest16(h)
     }
 
     fn variant(&self) -> usize {

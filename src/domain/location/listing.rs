@@ -138,10 +138,7 @@ impl LocationFilter {
             .status
             .map_or(0, |s| 1 + STORED.iter().position(|x| *x == s).unwrap_or(3) as u8)]);
         h.update([self.types.map_or(0xff, |t| t.bits() as u8)]);
-        let full = h.finalize();
-        let mut digest = [0u8; 16];
-        digest.copy_from_slice(&full[..16]);
-        digest
+        crate::domain::wire::digest16(h)
     }
 }
 

@@ -8,7 +8,7 @@ use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::Row;
 
 use super::sql::lock_merchant;
-use crate::domain::event::{self, EventType, EventTypes};
+use crate::domain::event::{self, EventTypes};
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
 use crate::store::webhook_api::{
@@ -25,13 +25,9 @@ fn webhook(r: &Row) -> Result<Webhook, StoreError> {
     Ok(Webhook {
         webhook_id: r.get(0),
         url: r.get(1),
-        types: r.get::<_, Option<i32>>(2).map(|bits| {
-            EventType::ALL
-                .iter()
-                .copied()
-                .filter(|t| bits & (1 << t.code()) != 0)
-                .collect()
-        }),
+        types: r
+            .get::<_, Option<i32>>(2)
+            .map(|bits| EventTypes::from_bits(i64::from(bits))),
         status: stored_word(r.get(3), "status", WebhookStatus::from_wire)?,
         disabled_reason: r.get::<_, Option<&str>>(4).and_then(DisabledReason::from_wire),
         created_at_ms: r.get(5),
@@ -97,7 +93,9 @@ async fn claim_windows(
         let through = rows.last().map_or(last, |r| r.get(0));
         let dues = rows
             .iter()
-            .filter(|r| types.is_none_or(|bits| bits & (1 << r.get::<_, i16>(1)) != 0))
+            .filter(|r| {
+                types.is_none_or(|bits| EventTypes::from_bits(i64::from(bits)).has_code(i64::from(r.get::<_, i16>(1))))
+            })
             .map(|r| {
                 let sequence: i64 = r.get(0);
                 Due {

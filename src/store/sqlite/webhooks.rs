@@ -9,7 +9,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::readers::ReadPool;
 use super::writer::{Jobs, write};
-use crate::domain::event::{self, EventType, EventTypes};
+use crate::domain::event::{self, EventTypes};
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::StoreError;
 use crate::store::webhook_api::{
@@ -27,13 +27,7 @@ fn webhook(r: &Row<'_>) -> rusqlite::Result<Webhook> {
     Ok(Webhook {
         webhook_id: r.get(0)?,
         url: r.get(1)?,
-        types: r.get::<_, Option<i64>>(2)?.map(|bits| {
-            EventType::ALL
-                .iter()
-                .copied()
-                .filter(|t| bits & (1 << t.code()) != 0)
-                .collect()
-        }),
+        types: r.get::<_, Option<i64>>(2)?.map(EventTypes::from_bits),
         status: super::column::word(r, 3, "status", WebhookStatus::from_wire)?,
         disabled_reason: r
             .get::<_, Option<String>>(4)?
@@ -174,7 +168,7 @@ fn claim_windows(
         let through = rows.last().map_or(e.last, |row| row.0);
         let dues = rows
             .into_iter()
-            .filter(|(_, kind, _, _, _)| e.types.is_none_or(|bits| bits & (1 << kind) != 0))
+            .filter(|(_, kind, _, _, _)| e.types.is_none_or(|bits| EventTypes::from_bits(bits).has_code(*kind)))
             .map(|(sequence, _, appended_at_ms, event_id, tail)| Due {
                 webhook_id: e.id.clone(),
                 merchant_pk: e.merchant_pk,

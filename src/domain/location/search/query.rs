@@ -261,10 +261,7 @@ impl SearchQuery {
                 h.update(t.minute.to_be_bytes());
             }
         }
-        let full = h.finalize();
-        let mut digest = [0u8; 16];
-        digest.copy_from_slice(&full[..16]);
-        digest
+        crate::domain::wire::digest16(h)
     }
 }
 
