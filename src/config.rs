@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use crate::domain::webhook::RetrySchedule;
 use crate::rate_limit::Rate;
 use crate::server::ConnectionLimits;
-use crate::store::DatabaseUrl;
+use crate::store::{DatabaseUrl, ReadReplicas};
 use crate::webhooks::WebhookSettings;
 use crate::webhooks::address::Reach;
 
@@ -99,6 +99,31 @@ pub struct ServeArgs {
     /// Webhook endpoints may be http:// URLs (https:// only by default).
     #[arg(long, env = "STOREFRONT_WEBHOOK_ALLOW_HTTP")]
     pub webhook_allow_http: bool,
+    /// A PostgreSQL hot standby of --database (postgres://...; repeat for more) that searches made
+    /// with a storefront key read from (CONTRACT §19). The environment variable takes them
+    /// comma-separated.
+    #[arg(long = "read-replica", env = "STOREFRONT_READ_REPLICAS", value_delimiter = ',', value_parser = parse_replica, hide_env_values = true)]
+    pub read_replicas: Vec<String>,
+    /// A replica further behind the primary than this is not read until it catches up (`5s`,
+    /// `500ms`, `1m`).
+    #[arg(long, env = "STOREFRONT_REPLICA_MAX_LAG", default_value = "5s", value_parser = parse_max_lag)]
+    pub replica_max_lag: Duration,
+}
+
+/// A replica's URL: a PostgreSQL one.
+fn parse_replica(text: &str) -> Result<String, String> {
+    match DatabaseUrl::parse(text.trim())? {
+        DatabaseUrl::Postgres(url) => Ok(url),
+        DatabaseUrl::Sqlite(_) => {
+            Err("a read replica is a PostgreSQL hot standby: postgres://user:pass@host/db".into())
+        }
+    }
+}
+
+fn parse_max_lag(text: &str) -> Result<Duration, String> {
+    crate::domain::webhook::parse_duration(text)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{text:?} is not a lag bound such as 5s, 500ms or 1m"))
 }
 
 fn parse_webhook_duration(text: &str) -> Result<Duration, String> {
@@ -124,6 +149,14 @@ fn parse_retention(text: &str) -> Result<Duration, String> {
 }
 
 impl ServeArgs {
+    /// The replicas to read buyers' searches from (CONTRACT §19).
+    pub fn read_replicas(&self) -> ReadReplicas {
+        ReadReplicas {
+            urls: self.read_replicas.clone(),
+            max_lag: self.replica_max_lag,
+        }
+    }
+
     pub fn settings(&self) -> Settings {
         Settings {
             rate: self.rate_limit,
@@ -248,6 +281,22 @@ mod tests {
         ] {
             assert!(parse_origin(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn lag_bounds_and_replicas() {
+        assert_eq!(parse_max_lag("5s"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_max_lag("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_max_lag("1m"), Ok(Duration::from_secs(60)));
+        for bad in ["", "0s", "5", "five", "-1s", "1.5s"] {
+            assert!(parse_max_lag(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse_replica("postgres://r@10.0.0.2/db"),
+            Ok("postgres://r@10.0.0.2/db".to_owned())
+        );
+        assert!(parse_replica("sqlite://x.db").is_err());
+        assert!(parse_replica("mysql://x").is_err());
     }
 
     #[test]

@@ -35,6 +35,23 @@ pg_start() {
         -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${PG_FSYNC:-off} -c shared_buffers=${PG_SHARED_BUFFERS:-128MB} -c max_connections=300" start >/dev/null
 }
 
+# pg_start_standby PRIMARY_PORT DIR PORT: a streaming hot standby of the server on 127.0.0.1:PRIMARY_PORT
+# (pg_basebackup -R: a copy that follows the primary's WAL), started in DIR on 127.0.0.1:PORT with the
+# primary's settings.
+pg_start_standby() {
+    local primary=$1 dir=$2 port=$3 bin
+    bin=$(pg_bin) || return 1
+    mkdir -p "$dir"
+    if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; fi
+    pg_as_owner "$bin/pg_basebackup" -h 127.0.0.1 -p "$primary" -U postgres -D "$dir/data" -R -X stream -c fast \
+        >"$dir/basebackup.log" 2>&1 || {
+        cat "$dir/basebackup.log" >&2
+        return 1
+    }
+    pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${PG_FSYNC:-off} -c shared_buffers=${PG_SHARED_BUFFERS:-128MB} -c max_connections=300 -c hot_standby=on" start >/dev/null
+}
+
 # pg_stop DIR
 pg_stop() {
     local dir=$1 bin

@@ -94,6 +94,7 @@ async fn gate(state: AppState, admits: Admits, mut request: Request, next: Next)
     };
     let merchant_id = ServedMerchant(merchant.id.clone());
     request.extensions_mut().insert(merchant);
+    request.extensions_mut().insert(scope);
     // Held here until the answer, unless the handler gives it back to wait (`InFlight::give_back`).
     let in_flight = InFlight(Arc::new(Mutex::new(Some(permit))));
     request.extensions_mut().insert(in_flight.clone());
@@ -230,6 +231,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Merchant {
             .get::<MerchantRef>()
             .cloned()
             .map(Merchant)
+            .ok_or_else(|| ApiError::internal(&NotGated))
+    }
+}
+
+/// The scope of the key the gate admitted (CONTRACT §13.1).
+pub struct Scope(pub KeyScope);
+
+impl<S: Send + Sync> FromRequestParts<S> for Scope {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<KeyScope>()
+            .copied()
+            .map(Scope)
             .ok_or_else(|| ApiError::internal(&NotGated))
     }
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::body::Pieces;
 use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
-use super::gate::Merchant;
+use super::gate::{Merchant, Scope};
 use super::paging::{
     PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
 };
@@ -32,7 +32,8 @@ const KEYS: [&str; 4] = ["near", "radius_m", "filter", "pagination"];
 /// Finds the authenticated merchant's locations that can serve a buyer near a point.
 ///
 /// Only `ACTIVE` locations within `radius_m` of `near` that meet every filter condition, nearest
-/// first (`distance_m`, rounded to the metre), then oldest first. Follow `next_cursor` with the same
+/// first (`distance_m`, rounded to the metre), then oldest first. With a storefront key the page
+/// may be read on a PostgreSQL replica within `--replica-max-lag` of the primary (CONTRACT §19). Follow `next_cursor` with the same
 /// question for the next page: every match is reachable, none is skipped, however many lie nearer.
 #[utoipa::path(
     post,
@@ -54,6 +55,7 @@ const KEYS: [&str; 4] = ["near", "radius_m", "filter", "pagination"];
 pub async fn search(
     State(state): State<AppState>,
     Merchant(merchant): Merchant,
+    Scope(scope): Scope,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let request = parse_request(body.parse()?)?;
@@ -68,7 +70,7 @@ pub async fn search(
     let query = SearchQuery::new(merchant.pk, near, radius, filter, limit);
     let digest = query.digest(&merchant.id);
     let query = query.after(cursor_position::<Hit>(cursor.as_deref(), &state.cursors, &digest)?);
-    let page = state.store.search_locations(query).await?;
+    let page = state.store.search_locations(query, scope.search_reads()).await?;
     let next_cursor = page
         .last
         .filter(|_| page.has_next)

@@ -50,6 +50,15 @@ impl KeyScope {
         }
     }
 
+    /// Where this key's searches read (CONTRACT §19): a buyer's on a replica, a merchant's where
+    /// it writes.
+    pub fn search_reads(self) -> ReadFrom {
+        match self {
+            KeyScope::Full => ReadFrom::Primary,
+            KeyScope::Storefront => ReadFrom::Replica,
+        }
+    }
+
     /// The scope a stored name means; an unknown name is the narrowest scope (a newer release's
     /// scope is never widened by an older one).
     pub fn from_stored(name: &str) -> Self {
@@ -57,6 +66,33 @@ impl KeyScope {
             "full" => KeyScope::Full,
             _ => KeyScope::Storefront,
         }
+    }
+}
+
+/// Where a read is served (CONTRACT §19).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// The primary: the caller reads its own writes.
+    Primary,
+    /// A replica within the lag bound when there is one, else the primary.
+    Replica,
+}
+
+/// Where a read was served, as `db_reads_total` counts it (CONTRACT §19).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadOn {
+    Primary,
+    Replica,
+}
+
+impl ReadOn {
+    /// Counts one read served here.
+    pub fn count(self) {
+        let target = match self {
+            ReadOn::Primary => "primary",
+            ReadOn::Replica => "replica",
+        };
+        metrics::counter!("db_reads_total", "target" => target).increment(1);
     }
 }
 
@@ -186,8 +222,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// One page of a buyer's search (CONTRACT §12): the merchant's `ACTIVE` locations near a point
     /// that pass the filter, nearest first, walked outward on the store's spatial index until the
-    /// page is full; read in one transaction.
-    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError>;
+    /// page is full; read in one transaction, where `from` says.
+    async fn search_locations(&self, query: SearchQuery, from: ReadFrom) -> Result<SearchPage, StoreError>;
 
     /// One page of the merchant's event feed (CONTRACT §18.2), read in one snapshot.
     async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError>;

@@ -21,6 +21,14 @@ impl StoreError {
         StoreError::Backend(Box::new(e))
     }
 
+    /// The error with its causes, for a log line.
+    pub fn chain(&self) -> String {
+        std::iter::successors(Some(self as &dyn std::error::Error), |e| e.source())
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(": ")
+    }
+
     /// A stored value the service never writes.
     pub fn corrupt(what: &str, value: &str) -> Self {
         StoreError::Backend(format!("unexpected stored {what} {value:?}").into())

@@ -81,11 +81,28 @@ impl std::fmt::Debug for DatabaseUrl {
     }
 }
 
+/// The hot standbys buyers' searches read from (CONTRACT §19).
+#[derive(Clone, Debug, Default)]
+pub struct ReadReplicas {
+    /// Their URLs, in the order `replica_lag_seconds` numbers them.
+    pub urls: Vec<String>,
+    /// A replica further behind is not read.
+    pub max_lag: std::time::Duration,
+}
+
 /// Opens (creating and migrating when needed) the store at `url`.
 pub async fn open(url: &DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
+    open_with(url, &ReadReplicas::default()).await
+}
+
+/// Opens the store at `url`, its buyers' searches read on `replicas` (PostgreSQL only).
+pub async fn open_with(url: &DatabaseUrl, replicas: &ReadReplicas) -> anyhow::Result<Arc<dyn Store>> {
     match url {
+        DatabaseUrl::Sqlite(_) if !replicas.urls.is_empty() => {
+            anyhow::bail!("--read-replica needs PostgreSQL: SQLite has no replicas")
+        }
         DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(path).await?)),
-        DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(url).await?)),
+        DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(url, replicas).await?)),
     }
 }
 

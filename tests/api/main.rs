@@ -21,6 +21,7 @@ mod postgres;
 mod process;
 mod properties;
 mod push;
+mod replicas;
 mod request;
 mod search;
 mod search_model;

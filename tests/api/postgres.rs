@@ -148,6 +148,54 @@ impl Cluster {
         let bin = PathBuf::from(
             std::env::var("STOREFRONT_TEST_PGBIN").expect("STOREFRONT_TEST_PGBIN (scripts/test sets it)"),
         );
+        let cluster = Cluster::empty(bin);
+        let data = format!("{}/data", cluster.path());
+        cluster.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ],
+        );
+        cluster.start();
+        cluster
+    }
+
+    /// A streaming hot standby of this cluster (`pg_basebackup -R`), started.
+    pub fn standby(&self) -> Cluster {
+        let standby = Cluster::empty(self.bin.clone());
+        let data = format!("{}/data", standby.path());
+        let port = self.port.to_string();
+        standby.run(
+            "pg_basebackup",
+            &[
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "-D",
+                &data,
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+            ],
+        );
+        standby.start();
+        standby
+    }
+
+    /// A directory for a cluster and a free port, nothing in them yet.
+    fn empty(bin: PathBuf) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -164,21 +212,6 @@ impl Cluster {
                     .success()
             );
         }
-        let data = format!("{}/data", cluster.path());
-        cluster.run(
-            "initdb",
-            &[
-                "-D",
-                &data,
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--no-locale",
-            ],
-        );
-        cluster.start();
         cluster
     }
 
@@ -220,6 +253,15 @@ impl Cluster {
 
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Runs `sql` on the cluster's `postgres` database.
+    pub async fn execute(&self, sql: &str) -> Vec<tokio_postgres::Row> {
+        let (client, connection) = tokio_postgres::connect(&self.url(), tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client.query(sql, &[]).await.unwrap()
     }
 }
 

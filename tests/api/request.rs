@@ -13,7 +13,8 @@ use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
 use storefront::domain::location::search::{SearchPage, SearchQuery};
 use storefront::store::{
-    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, Store, StoreError, StoredKey, WriteFor,
+    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, Store, StoreError, StoredKey,
+    WriteFor,
 };
 
 use crate::helpers::*;
@@ -388,11 +389,11 @@ impl Store for FaultyStore {
         self.inner.webhooks()
     }
 
-    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
+    async fn search_locations(&self, query: SearchQuery, from: ReadFrom) -> Result<SearchPage, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while searching"),
             Fault::Fail => Err(StoreError::Backend("SQLITE_IOERR: /var/lib/secret.db".into())),
-            Fault::Slow(_) => self.inner.search_locations(query).await,
+            Fault::Slow(_) => self.inner.search_locations(query, from).await,
         }
     }
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

@@ -19,9 +19,12 @@
 //! **Recovery.** Connections come from a pool that drops broken ones, so when the database comes
 //! back the service recovers without a restart; while it is away, requests fail with a 500.
 //!
+//! **Replicas.** With `--read-replica`, buyers' searches read on hot standbys within
+//! `--replica-max-lag` (`replicas`), everything else on the primary (CONTRACT §19).
+//!
 //! A file a job: here the pool, the migrations and the trait's plumbing; `groups` the merchants'
-//! group commits; `locations`, `changes` and `categories` hold their SQL. An operator's approval
-//! takes the same merchant lock, in a transaction of its own.
+//! group commits; `locations`, `changes` and `categories` hold their SQL; `replicas` the standbys.
+//! An operator's approval takes the same merchant lock, in a transaction of its own.
 
 mod categories;
 mod changes;
@@ -29,6 +32,7 @@ mod events;
 mod groups;
 mod locations;
 mod rate;
+mod replicas;
 mod search;
 mod sql;
 mod webhooks;
@@ -45,9 +49,10 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
+use super::ReadReplicas;
 use super::api::{
-    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, Store, StoreError, StoredKey, WriteFor,
-    now_ms,
+    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, ReadOn, Store, StoreError,
+    StoredKey, WriteFor, now_ms,
 };
 use super::event_signal::EventSignal;
 use super::migrate;
@@ -121,17 +126,20 @@ pub struct PgStore {
     groups: MerchantGroups,
     /// Where the connection that listens for other instances' events goes.
     config: tokio_postgres::Config,
+    /// The hot standbys buyers' searches read from (CONTRACT §19), if any.
+    replicas: Option<Arc<replicas::Replicas>>,
 }
 
 /// A pool of at most `size` connections to `config`, on which no session holds a lock, runs a
 /// statement or sits in a transaction longer than `limit` (CONTRACT §17), no statement is compiled
 /// by PostgreSQL's JIT, and whose peer, should it vanish, is noticed by TCP keep-alives within
-/// about half a minute rather than the kernel's two hours; waiting at most `wait` for a connection.
+/// about half a minute rather than the kernel's two hours; waiting at most `wait` for a connection,
+/// and `connect` for a new one.
 fn pool_of(
     mut config: tokio_postgres::Config,
     limit: Duration,
     size: usize,
-    wait: Duration,
+    (wait, connect): (Duration, Duration),
 ) -> Result<Pool, StoreError> {
     // `jit=off`: our statements are short, and compiling one costs more than it can save. PostgreSQL
     // compiles any statement whose estimated cost passes `jit_above_cost`, whatever it really reads:
@@ -147,7 +155,7 @@ fn pool_of(
     };
     config
         .application_name("storefront")
-        .connect_timeout(TIMEOUT)
+        .connect_timeout(connect)
         .options(&options)
         .keepalives(true)
         .keepalives_idle(Duration::from_secs(10))
@@ -164,26 +172,46 @@ fn pool_of(
         .max_size(size)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(wait))
-        .create_timeout(Some(TIMEOUT))
-        .recycle_timeout(Some(TIMEOUT))
+        .create_timeout(Some(connect))
+        .recycle_timeout(Some(connect))
         .build()
         .map_err(StoreError::backend)
 }
 
 impl PgStore {
-    /// Connects (creating and migrating the schema when needed).
-    pub async fn open(url: &str) -> Result<Self, StoreError> {
+    /// Connects (creating and migrating the schema when needed), and to `replicas` (a pool each,
+    /// sized like the primary's, watched from now on; one that does not answer yet is not read).
+    pub async fn open(url: &str, replicas: &ReadReplicas) -> Result<Self, StoreError> {
         let config: tokio_postgres::Config = url.parse()?;
-        let pool = pool_of(config.clone(), SESSION_LIMIT, pool_size(), TIMEOUT)?;
-        let ledger = pool_of(config.clone(), LEDGER_LIMIT, LEDGER_POOL_SIZE, LEDGER_LIMIT)?;
+        let pool = pool_of(config.clone(), SESSION_LIMIT, pool_size(), (TIMEOUT, TIMEOUT))?;
+        let ledger = pool_of(config.clone(), LEDGER_LIMIT, LEDGER_POOL_SIZE, (LEDGER_LIMIT, TIMEOUT))?;
+        let replica_pools = replicas
+            .urls
+            .iter()
+            .map(|url| {
+                let config: tokio_postgres::Config = url.parse()?;
+                pool_of(
+                    config,
+                    SESSION_LIMIT,
+                    pool_size(),
+                    (replicas::READ_WAIT, replicas::CONNECT_WAIT),
+                )
+            })
+            .collect::<Result<Vec<Pool>, StoreError>>()?;
         let store = PgStore {
             groups: MerchantGroups::new(pool.clone()),
             pool,
             ledger,
             config,
+            replicas: (!replica_pools.is_empty())
+                .then(|| Arc::new(replicas::Replicas::new(replica_pools, replicas.max_lag))),
         };
         store.migrate().await?;
         tokio::spawn(first_statistics(store.pool.clone()));
+        if let Some(replicas) = &store.replicas {
+            let (replicas, primary) = (Arc::clone(replicas), store.pool.clone());
+            tokio::spawn(async move { replicas.watch(primary).await });
+        }
         Ok(store)
     }
 
@@ -409,8 +437,16 @@ impl Store for PgStore {
         locations::list_locations(&self.pool, query).await
     }
 
-    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
-        search::search(&self.pool, &query).await
+    async fn search_locations(&self, query: SearchQuery, from: ReadFrom) -> Result<SearchPage, StoreError> {
+        if let (ReadFrom::Replica, Some(replicas)) = (from, &self.replicas)
+            && let Some(page) = replicas.read(|pool| search::search(pool, &query)).await
+        {
+            ReadOn::Replica.count();
+            return Ok(page);
+        }
+        let page = search::search(&self.pool, &query).await?;
+        ReadOn::Primary.count();
+        Ok(page)
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {
@@ -518,5 +554,8 @@ impl Store for PgStore {
 
     async fn close(&self) {
         self.pool.close();
+        if let Some(replicas) = &self.replicas {
+            replicas.close();
+        }
     }
 }

@@ -40,10 +40,7 @@ impl Ledger for PgLedger {
 
 /// The store's error with its causes, for the log line of an unreachable ledger.
 fn down(e: &StoreError) -> LedgerDown {
-    let causes: Vec<String> = std::iter::successors(Some(e as &dyn std::error::Error), |e| e.source())
-        .map(ToString::to_string)
-        .collect();
-    LedgerDown(causes.join(": "))
+    LedgerDown(e.chain())
 }
 
 /// Refills the bucket to the database's clock, grants `min(want, whole units)`, and keeps what is

@@ -50,8 +50,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, Store, StoreError, StoredKey, WriteFor,
-    now_ms,
+    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, ReadOn, Store, StoreError,
+    StoredKey, WriteFor, now_ms,
 };
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -330,8 +330,10 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn search_locations(&self, query: SearchQuery) -> Result<SearchPage, StoreError> {
-        self.readers.snapshot(move |tx| search::search(tx, &query)).await
+    async fn search_locations(&self, query: SearchQuery, _: ReadFrom) -> Result<SearchPage, StoreError> {
+        let page = self.readers.snapshot(move |tx| search::search(tx, &query)).await?;
+        ReadOn::Primary.count();
+        Ok(page)
     }
 
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError> {

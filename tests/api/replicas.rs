@@ -1,0 +1,298 @@
+//! Buyers' reads on replicas (CONTRACT §19), on real streaming replication: a private primary and
+//! a hot standby of it (`pg_basebackup -R`) per test, the real binary started with
+//! `--read-replica`, and its `/metrics` saying where each search was read.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+use crate::postgres::Cluster;
+use crate::process::{BIN, Server, create, merchant_create_at, storefront_at};
+
+/// The bound the tests run with: short, so the wait for it is, and long beside what a test does
+/// between pausing replay and searching.
+const MAX_LAG: &str = "3s";
+const MAX_LAG_S: f64 = 3.0;
+
+/// A primary, its standby, and an instance reading buyers' searches on the standby.
+struct Replicated {
+    /// Runs for as long as the test.
+    _primary: Cluster,
+    standby: Cluster,
+    server: Server,
+    key: String,
+    storefront_key: String,
+}
+
+impl Replicated {
+    async fn start() -> Replicated {
+        let primary = Cluster::new();
+        let standby = primary.standby();
+        let issued = merchant_create_at(&primary.url(), "replicated");
+        let out = storefront_at(&primary.url())
+            .args(["key", "issue", "--scope", "storefront", "--json", "--merchant"])
+            .arg(issued["merchant_id"].as_str().unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let storefront: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let server = Server::start_binary_with(
+            std::path::Path::new(BIN),
+            &primary.url(),
+            &["--read-replica", &standby.url(), "--replica-max-lag", MAX_LAG],
+        );
+        let replicated = Replicated {
+            _primary: primary,
+            standby,
+            server,
+            key: issued["api_key"].as_str().unwrap().to_owned(),
+            storefront_key: storefront["api_key"].as_str().unwrap().to_owned(),
+        };
+        replicated.await_lag(|lag| lag == 0.0, "the replica 0 behind").await;
+        replicated
+    }
+
+    async fn metrics(&self) -> String {
+        reqwest::get(format!("{}/metrics", self.server.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// The value of the metric line starting `name{labels} `, if there is one.
+    async fn metric(&self, series: &str) -> Option<f64> {
+        let metrics = self.metrics().await;
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .map(|v| if v == "inf" { f64::INFINITY } else { v.parse().unwrap() })
+    }
+
+    /// Searches read on the primary and on the replica so far.
+    async fn reads(&self) -> (f64, f64) {
+        let primary = self.metric(r#"db_reads_total{target="primary"}"#).await.unwrap_or(0.0);
+        let replica = self.metric(r#"db_reads_total{target="replica"}"#).await.unwrap_or(0.0);
+        (primary, replica)
+    }
+
+    async fn lag(&self) -> Option<f64> {
+        self.metric(r#"replica_lag_seconds{replica="0"}"#).await
+    }
+
+    /// Waits (20 s at most) until the replica's lag passes `test`.
+    async fn await_lag(&self, test: impl Fn(f64) -> bool, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if self.lag().await.is_some_and(&test) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "not {what} within 20 s: {:?}",
+                self.lag().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// A search around `near` with `key`; answered 200 within 2 s, whatever the replica does.
+    async fn search(&self, key: &str, near: (f64, f64), pagination: Value) -> Value {
+        let started = Instant::now();
+        let answer = read(
+            reqwest::Client::new()
+                .post(format!("{}/v1/location/search", self.server.base))
+                .bearer_auth(key)
+                .json(&json!({
+                    "near": {"latitude": near.0, "longitude": near.1},
+                    "pagination": pagination,
+                })),
+        )
+        .await;
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "a search took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+        answer.body
+    }
+
+    /// The `merchant_location_id`s a storefront search around `near` finds.
+    async fn found(&self, key: &str, near: (f64, f64)) -> Vec<String> {
+        let body = self.search(key, near, json!({"limit": 100})).await;
+        ids(&body)
+    }
+}
+
+fn ids(page: &Value) -> Vec<String> {
+    page["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn near_of(item: &Value) -> (f64, f64) {
+    (item["latitude"].as_f64().unwrap(), item["longitude"].as_f64().unwrap())
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_storefront_search_reads_the_replica_and_the_primary_once_the_replica_is_too_far_behind() {
+    let r = Replicated::start().await;
+    let first = warehouse(1);
+    let near = near_of(&first);
+    create(&r.server.base, &r.key, &[first]).await;
+    // Streamed to the replica and read there.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r.found(&r.storefront_key, near).await != ["wh-1"] {
+        assert!(Instant::now() < deadline, "wh-1 never reached the replica");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (on_primary, on_replica) = r.reads().await;
+    assert!(on_replica >= 1.0, "read on the replica");
+    assert_eq!(on_primary, 0.0, "nothing read on the primary yet");
+
+    r.standby.execute("SELECT pg_wal_replay_pause()").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r.standby.execute("SELECT pg_get_wal_replay_pause_state()").await[0].get::<_, String>(0) != "paused" {
+        assert!(Instant::now() < deadline, "replay did not pause");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = with(warehouse(2), "/latitude", Some(json!(near.0 + 0.001)));
+    create(&r.server.base, &r.key, &[second]).await;
+    let created = Instant::now();
+    // At once: the storefront search reads the paused replica (well within the bound), a full
+    // key reads the primary.
+    assert_eq!(
+        r.found(&r.storefront_key, near).await,
+        ["wh-1"],
+        "read on the paused replica"
+    );
+    assert_eq!(r.reads().await, (on_primary, on_replica + 1.0));
+    assert_eq!(
+        r.found(&r.key, near).await,
+        ["wh-1", "wh-2"],
+        "a full key reads the primary"
+    );
+    assert_eq!(r.reads().await, (on_primary + 1.0, on_replica + 1.0));
+
+    // Once the replica is past the bound, the storefront search is read on the primary: within
+    // the bound and a second of the create (CONTRACT §19), here given 3 s more of slack.
+    loop {
+        let found = r.found(&r.storefront_key, near).await;
+        if found == ["wh-1", "wh-2"] {
+            break;
+        }
+        assert_eq!(found, ["wh-1"]);
+        assert!(
+            created.elapsed() < Duration::from_secs_f64(MAX_LAG_S + 1.0 + 3.0),
+            "wh-2 not found {:?} after it was stored",
+            created.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (p, q) = r.reads().await;
+    let behind = r.lag().await.unwrap();
+    assert!(behind > MAX_LAG_S, "the replica is {behind} s behind");
+    assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1", "wh-2"]);
+    assert_eq!(
+        r.reads().await,
+        (p + 1.0, q),
+        "read on the primary while the replica is behind"
+    );
+
+    r.standby.execute("SELECT pg_wal_replay_resume()").await;
+    r.await_lag(|lag| lag == 0.0, "caught up").await;
+    let (p, q) = r.reads().await;
+    assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1", "wh-2"]);
+    assert_eq!(r.reads().await, (p, q + 1.0), "read on the replica again");
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_side() {
+    let r = Replicated::start().await;
+    let items: Vec<Value> = (1..=30)
+        .map(|n| with(warehouse(n), "/latitude", Some(json!(10.0 + f64::from(n) * 0.0005))))
+        .collect();
+    let near = (10.0, 37.6);
+    create(&r.server.base, &r.key, &items).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r.found(&r.storefront_key, near).await.len() < 30 {
+        assert!(Instant::now() < deadline, "the locations never reached the replica");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The walk in pages of 7, on the primary.
+    let mut expected = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let page = r.search(&r.key, near, json!({"limit": 7, "cursor": cursor})).await;
+        expected.push(ids(&page));
+        cursor = page["pagination"]["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert_eq!(expected.concat().len(), 30);
+
+    // A page read on the replica, the next ones on the primary while the replica is stopped.
+    let (p, q) = r.reads().await;
+    let page = r.search(&r.storefront_key, near, json!({"limit": 7})).await;
+    assert_eq!(ids(&page), expected[0]);
+    assert_eq!(r.reads().await, (p, q + 1.0), "page 1 read on the replica");
+    r.standby.stop();
+    let mut cursor = page["pagination"]["next_cursor"].clone();
+    for expected_page in &expected[1..] {
+        let page = r
+            .search(&r.storefront_key, near, json!({"limit": 7, "cursor": cursor}))
+            .await;
+        assert_eq!(&ids(&page), expected_page);
+        cursor = page["pagination"]["next_cursor"].clone();
+    }
+    assert!(cursor.is_null());
+    let (p2, q2) = r.reads().await;
+    assert_eq!(q2, q + 1.0, "nothing more read on the stopped replica");
+    assert_eq!(p2, p + 4.0, "pages 2 to 5 read on the primary");
+    assert_eq!(
+        r.lag().await,
+        Some(f64::INFINITY),
+        "a silent replica is shown infinitely behind"
+    );
+
+    // A page read on the primary, the next on the replica once it is back.
+    let page = r.search(&r.storefront_key, near, json!({"limit": 7})).await;
+    assert_eq!(ids(&page), expected[0]);
+    let cursor = page["pagination"]["next_cursor"].clone();
+    r.standby.start();
+    r.await_lag(|lag| lag == 0.0, "back and caught up").await;
+    let (p, q) = r.reads().await;
+    let page = r
+        .search(&r.storefront_key, near, json!({"limit": 7, "cursor": cursor}))
+        .await;
+    assert_eq!(ids(&page), expected[1]);
+    assert_eq!(r.reads().await, (p, q + 1.0), "page 2 read on the replica");
+}
+
+#[test]
+fn sqlite_refuses_read_replicas_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(BIN)
+        .env_remove("STOREFRONT_DATABASE")
+        .args(["serve", "--addr", "127.0.0.1:0", "--database"])
+        .arg(format!("sqlite://{}", dir.path().join("x.db").display()))
+        .args(["--read-replica", "postgres://postgres@127.0.0.1:1/postgres"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--read-replica needs a PostgreSQL --database"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("x.db").exists(), "refused before opening the database");
+}
