@@ -6,10 +6,13 @@ so a lost answer is retried safely) and rename them; a reader walks the list in 
 page to the next instance, so a cursor issued by one is used on another); a searcher pages through
 the search; `storefront locations push` sends the sample CSV; a flooder sends a second merchant's
 requests as fast as it can. Meanwhile instance s1 is killed with SIGKILL and started again, and s2
-is stopped with SIGTERM and started again. Then:
+is stopped with SIGTERM and started again. With replicas (scripts/cluster --replicas N), a buyer
+searches with the storefront key throughout, and replica r1 is stopped and started again. Then:
 - every write that was answered 200 is there, with the name of its last acknowledged rename;
 - no request was answered 500, and none got 502/503 while s2 was stopping gracefully;
 - every cursor was accepted by whichever instance got it;
+- with replicas: the buyer's searches were answered 200 while r1 was stopped, and once it is back
+  every instance reads searches on a replica again (db_reads_total{target="replica"});
 - the flooder's admitted requests are within burst + rate × T + m (§15; m = n × ⌈burst ÷ 10⌉),
   and not fewer than that bound less m and what the killed instance held.
 Uses only the standard library. Exit 0 on success, 1 with the reasons otherwise."""
@@ -29,6 +32,7 @@ DIR = os.environ["CLUSTER_DIR"]
 BIN = os.environ["CLUSTER_BIN"]
 DATABASE = os.environ["CLUSTER_DATABASE"]
 INSTANCES = int(os.environ["CLUSTER_INSTANCES"])
+REPLICAS = int(os.environ.get("CLUSTER_REPLICAS", "0"))
 RATE, BURST = 50, 100  # the merchant budget's defaults
 RUN_FOR = 16.0
 
@@ -37,6 +41,7 @@ lock = threading.Lock()
 stop = threading.Event()
 counts = {"500": 0, "502/503 while s2 stopped": 0, "502/503": 0, "cursor pages": 0, "writes": 0}
 window = {"term": None, "term_end": None}
+buyer = {"searches": 0, "while r1 stopped": 0, "slowest": 0.0, "r1 stopped": False}
 
 
 def fail(message):
@@ -222,6 +227,67 @@ def chaos():
         fail("s2 did not come back")
 
 
+def buyer_searches(key):
+    """A buyer's searches with the storefront key (read on the replicas), as fast as answered."""
+    while not stop.is_set():
+        sent = time.monotonic()
+        status, _ = post("/v1/location/search", key,
+                         {"near": {"latitude": 55.7575, "longitude": 37.6134}, "pagination": {"limit": 5}})
+        took = time.monotonic() - sent
+        with lock:
+            if status == 200:
+                buyer["searches"] += 1
+                buyer["slowest"] = max(buyer["slowest"], took)
+                if buyer["r1 stopped"]:
+                    buyer["while r1 stopped"] += 1
+            elif status not in (0, 429, 502, 503):
+                failures.append(f"a buyer's search answered {status}")
+
+
+def replica_chaos():
+    time.sleep(4)
+    subprocess.run([f"{DIR}/r1.stop"], check=True)
+    with lock:
+        buyer["r1 stopped"] = True
+    print("== cluster test: replica r1 stopped", flush=True)
+    time.sleep(4)
+    with lock:
+        buyer["r1 stopped"] = False
+    subprocess.run([f"{DIR}/r1.start"], check=True)
+    print("== cluster test: replica r1 started again", flush=True)
+
+
+def replica_reads(k):
+    """db_reads_total{target="replica"} of instance k."""
+    with open(f"{DIR}/s{k}.port") as f:
+        port = int(f.read())
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith('db_reads_total{target="replica"} '):
+                return float(line.split()[1])
+    return 0.0
+
+
+def every_instance_reads_a_replica(key):
+    """Each instance, asked directly, reads a storefront search on a replica within 30 s."""
+    for k in range(1, INSTANCES + 1):
+        with open(f"{DIR}/s{k}.port") as f:
+            port = int(f.read())
+        before = replica_reads(k)
+        deadline = time.monotonic() + 30
+        while replica_reads(k) <= before:
+            if time.monotonic() > deadline:
+                fail(f"instance s{k} read no search on a replica within 30 s of r1 coming back")
+                break
+            body = json.dumps({"near": {"latitude": 55.7575, "longitude": 37.6134}}).encode()
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{port}/v1/location/search", data=body, method="POST",
+                headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=5) as response:
+                response.read()
+            time.sleep(0.2)
+
+
 def main():
     key = os.environ["CLUSTER_KEY"]
     writers_key = merchant("cluster-writers")
@@ -235,6 +301,10 @@ def main():
                    "pagination": {"limit": 9, "cursor": c}}, "results")))
     threads += [threading.Thread(target=flooder, args=(flood_key,)) for _ in range(4)]
     threads.append(threading.Thread(target=chaos))
+    storefront_key = os.environ.get("CLUSTER_STOREFRONT_KEY", "")
+    if REPLICAS:
+        threads.append(threading.Thread(target=buyer_searches, args=(storefront_key,)))
+        threads.append(threading.Thread(target=replica_chaos))
     for t in threads:
         t.start()
     push = subprocess.run(
@@ -276,6 +346,13 @@ def main():
              f"{bound:.0f} ± {margin} (less {hold} the killed instance may have held)")
     if counts["cursor pages"] == 0:
         fail("no page was read with a cursor")
+    if REPLICAS:
+        if buyer["while r1 stopped"] == 0:
+            fail("no buyer's search was answered while replica r1 was stopped")
+        every_instance_reads_a_replica(storefront_key)
+        print(f"== cluster test: {buyer['searches']} buyer's searches, {buyer['while r1 stopped']} of them "
+              f"while r1 was stopped, the slowest {buyer['slowest']:.2f} s; every instance reads "
+              f"a replica again", flush=True)
     print(f"== cluster test: {counts['writes']} acknowledged writes, all stored; "
           f"{counts['cursor pages']} pages read with another instance's cursor; "
           f"{flood['admitted']} of the flooder's requests admitted in {t:.1f} s (bound {bound:.0f} ± {margin}); "

@@ -31,13 +31,21 @@ pg_start() {
         cat "$dir/initdb.log" >&2
         return 1
     }
+    pg_serve "$dir" "$port"
+}
+
+# pg_serve DIR PORT: starts the cluster made in DIR (by pg_start or pg_start_standby), again after
+# a pg_stop, with the settings pg_start describes.
+pg_serve() {
+    local dir=$1 port=$2 bin
+    bin=$(pg_bin) || return 1
     pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
         -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${PG_FSYNC:-off} -c shared_buffers=${PG_SHARED_BUFFERS:-128MB} -c max_connections=300" start >/dev/null
 }
 
 # pg_start_standby PRIMARY_PORT DIR PORT: a streaming hot standby of the server on 127.0.0.1:PRIMARY_PORT
-# (pg_basebackup -R: a copy that follows the primary's WAL), started in DIR on 127.0.0.1:PORT with the
-# primary's settings.
+# (pg_basebackup -R: a copy that follows the primary's WAL, and serves reads: hot_standby is on by
+# default), started in DIR on 127.0.0.1:PORT with the primary's settings.
 pg_start_standby() {
     local primary=$1 dir=$2 port=$3 bin
     bin=$(pg_bin) || return 1
@@ -48,8 +56,7 @@ pg_start_standby() {
         cat "$dir/basebackup.log" >&2
         return 1
     }
-    pg_as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${PG_FSYNC:-off} -c shared_buffers=${PG_SHARED_BUFFERS:-128MB} -c max_connections=300 -c hot_standby=on" start >/dev/null
+    pg_serve "$dir" "$port"
 }
 
 # pg_stop DIR
