@@ -172,7 +172,7 @@ pub enum KeyCommand {
 /// other command succeeds or fails.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let (Command::Serve(args), DatabaseUrl::Sqlite(_)) = (&cli.command, &cli.db.database)
-        && !args.read_replicas.is_empty()
+        && !args.read_replicas().urls.is_empty()
     {
         <Cli as clap::CommandFactory>::command()
             .error(
@@ -371,15 +371,16 @@ async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
         DatabaseUrl::Sqlite(path) => Some(lock_database(path)?),
         DatabaseUrl::Postgres(_) => None,
     };
-    let store = store::open_with(url, &args.read_replicas())
+    let read_replicas = args.read_replicas();
+    let store = store::open_with(url, &read_replicas)
         .await
         .context("opening the database")?;
     let durability = store.durability().await?;
     let durability: Vec<String> = durability.iter().map(|(k, v)| format!("{k}={v}")).collect();
     tracing::info!(database = ?url, durability = durability.join(" "), "database ready");
-    let replicas: Vec<String> = args.read_replicas.iter().map(|url| store::redact(url)).collect();
+    let replicas: Vec<String> = read_replicas.urls.iter().map(|url| store::redact(url)).collect();
     if !replicas.is_empty() {
-        tracing::info!(replicas = ?replicas, max_lag = ?args.replica_max_lag, "buyers' searches read on replicas");
+        tracing::info!(replicas = ?replicas, max_lag = ?read_replicas.max_lag, "buyers' searches read on replicas");
     }
     let settings = args.settings();
     tracing::info!(rate_limit = ?settings.rate, burst = settings.burst, max_in_flight = settings.max_in_flight, "limits");

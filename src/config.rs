@@ -110,8 +110,11 @@ pub struct ServeArgs {
     pub replica_max_lag: Duration,
 }
 
-/// A replica's URL: a PostgreSQL one.
+/// A replica's URL: a PostgreSQL one; empty for none (`STOREFRONT_READ_REPLICAS=`).
 fn parse_replica(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Ok(String::new());
+    }
     match DatabaseUrl::parse(text.trim())? {
         DatabaseUrl::Postgres(url) => Ok(url),
         DatabaseUrl::Sqlite(_) => {
@@ -152,7 +155,12 @@ impl ServeArgs {
     /// The replicas to read buyers' searches from (CONTRACT §19).
     pub fn read_replicas(&self) -> ReadReplicas {
         ReadReplicas {
-            urls: self.read_replicas.clone(),
+            urls: self
+                .read_replicas
+                .iter()
+                .filter(|url| !url.is_empty())
+                .cloned()
+                .collect(),
             max_lag: self.replica_max_lag,
         }
     }
@@ -295,6 +303,7 @@ mod tests {
             parse_replica("postgres://r@10.0.0.2/db"),
             Ok("postgres://r@10.0.0.2/db".to_owned())
         );
+        assert_eq!(parse_replica(""), Ok(String::new()), "none");
         assert!(parse_replica("sqlite://x.db").is_err());
         assert!(parse_replica("mysql://x").is_err());
     }

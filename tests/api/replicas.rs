@@ -296,3 +296,25 @@ fn sqlite_refuses_read_replicas_at_start() {
     );
     assert!(!dir.path().join("x.db").exists(), "refused before opening the database");
 }
+
+#[test]
+fn an_empty_replica_list_is_none() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(BIN)
+        .env("STOREFRONT_READ_REPLICAS", "")
+        .env("STOREFRONT_LOG_FORMAT", "json")
+        .args(["serve", "--addr", "127.0.0.1:0", "--database"])
+        .arg(format!("sqlite://{}", dir.path().join("x.db").display()))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let listening = stderr
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.starts_with("storefront is listening on "));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(listening, "STOREFRONT_READ_REPLICAS= names no replica: SQLite serves");
+}
