@@ -115,20 +115,13 @@ def create_run(kind, binary, workdir, receiver, seconds, warmup):
             "errors": result["errors"]}
 
 
-def event_tail(i, at_ms):
-    """An event's stored JSON after `sequence` (the read puts `event_id` and `sequence` in front)."""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(at_ms / 1000)) + f".{at_ms % 1000:03d}Z"
-    return json.dumps({"type": "location.created", "occurred_at": stamp, "location_id": str(uuid.uuid4()),
-                       "merchant_location_id": f"gen-{i}", "version": 1, "status": "ACTIVE",
-                       "previous_status": None}, separators=(",", ":"))[1:]
-
-
 def feed_database(workdir, n):
     """A merchant whose log holds `n` events (written straight into the file; kept under
     target/bench-cache)."""
     cache = ROOT / "target/bench-cache"
     cache.mkdir(parents=True, exist_ok=True)
-    db, meta = cache / f"events-{n}.db", cache / f"events-{n}.json"
+    # Named by the layout of its rows: a file of an earlier layout is not read as this one.
+    db, meta = cache / f"events-compact-{n}.db", cache / f"events-compact-{n}.json"
     if db.exists() and meta.exists():
         return db, json.loads(meta.read_text())["api_key"]
     db.unlink(missing_ok=True)
@@ -137,10 +130,11 @@ def feed_database(workdir, n):
     pk = c.execute("SELECT pk FROM merchants").fetchone()[0]
     now = int(time.time() * 1000)
     for start_at in range(1, n + 1, 50_000):
-        rows = [(pk, i, 0, now, f"evt_{uuid.uuid4().hex}", event_tail(i, now))
+        rows = [(pk, i, 0, now, f"evt_{uuid.uuid4().hex}", str(uuid.uuid4()), f"gen-{i}", 1, "ACTIVE", None)
                 for i in range(start_at, min(start_at + 50_000, n + 1))]
-        c.executemany("INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) "
-                      "VALUES (?, ?, ?, ?, ?, ?)", rows)
+        c.executemany("INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, location_id, "
+                      "merchant_location_id, version, status, previous_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                      rows)
     c.execute("INSERT INTO event_logs (merchant_pk, last_sequence) VALUES (?, ?)", (pk, n))
     c.commit()
     c.close()

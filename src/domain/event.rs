@@ -87,7 +87,8 @@ impl FromIterator<EventType> for EventTypes {
     }
 }
 
-/// One location's change, as its event will say it, before it is numbered.
+/// One location's change, as its event says it: what is stored of an event beside its id,
+/// sequence and type.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Change {
     pub kind: EventType,
@@ -101,15 +102,31 @@ pub struct Change {
     pub at_ms: i64,
 }
 
-/// An event ready to be stored, before it is numbered: its id, its type, when, and its JSON after
-/// `sequence` (`"type":…}`). The store numbers it in the transaction that appends it; [`render`]
-/// puts the whole object together when it is read, the same bytes every time.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StoredEvent {
-    pub event_id: String,
-    pub kind: EventType,
-    pub at_ms: i64,
-    pub tail: String,
+impl Change {
+    /// The change an event's stored columns hold (the type by its code, the statuses by their
+    /// wire words); `None` for a code or word the service never stores.
+    pub fn from_columns(
+        code: i64,
+        location_id: String,
+        merchant_location_id: Option<String>,
+        version: i64,
+        status: &str,
+        previous_status: Option<&str>,
+        at_ms: i64,
+    ) -> Option<Change> {
+        Some(Change {
+            kind: EventType::from_code(code)?,
+            location_id,
+            merchant_location_id,
+            version,
+            status: Status::from_wire(status)?,
+            previous_status: match previous_status {
+                None => None,
+                Some(word) => Some(Status::from_wire(word)?),
+            },
+            at_ms,
+        })
+    }
 }
 
 /// The event object of CONTRACT §18.1 after `sequence`, its keys in that order.
@@ -125,43 +142,32 @@ struct Tail<'a> {
     previous_status: Option<Status>,
 }
 
-/// `changes` as they are stored, each with an id of `new_id`.
-pub fn to_store(changes: &[Change], mut new_id: impl FnMut() -> String) -> Vec<StoredEvent> {
-    changes
-        .iter()
-        .map(|change| {
-            let at = timestamp(change.at_ms);
-            let tail = Tail {
-                kind: change.kind,
-                occurred_at: std::str::from_utf8(&at).unwrap_or_default(),
-                location_id: &change.location_id,
-                merchant_location_id: change.merchant_location_id.as_deref(),
-                version: change.version,
-                status: change.status,
-                previous_status: change.previous_status,
-            };
-            // Serialising plain strings, numbers and words cannot fail.
-            let json = serde_json::to_string(&tail).unwrap_or_else(|_| "{}".into());
-            StoredEvent {
-                event_id: new_id(),
-                kind: change.kind,
-                at_ms: change.at_ms,
-                tail: json.get(1..).unwrap_or("}").to_owned(),
-            }
-        })
-        .collect()
-}
-
-/// The event object of CONTRACT §18.1: `event_id`, `sequence`, then the stored rest.
-pub fn render(event_id: &str, sequence: i64, tail: &str) -> String {
-    let mut json = String::with_capacity(tail.len() + event_id.len() + 40);
+/// The event object of CONTRACT §18.1 for `change`, numbered `sequence`, its keys in that order.
+///
+/// An event is stored as its change's columns (some 100 bytes, where its JSON is 330: a create
+/// writes one a location, so its bytes are create's) and rendered when it is read or delivered,
+/// the same bytes every time: nothing it holds changes after it is written.
+pub fn render(event_id: &str, sequence: i64, change: &Change) -> String {
+    let at = timestamp(change.at_ms);
+    let tail = Tail {
+        kind: change.kind,
+        occurred_at: std::str::from_utf8(&at).unwrap_or_default(),
+        location_id: &change.location_id,
+        merchant_location_id: change.merchant_location_id.as_deref(),
+        version: change.version,
+        status: change.status,
+        previous_status: change.previous_status,
+    };
+    let mut json = String::with_capacity(256);
     // An id of ours is `evt_` and hex digits: nothing in it needs escaping.
     json.push_str(r#"{"event_id":""#);
     json.push_str(event_id);
     json.push_str(r#"","sequence":"#);
     json.push_str(itoa::Buffer::new().format(sequence));
     json.push(',');
-    json.push_str(tail);
+    // Serialising plain strings, numbers and words into a string cannot fail.
+    let rest = serde_json::to_string(&tail).unwrap_or_else(|_| "{}".into());
+    json.push_str(rest.get(1..).unwrap_or("}"));
     json
 }
 
@@ -236,7 +242,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn events_are_stored_without_their_sequence_and_read_with_their_keys_in_order() {
+    fn an_event_is_rendered_from_its_change_with_its_keys_in_order() {
         let change = Change {
             kind: EventType::Redecided,
             location_id: "loc".into(),
@@ -246,15 +252,32 @@ mod tests {
             previous_status: Some(Status::Quarantine),
             at_ms: 1_700_000_000_123,
         };
-        let mut n = 0;
-        let events = to_store(&[change.clone(), change], || {
-            n += 1;
-            format!("e{n}")
-        });
-        assert_eq!(events[1].event_id, "e2");
         assert_eq!(
-            render(&events[0].event_id, 42, &events[0].tail),
+            render("e1", 42, &change),
             r#"{"event_id":"e1","sequence":42,"type":"location.redecided","occurred_at":"2023-11-14T22:13:20.123Z","location_id":"loc","merchant_location_id":null,"version":3,"status":"ACTIVE","previous_status":"QUARANTINE"}"#
+        );
+    }
+
+    #[test]
+    fn a_change_is_read_back_from_its_columns() {
+        let read = Change::from_columns(3, "loc".into(), Some("m-1".into()), 2, "ARCHIVED", Some("ACTIVE"), 5);
+        assert_eq!(
+            read,
+            Some(Change {
+                kind: EventType::ALL[3],
+                location_id: "loc".into(),
+                merchant_location_id: Some("m-1".into()),
+                version: 2,
+                status: Status::Archived,
+                previous_status: Some(Status::Active),
+                at_ms: 5,
+            })
+        );
+        assert_eq!(Change::from_columns(99, "l".into(), None, 1, "ACTIVE", None, 0), None);
+        assert_eq!(Change::from_columns(0, "l".into(), None, 1, "GONE", None, 0), None);
+        assert_eq!(
+            Change::from_columns(0, "l".into(), None, 1, "ACTIVE", Some("GONE"), 0),
+            None
         );
     }
 

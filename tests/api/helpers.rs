@@ -166,7 +166,12 @@ impl TestApp {
 
     /// POSTs and returns the status and the body as text (to check the order of keys).
     pub async fn post_text(&self, path: &str, body: &Value) -> (StatusCode, String) {
-        let response = self.json_request(path, &self.key, body).send().await.unwrap();
+        self.post_text_as(path, &self.key, body).await
+    }
+
+    /// POSTs with `key` and returns the status and the body as text.
+    pub async fn post_text_as(&self, path: &str, key: &str, body: &Value) -> (StatusCode, String) {
+        let response = self.json_request(path, key, body).send().await.unwrap();
         (response.status(), response.text().await.unwrap())
     }
 

@@ -2,7 +2,8 @@
 //! engines: every location gets its record (version 1, `updated_at = created_at`, its content in
 //! the record's form, the issue of a quarantined one), the counts behind `total`, its columns in
 //! the search index (found by a search with a parcel and a time), and still answers a create
-//! retry as before. A key issued before keys had a scope is a full key (CONTRACT §13.1).
+//! retry as before. A key issued before keys had a scope is a full key (CONTRACT §13.1). Events
+//! stored as JSON (before their compact rows) are converted and read as the same bytes.
 
 use serde_json::{Value, json};
 
@@ -173,4 +174,159 @@ async fn locations_stored_before_the_record_existed_read_back_as_records() {
     assert_eq!(created[0]["status"], "ACTIVE");
     let all = app.post_as("/v1/location/list", &key, &json!({})).await;
     assert_eq!(all.body["pagination"]["total"], 3);
+}
+
+/// An event as the feed answered it, and as an earlier schema stored it.
+struct OldEvent {
+    sequence: i64,
+    code: i64,
+    appended_at: i64,
+    event_id: String,
+    /// Its JSON after `sequence` (`"type":…}`), as schemas before the compact rows stored it.
+    tail: String,
+}
+
+/// The `events` table as SQLite schema 7 and PostgreSQL schema 10 made it.
+const OLD_EVENTS: &str = "CREATE TABLE events (merchant_pk BIGINT NOT NULL, sequence BIGINT NOT NULL, \
+     type SMALLINT NOT NULL, appended_at BIGINT NOT NULL, event_id TEXT NOT NULL, body TEXT NOT NULL, \
+     PRIMARY KEY (merchant_pk, sequence)); \
+     CREATE INDEX events_by_type ON events (merchant_pk, type, sequence)";
+
+/// Puts the events back as the schema before compact rows stored them, and the schema's version
+/// with them.
+async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
+    match url.strip_prefix("sqlite://") {
+        Some(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            conn.execute_batch(&format!("DROP TABLE events; {OLD_EVENTS}; PRAGMA user_version = 7"))
+                .unwrap();
+            for e in events {
+                conn.execute(
+                    "INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    rusqlite::params![merchant_pk, e.sequence, e.code, e.appended_at, e.event_id, e.tail],
+                )
+                .unwrap();
+            }
+        }
+        None => {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!(
+                    "DROP TABLE events; {OLD_EVENTS}; DELETE FROM schema_migrations WHERE version = 11"
+                ))
+                .await
+                .unwrap();
+            for e in events {
+                client
+                    .execute(
+                        "INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) \
+                         VALUES ($1, $2, $3, $4, $5, $6)",
+                        &[
+                            &merchant_pk,
+                            &e.sequence,
+                            &(e.code as i16),
+                            &e.appended_at,
+                            &e.event_id,
+                            &e.tail,
+                        ],
+                    )
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// The merchant's `pk` and each event's stored type and time, read with the store's own URL.
+async fn stored_events(url: &str) -> (i64, Vec<(i64, i64, i64)>) {
+    const SQL: &str = "SELECT merchant_pk, sequence, type, appended_at FROM events ORDER BY sequence";
+    match url.strip_prefix("sqlite://") {
+        Some(path) => {
+            let conn = rusqlite::Connection::open(path).unwrap();
+            let mut stmt = conn.prepare(SQL).unwrap();
+            let rows: Vec<(i64, i64, i64, i64)> = stmt
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            (rows[0].0, rows.iter().map(|r| (r.1, r.2, r.3)).collect())
+        }
+        None => {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            let rows = client.query(SQL, &[]).await.unwrap();
+            let pk: i64 = rows[0].get(0);
+            let events = rows
+                .iter()
+                .map(|r| (r.get(1), i64::from(r.get::<_, i16>(2)), r.get(3)))
+                .collect();
+            (pk, events)
+        }
+    }
+}
+
+#[tokio::test]
+async fn events_stored_as_json_are_converted_in_place_and_read_the_same() {
+    let mut app = TestApp::spawn().await;
+    let created = app.create(vec![warehouse(1), pickup_point(2)]).await;
+    assert_eq!(created[1]["status"], "ACTIVE");
+    let renamed = with(warehouse(1), "/name", Some(json!("Renamed \"quoted\" \u{444}")));
+    let answer = app.post("/v1/location/update", &json!({"locations": [renamed]})).await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    let answer = app
+        .post(
+            "/v1/location/archive",
+            &json!({"locations": [{"merchant_location_id": "pp-2"}]}),
+        )
+        .await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    let feed = json!({"pagination": {"limit": 100}});
+    let (status, before) = app.post_text("/v1/location/events", &feed).await;
+    assert_eq!(status, 200, "{before}");
+
+    #[derive(serde::Deserialize)]
+    struct Page<'a> {
+        #[serde(borrow)]
+        events: Vec<&'a serde_json::value::RawValue>,
+    }
+    let page: Page = serde_json::from_str(&before).unwrap();
+    assert_eq!(page.events.len(), 4, "created twice, updated, archived: {before}");
+    let url = app.db_url().to_owned();
+    let (merchant_pk, stored) = stored_events(&url).await;
+    let events: Vec<OldEvent> = page
+        .events
+        .iter()
+        .zip(&stored)
+        .map(|(raw, &(sequence, code, appended_at))| {
+            let event: Value = serde_json::from_str(raw.get()).unwrap();
+            assert_eq!(event["sequence"], sequence);
+            let (_, rest) = raw.get().split_once(",\"type\":").unwrap();
+            OldEvent {
+                sequence,
+                code,
+                appended_at,
+                event_id: event["event_id"].as_str().unwrap().to_owned(),
+                tail: format!("\"type\":{rest}"),
+            }
+        })
+        .collect();
+
+    let dir = std::mem::replace(&mut app._dir, tempfile::tempdir().unwrap());
+    let key = app.key.clone();
+    app.store.close().await;
+    drop(app);
+    store_as_json(&url, merchant_pk, &events).await;
+    let app = TestApp::spawn_with(open_store(&url).await, dir).await;
+    let (status, after) = app.post_text_as("/v1/location/events", &key, &feed).await;
+    assert_eq!(status, 200, "{after}");
+    assert_eq!(after, before, "the converted events read as the same bytes");
+    // And the log goes on after them.
+    app.create_as(&key, vec![warehouse(3)]).await;
+    let answer = app.post_as("/v1/location/events", &key, &feed).await;
+    let events = answer.body["events"].as_array().unwrap();
+    assert_eq!(events.len(), 5);
+    assert_eq!(events[4]["sequence"], 5);
+    assert_eq!(events[4]["merchant_location_id"], "wh-3");
 }

@@ -23,28 +23,69 @@ pub(super) const CHANNEL: &str = "storefront_events";
 /// commit.
 pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError> {
     let n = changes.len() as i64;
-    let events = event::to_store(changes, new_event_id);
-    let types: Vec<i16> = events.iter().map(|e| e.kind.code() as i16).collect();
-    let at: Vec<i64> = events.iter().map(|e| e.at_ms).collect();
-    let ids: Vec<&str> = events.iter().map(|e| e.event_id.as_str()).collect();
-    let tails: Vec<&str> = events.iter().map(|e| e.tail.as_str()).collect();
+    let types: Vec<i16> = changes.iter().map(|c| c.kind.code() as i16).collect();
+    let at: Vec<i64> = changes.iter().map(|c| c.at_ms).collect();
+    let ids: Vec<String> = changes.iter().map(|_| new_event_id()).collect();
+    let locations: Vec<&str> = changes.iter().map(|c| c.location_id.as_str()).collect();
+    let names: Vec<Option<&str>> = changes.iter().map(|c| c.merchant_location_id.as_deref()).collect();
+    let versions: Vec<i64> = changes.iter().map(|c| c.version).collect();
+    let statuses: Vec<&str> = changes.iter().map(|c| c.status.as_str()).collect();
+    let previous: Vec<Option<&str>> = changes.iter().map(|c| c.previous_status.map(|s| s.as_str())).collect();
     let notice = merchant_pk.to_string();
-    let insert_params: Params<'_> = &[&merchant_pk, &n, &types, &at, &ids, &tails];
+    let insert_params: Params<'_> = &[
+        &merchant_pk,
+        &n,
+        &types,
+        &at,
+        &ids,
+        &locations,
+        &names,
+        &versions,
+        &statuses,
+        &previous,
+    ];
     let notify_params: Params<'_> = &[&CHANNEL, &notice];
     let insert = execute(
         tx,
         "WITH head AS (INSERT INTO event_logs (merchant_pk, last_sequence) VALUES ($1, $2) \
            ON CONFLICT (merchant_pk) DO UPDATE SET last_sequence = event_logs.last_sequence + $2 \
            RETURNING last_sequence) \
-         INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) \
-         SELECT $1, head.last_sequence - $2 + u.o, u.t, u.a, u.i, u.b FROM head, \
-         UNNEST($3::int2[], $4::int8[], $5::text[], $6::text[]) WITH ORDINALITY AS u(t, a, i, b, o)",
+         INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, location_id, merchant_location_id, \
+           version, status, previous_status) \
+         SELECT $1, head.last_sequence - $2 + u.o, u.t, u.a, u.i, u.l, u.m, u.v, u.s, u.p FROM head, \
+         UNNEST($3::int2[], $4::int8[], $5::text[], $6::text[], $7::text[], $8::int8[], $9::text[], $10::text[]) \
+           WITH ORDINALITY AS u(t, a, i, l, m, v, s, p, o)",
         insert_params,
     );
     let notify = execute(tx, "SELECT pg_notify($1, $2)", notify_params);
     // Nothing more for webhooks: each endpoint's events after its `delivered_through` are pending.
     tokio::try_join!(insert, notify)?;
     Ok(())
+}
+
+/// An event's columns, as [`rendered`] reads them (the table as `e`).
+pub(super) const EVENT_COLUMNS: &str = "e.sequence, e.event_id, e.type, e.appended_at, e.location_id, \
+     e.merchant_location_id, e.version, e.status, e.previous_status";
+
+/// An event read with [`EVENT_COLUMNS`] from column `at` on: its sequence, type code, appended at,
+/// id, and JSON (CONTRACT §18.1).
+pub(super) fn rendered(r: &tokio_postgres::Row, at: usize) -> Result<(i64, i64, i64, String, String), StoreError> {
+    let sequence: i64 = r.try_get(at)?;
+    let event_id: String = r.try_get(at + 1)?;
+    let code = i64::from(r.try_get::<_, i16>(at + 2)?);
+    let appended_at: i64 = r.try_get(at + 3)?;
+    let change = Change::from_columns(
+        code,
+        r.try_get(at + 4)?,
+        r.try_get(at + 5)?,
+        r.try_get(at + 6)?,
+        r.try_get(at + 7)?,
+        r.try_get(at + 8)?,
+        appended_at,
+    )
+    .ok_or_else(|| StoreError::corrupt("event", &event_id))?;
+    let json = event::render(&event_id, sequence, &change);
+    Ok((sequence, code, appended_at, event_id, json))
 }
 
 /// One page of the feed, in one snapshot: every type from the log's own order, a filter's types
@@ -62,36 +103,30 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
     );
     let rows = |rows: Vec<tokio_postgres::Row>| {
         rows.iter()
-            .map(|r| {
-                let sequence: i64 = r.get(0);
-                (sequence, event::render(r.get(1), sequence, r.get(2)))
-            })
-            .collect::<Vec<_>>()
+            .map(|r| rendered(r, 0).map(|(sequence, _, _, _, json)| (sequence, json)))
+            .collect::<Result<Vec<_>, _>>()
     };
     let (bounds, pages) = if q.types.is_all() {
-        let events = query(
-            &tx,
-            "SELECT sequence, event_id, body FROM events WHERE merchant_pk = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
-            page_params,
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.sequence > $2 \
+             ORDER BY e.sequence LIMIT $3"
         );
+        let events = query(&tx, &sql, page_params);
         let (bounds, events) = tokio::try_join!(bounds, events)?;
-        (bounds, vec![rows(events)])
+        (bounds, vec![rows(events)?])
     } else {
         let snapshot = &tx;
+        let sql = format!(
+            "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.type = $4 AND e.sequence > $2 \
+             ORDER BY e.sequence LIMIT $3"
+        );
+        let sql = &sql;
         let by_type = q.types.types().map(|t| {
             let code = t.code() as i16;
-            async move {
-                query(
-                    snapshot,
-                    "SELECT sequence, event_id, body FROM events WHERE merchant_pk = $1 AND type = $4 AND sequence > $2 \
-                     ORDER BY sequence LIMIT $3",
-                    &[&q.merchant_pk, &q.after, &take, &code],
-                )
-                .await
-            }
+            async move { query(snapshot, sql, &[&q.merchant_pk, &q.after, &take, &code]).await }
         });
         let (bounds, pages) = tokio::try_join!(bounds, futures_util::future::try_join_all(by_type))?;
-        (bounds, pages.into_iter().map(rows).collect())
+        (bounds, pages.into_iter().map(rows).collect::<Result<_, _>>()?)
     };
     tx.commit().await?;
     let bounds = bounds.first().map_or_else(LogBounds::default, |r| LogBounds {

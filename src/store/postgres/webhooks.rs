@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::Row;
 
+use super::events::{EVENT_COLUMNS, rendered};
 use super::sql::lock_merchant;
-use crate::domain::event::{self, EventTypes};
+use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
 use crate::store::webhook_api::{
@@ -84,21 +85,20 @@ async fn claim_windows(
         let failing: Option<i64> = e.get(4);
         let rows = tx
             .query(
-                "SELECT sequence, type, appended_at, event_id, body FROM events WHERE merchant_pk = $1 AND sequence > $2 \
-                 ORDER BY sequence LIMIT $3",
+                &format!(
+                    "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.sequence > $2 \
+                     ORDER BY e.sequence LIMIT $3"
+                ),
                 &[&merchant_pk, &after, &window_size(failing.is_some())],
             )
             .await?;
         // Events dropped by retention before they were sent: the window runs to the log's end.
         let through = rows.last().map_or(last, |r| r.get(0));
-        let dues = rows
-            .iter()
-            .filter(|r| {
-                types.is_none_or(|bits| EventTypes::from_bits(i64::from(bits)).has_code(i64::from(r.get::<_, i16>(1))))
-            })
-            .map(|r| {
-                let sequence: i64 = r.get(0);
-                Due {
+        let mut dues = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let (sequence, code, appended_at_ms, event_id, body) = rendered(r, 0)?;
+            if types.is_none_or(|bits| EventTypes::from_bits(i64::from(bits)).has_code(code)) {
+                dues.push(Due {
                     webhook_id: id.clone(),
                     merchant_pk,
                     url: e.get(1),
@@ -106,12 +106,12 @@ async fn claim_windows(
                     failing_since_ms: e.get(4),
                     sequence,
                     attempts: 0,
-                    appended_at_ms: r.get(2),
-                    event_id: r.get(3),
-                    body: event::render(r.get(3), sequence, r.get(4)),
-                }
-            })
-            .collect();
+                    appended_at_ms,
+                    event_id,
+                    body,
+                });
+            }
+        }
         tx.execute(
             "UPDATE webhooks SET claimed_through = $2, claim_until = $3 WHERE webhook_id = $1",
             &[&id, &through, &until_ms],
@@ -134,39 +134,36 @@ async fn claim_retries(
     n: usize,
     skip: &[String],
 ) -> Result<Vec<Due>, StoreError> {
-    let rows = client
-        .query(
-            "WITH due AS (SELECT webhook_id, sequence FROM deliveries \
+    let sql = format!(
+        "WITH due AS (SELECT webhook_id, sequence FROM deliveries \
                WHERE next_attempt_at <= $1 AND claim_until < $1 AND NOT (webhook_id = ANY($4)) \
                ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED), \
              claimed AS (UPDATE deliveries d SET claim_until = $2 FROM due \
                WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
                RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.appended_at) \
              SELECT c.webhook_id, w.url, w.secret, CASE WHEN w.old_secret_until > $1 THEN w.old_secret END, \
-               w.failing_since, c.sequence, c.attempts, c.appended_at, e.body, c.merchant_pk, e.event_id \
+               w.failing_since, c.attempts, c.merchant_pk, {EVENT_COLUMNS} \
              FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
-             JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence",
-            &[&now_ms, &until_ms, &(n as i64), &skip],
-        )
-        .await?;
-    Ok(rows
-        .iter()
+             JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence"
+    );
+    let rows = client.query(&sql, &[&now_ms, &until_ms, &(n as i64), &skip]).await?;
+    rows.iter()
         .map(|r| {
-            let sequence: i64 = r.get(5);
-            Due {
+            let (sequence, _, appended_at_ms, event_id, body) = rendered(r, 7)?;
+            Ok(Due {
                 webhook_id: r.get(0),
-                merchant_pk: r.get(9),
+                merchant_pk: r.get(6),
                 url: r.get(1),
                 secrets: secrets(r, 2, 3),
                 failing_since_ms: r.get(4),
                 sequence,
-                attempts: i64::from(r.get::<_, i32>(6)),
-                appended_at_ms: r.get(7),
-                event_id: r.get(10),
-                body: event::render(r.get(10), sequence, r.get(8)),
-            }
+                attempts: i64::from(r.get::<_, i32>(5)),
+                appended_at_ms,
+                event_id,
+                body,
+            })
         })
-        .collect())
+        .collect()
 }
 
 fn attempt_of(r: &Row) -> Result<Attempt, StoreError> {

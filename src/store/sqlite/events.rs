@@ -20,20 +20,74 @@ pub(super) fn append(tx: &Connection, merchant_pk: i64, changes: &[Change]) -> R
         )?
         .query_row(params![merchant_pk, n], |r| r.get(0))?;
     let mut insert = tx.prepare_cached(
-        "INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        "INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, location_id, merchant_location_id, \
+         version, status, previous_status) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
-    for (e, sequence) in event::to_store(changes, new_event_id).iter().zip(last - n + 1..) {
+    for (c, sequence) in changes.iter().zip(last - n + 1..) {
         insert.execute(params![
             merchant_pk,
             sequence,
-            e.kind.code(),
-            e.at_ms,
-            e.event_id,
-            e.tail
+            c.kind.code(),
+            c.at_ms,
+            new_event_id(),
+            c.location_id,
+            c.merchant_location_id,
+            c.version,
+            c.status.as_str(),
+            c.previous_status.map(|s| s.as_str()),
         ])?;
     }
     // Nothing more for webhooks: each endpoint's events after its `delivered_through` are pending.
     Ok(())
+}
+
+/// An event's columns, as [`Stored::of`] reads them (the table as `e`).
+pub(super) const EVENT_COLUMNS: &str = "e.sequence, e.event_id, e.type, e.appended_at, e.location_id, \
+     e.merchant_location_id, e.version, e.status, e.previous_status";
+
+/// An event as stored.
+pub(super) struct Stored {
+    pub sequence: i64,
+    pub event_id: String,
+    pub code: i64,
+    pub appended_at_ms: i64,
+    location_id: String,
+    merchant_location_id: Option<String>,
+    version: i64,
+    status: String,
+    previous_status: Option<String>,
+}
+
+impl Stored {
+    /// [`EVENT_COLUMNS`] from column `at` on.
+    pub(super) fn of(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Stored> {
+        Ok(Stored {
+            sequence: r.get(at)?,
+            event_id: r.get(at + 1)?,
+            code: r.get(at + 2)?,
+            appended_at_ms: r.get(at + 3)?,
+            location_id: r.get(at + 4)?,
+            merchant_location_id: r.get(at + 5)?,
+            version: r.get(at + 6)?,
+            status: r.get(at + 7)?,
+            previous_status: r.get(at + 8)?,
+        })
+    }
+
+    /// The event object of CONTRACT §18.1.
+    pub(super) fn render(self) -> Result<String, StoreError> {
+        let change = Change::from_columns(
+            self.code,
+            self.location_id,
+            self.merchant_location_id,
+            self.version,
+            &self.status,
+            self.previous_status.as_deref(),
+            self.appended_at_ms,
+        )
+        .ok_or_else(|| StoreError::corrupt("event", &self.event_id))?;
+        Ok(event::render(&self.event_id, self.sequence, &change))
+    }
 }
 
 /// Where the merchant's log stands.
@@ -57,16 +111,19 @@ pub(super) fn page(conn: &Connection, query: &EventQuery) -> Result<EventPage, S
     let take = query.limit as i64 + 1;
     let read = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<Vec<(i64, String)>, StoreError> {
         let mut stmt = conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params, |r| {
-            let sequence: i64 = r.get(0)?;
-            let (id, tail): (String, String) = (r.get(1)?, r.get(2)?);
-            Ok((sequence, event::render(&id, sequence, &tail)))
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        let rows = stmt.query_map(params, |r| Stored::of(r, 0))?;
+        rows.map(|row| {
+            let stored = row?;
+            Ok((stored.sequence, stored.render()?))
+        })
+        .collect()
     };
     let pages = if query.types.is_all() {
         vec![read(
-            "SELECT sequence, event_id, body FROM events WHERE merchant_pk = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
+            &format!(
+                "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
+                 ORDER BY e.sequence LIMIT ?3"
+            ),
             &[&query.merchant_pk, &query.after, &take],
         )?]
     } else {
@@ -75,8 +132,10 @@ pub(super) fn page(conn: &Connection, query: &EventQuery) -> Result<EventPage, S
             .types()
             .map(|t: EventType| {
                 read(
-                    "SELECT sequence, event_id, body FROM events WHERE merchant_pk = ?1 AND type = ?4 AND sequence > ?2 \
-                     ORDER BY sequence LIMIT ?3",
+                    &format!(
+                        "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.type = ?4 \
+                         AND e.sequence > ?2 ORDER BY e.sequence LIMIT ?3"
+                    ),
                     &[&query.merchant_pk, &query.after, &take, &t.code()],
                 )
             })

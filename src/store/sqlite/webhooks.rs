@@ -7,9 +7,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
+use super::events::{EVENT_COLUMNS, Stored};
 use super::readers::ReadPool;
 use super::writer::{Jobs, write};
-use crate::domain::event::{self, EventTypes};
+use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::StoreError;
 use crate::store::webhook_api::{
@@ -151,37 +152,42 @@ fn claim_windows(
         })?
         .collect::<Result<_, _>>()?;
     let mut windows = Vec::new();
-    let mut events = tx.prepare_cached(
-        "SELECT sequence, type, appended_at, event_id, body FROM events WHERE merchant_pk = ?1 AND sequence > ?2 \
-         ORDER BY sequence LIMIT ?3",
-    )?;
+    let mut events = tx.prepare_cached(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
+         ORDER BY e.sequence LIMIT ?3"
+    ))?;
     let mut claim =
         tx.prepare_cached("UPDATE webhooks SET claimed_through = ?2, claim_until = ?3 WHERE webhook_id = ?1")?;
     for e in endpoints.into_iter().filter(|e| !skip.contains(&e.id)).take(n) {
-        let rows: Vec<(i64, i64, i64, String, String)> = events
+        let rows: Vec<Stored> = events
             .query_map(
                 params![e.merchant_pk, e.after, window_size(e.failing_since.is_some())],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+                |r| Stored::of(r, 0),
             )?
             .collect::<Result<_, _>>()?;
         // Events dropped by retention before they were sent: the window runs to the log's end.
-        let through = rows.last().map_or(e.last, |row| row.0);
+        let through = rows.last().map_or(e.last, |row| row.sequence);
         let dues = rows
             .into_iter()
-            .filter(|(_, kind, _, _, _)| e.types.is_none_or(|bits| EventTypes::from_bits(bits).has_code(*kind)))
-            .map(|(sequence, _, appended_at_ms, event_id, tail)| Due {
-                webhook_id: e.id.clone(),
-                merchant_pk: e.merchant_pk,
-                url: e.url.clone(),
-                secrets: e.secrets.clone(),
-                failing_since_ms: e.failing_since,
-                sequence,
-                attempts: 0,
-                appended_at_ms,
-                body: event::render(&event_id, sequence, &tail),
-                event_id,
+            .filter(|row| {
+                e.types
+                    .is_none_or(|bits| EventTypes::from_bits(bits).has_code(row.code))
             })
-            .collect();
+            .map(|row| {
+                Ok(Due {
+                    webhook_id: e.id.clone(),
+                    merchant_pk: e.merchant_pk,
+                    url: e.url.clone(),
+                    secrets: e.secrets.clone(),
+                    failing_since_ms: e.failing_since,
+                    sequence: row.sequence,
+                    attempts: 0,
+                    appended_at_ms: row.appended_at_ms,
+                    event_id: row.event_id.clone(),
+                    body: row.render()?,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
         claim.execute(params![e.id, through, until_ms])?;
         windows.push(Window {
             webhook_id: e.id,
@@ -200,33 +206,37 @@ fn claim_retries(
     n: usize,
     skip: &[String],
 ) -> Result<Vec<Due>, StoreError> {
-    let mut stmt = tx.prepare_cached(
-        "SELECT d.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, d.sequence, \
-         d.attempts, d.appended_at, e.body, d.merchant_pk, e.event_id FROM deliveries d \
+    let mut stmt = tx.prepare_cached(&format!(
+        "SELECT d.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, \
+         d.attempts, d.merchant_pk, {EVENT_COLUMNS} FROM deliveries d \
          JOIN webhooks w ON w.webhook_id = d.webhook_id \
          JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
-         WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 ORDER BY d.next_attempt_at LIMIT ?2",
-    )?;
+         WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 ORDER BY d.next_attempt_at LIMIT ?2"
+    ))?;
     // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
     let rows = stmt.query_map(params![now_ms, (n + skip.len() * 8) as i64], |r| {
-        let (sequence, tail, event_id): (i64, String, String) = (r.get(6)?, r.get(9)?, r.get(11)?);
-        Ok(Due {
-            webhook_id: r.get(0)?,
-            merchant_pk: r.get(10)?,
-            url: r.get(1)?,
-            secrets: secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
-            failing_since_ms: r.get(5)?,
-            sequence,
-            attempts: r.get(7)?,
-            appended_at_ms: r.get(8)?,
-            body: event::render(&event_id, sequence, &tail),
-            event_id,
-        })
+        let event = Stored::of(r, 8)?;
+        Ok((
+            Due {
+                webhook_id: r.get(0)?,
+                merchant_pk: r.get(7)?,
+                url: r.get(1)?,
+                secrets: secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
+                failing_since_ms: r.get(5)?,
+                sequence: event.sequence,
+                attempts: r.get(6)?,
+                appended_at_ms: event.appended_at_ms,
+                event_id: event.event_id.clone(),
+                body: String::new(),
+            },
+            event,
+        ))
     })?;
     let mut due = Vec::new();
     for row in rows {
-        let row = row?;
+        let (mut row, event) = row?;
         if due.len() < n && !skip.contains(&row.webhook_id) {
+            row.body = event.render()?;
             due.push(row);
         }
     }
