@@ -178,7 +178,9 @@ def feed_run(workdir, n, readers=4):
     return {"events_per_s": total / elapsed, "cpu_us_per_event": cpu * 1e6 / total}
 
 
-def webhooks_run(workdir, receiver, rows=100_000, endpoints=4):
+def webhooks_run(workdir, receiver, rows=100_000, endpoints=4, pace=None):
+    """`rows` pushed in creates of 200 with `endpoints` registered: 4 at once as fast as answered,
+    or one every 200 / `pace` seconds (`pace` rows a second); then until all are delivered."""
     db = Path(workdir) / f"webhooks-{uuid.uuid4().hex[:6]}.db"
     key = merchant(BIN, db)
     proc, base = start(BIN, db, WEBHOOK_FLAGS)
@@ -197,8 +199,13 @@ def webhooks_run(workdir, receiver, rows=100_000, endpoints=4):
             with urllib.request.urlopen(req, timeout=120) as r:
                 r.read()
 
-        with ThreadPoolExecutor(4) as pool:
-            list(pool.map(send, bodies))
+        if pace:
+            for i, body in enumerate(bodies):
+                time.sleep(max(0.0, pushed_from + i * 200 / pace - time.time()))
+                send(body)
+        else:
+            with ThreadPoolExecutor(4) as pool:
+                list(pool.map(send, bodies))
         pushed_to = time.time()
         want = rows * endpoints
         deadline = time.time() + 1800
@@ -231,6 +238,9 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--events", type=int, default=1_000_000)
     p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--paced-rows", type=int, default=20_000, dest="paced_rows",
+                   help="rows of the paced push (its lag when delivery keeps up)")
+    p.add_argument("--pace", type=int, default=400, help="rows a second of the paced push")
     p.add_argument("--out", default=str(ROOT / "target/bench/events.md"))
     cfg = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="events-bench-")
@@ -250,6 +260,9 @@ def main():
         for r in hooks:
             bench.log(f"   webhooks: {r['deliveries']:,} in {r['push_s']:.1f} s push + {r['drained_after_s']:.1f} s: "
                       f"{r['per_s']:,.0f}/s, lag p50 {r['lag_p50_s']:.1f} s p99 {r['lag_p99_s']:.1f} s")
+        paced = webhooks_run(workdir, receiver, cfg.paced_rows, pace=cfg.pace)
+        bench.log(f"   webhooks paced at {cfg.pace} rows/s: {paced['deliveries']:,} in {paced['push_s']:.1f} s push + "
+                  f"{paced['drained_after_s']:.1f} s, lag p50 {paced['lag_p50_s']:.2f} s p99 {paced['lag_p99_s']:.2f} s")
     finally:
         receiver.stop()
     rps = median(create["ours"], "rps") / median(create["base"], "rps")
@@ -276,6 +289,9 @@ def main():
         f"| webhooks, lag commit → delivery p50 / p99 / max | {median(hooks, 'lag_p50_s'):.1f} / {lag99:.1f} / "
         f"{median(hooks, 'lag_max_s'):.1f} s | | push {median(hooks, 'push_s'):.1f} s, last delivery "
         f"{median(hooks, 'drained_after_s'):.1f} s after it | p99 <= 2 s | {verdict(lag99 <= 2)} |",
+        f"| webhooks paced: {cfg.paced_rows:,} rows at {cfg.pace} rows/s ({cfg.pace * 4:,} deliveries/s wanted), "
+        f"lag p50 / p99 / max | {paced['lag_p50_s']:.2f} / {paced['lag_p99_s']:.2f} / {paced['lag_max_s']:.2f} s | | "
+        f"last delivery {paced['drained_after_s']:.1f} s after the push | (report) | |",
         "",
         "Deliveries made during the create runs (ours): "
         + ", ".join(f"{r['delivered']:,}" for r in create["ours"]) + ".",
