@@ -236,8 +236,8 @@ fn expired() -> ApiError {
     .field("pagination.cursor")
 }
 
-/// The answer: the events' stored JSON in a page whose cursor continues after the last one, or
-/// from `after` when it has none.
+/// The answer: the events' JSON (rendered from their stored columns) in a page whose cursor
+/// continues after the last one, or from `after` when it has none.
 fn answer(state: &AppState, digest: &[u8; 16], after: i64, page: &EventPage) -> Response {
     let last = page.events.last().map_or(after, |(sequence, _)| *sequence);
     let cursor = state.cursors.encode(digest, &AfterEvent(last));
