@@ -78,6 +78,15 @@ pub enum ReadFrom {
     Replica,
 }
 
+/// The hot standbys buyers' searches read from (CONTRACT §19).
+#[derive(Clone, Debug, Default)]
+pub struct ReadReplicas {
+    /// Their URLs, in the order `replica_lag_seconds` numbers them.
+    pub urls: Vec<String>,
+    /// A replica further behind is not read.
+    pub max_lag: std::time::Duration,
+}
+
 /// Where a read was served, as `db_reads_total` counts it (CONTRACT §19).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadOn {

@@ -81,15 +81,6 @@ impl std::fmt::Debug for DatabaseUrl {
     }
 }
 
-/// The hot standbys buyers' searches read from (CONTRACT §19).
-#[derive(Clone, Debug, Default)]
-pub struct ReadReplicas {
-    /// Their URLs, in the order `replica_lag_seconds` numbers them.
-    pub urls: Vec<String>,
-    /// A replica further behind is not read.
-    pub max_lag: std::time::Duration,
-}
-
 /// Opens (creating and migrating when needed) the store at `url`.
 pub async fn open(url: &DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
     open_with(url, &ReadReplicas::default()).await

@@ -49,10 +49,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
-use super::ReadReplicas;
 use super::api::{
-    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, ReadOn, Store, StoreError,
-    StoredKey, WriteFor, now_ms,
+    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, ReadOn, ReadReplicas, Store,
+    StoreError, StoredKey, WriteFor, now_ms,
 };
 use super::event_signal::EventSignal;
 use super::migrate;
