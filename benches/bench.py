@@ -123,6 +123,36 @@ def peak_rss_mib(pids, field="VmHWM:"):
     return total / 1024
 
 
+def serve(binary, database, flags=()):
+    """`binary serve` on `database` (a URL) and a free port, without the merchant rate limit,
+    ready; its process (a session of its own) and base URL. Stop it with `stop_process`."""
+    port = free_port()
+    proc = subprocess.Popen([str(binary), "--log-format", "json", "--database", str(database), "serve", "--addr",
+                             f"127.0.0.1:{port}", "--rate-limit", "0", *flags],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    wait_http(base + "/readyz")
+    return proc, base
+
+
+def write_report(path, lines):
+    """Writes a report's lines to `path` (its folder made) and prints them."""
+    text = "\n".join(lines) + "\n"
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text)
+    print(text)
+
+
+def stop_process(proc):
+    """SIGTERM, then SIGKILL after a minute."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Postgres:
     """A throwaway PostgreSQL cluster in the workdir (scripts/lib/postgres.sh), with fsync on: the
     create workloads on PostgreSQL are compared with SQLite's synchronous=FULL. Its shared buffers

@@ -42,22 +42,10 @@ WEBHOOK_FLAGS = ["--webhook-allow-private", "--webhook-allow-http"]
 
 
 def start(binary, db, extra=()):
-    port = bench.free_port()
-    proc = subprocess.Popen([str(binary), "--log-format", "json", "--database", f"sqlite://{db}", "serve", "--addr",
-                             f"127.0.0.1:{port}", "--rate-limit", "0", *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    bench.wait_http(base + "/readyz")
-    return proc, base
+    return bench.serve(binary, f"sqlite://{db}", extra)
 
 
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+stop = bench.stop_process
 
 
 def merchant(binary, db):
@@ -296,10 +284,7 @@ def main():
         "Deliveries made during the create runs (ours): "
         + ", ".join(f"{r['delivered']:,}" for r in create["ours"]) + ".",
     ]
-    text = "\n".join(lines) + "\n"
-    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(cfg.out).write_text(text)
-    print(text)
+    bench.write_report(cfg.out, lines)
 
 
 if __name__ == "__main__":

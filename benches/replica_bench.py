@@ -69,22 +69,10 @@ class Standby:
 
 
 def start(db, extra=()):
-    port = bench.free_port()
-    proc = subprocess.Popen([str(BIN), "--log-format", "json", "--database", db, "serve", "--addr",
-                             f"127.0.0.1:{port}", "--rate-limit", "0", "--storefront-rate-limit", "0", *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    bench.wait_http(base + "/readyz")
-    return proc, base
+    return bench.serve(BIN, db, ("--storefront-rate-limit", "0", *extra))
 
 
-def stop(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+stop = bench.stop_process
 
 
 def metric(base, series):
@@ -283,10 +271,7 @@ def main():
         f"({median(a, 'writes_alone_per_s'):.1f} creates/s); with a replica that is, together with the WAL sent to it "
         f"and the lag checks, what the primary does while the buyers search.",
     ]
-    text = "\n".join(lines) + "\n"
-    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(cfg.out).write_text(text)
-    print(text)
+    bench.write_report(cfg.out, lines)
 
 
 if __name__ == "__main__":

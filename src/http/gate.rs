@@ -226,12 +226,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Merchant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        parts
-            .extensions
-            .get::<MerchantRef>()
-            .cloned()
-            .map(Merchant)
-            .ok_or_else(|| ApiError::internal(&NotGated))
+        gated(parts).map(Merchant)
     }
 }
 
@@ -242,13 +237,17 @@ impl<S: Send + Sync> FromRequestParts<S> for Scope {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        parts
-            .extensions
-            .get::<KeyScope>()
-            .copied()
-            .map(Scope)
-            .ok_or_else(|| ApiError::internal(&NotGated))
+        gated(parts).map(Scope)
     }
+}
+
+/// What the gate put in the request for its handler; a 500 on a route the gate did not pass.
+fn gated<T: Clone + Send + Sync + 'static>(parts: &Parts) -> Result<T, ApiError> {
+    parts
+        .extensions
+        .get::<T>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal(&NotGated))
 }
 
 #[derive(Debug, thiserror::Error)]
