@@ -263,6 +263,8 @@ async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_si
         Some(f64::INFINITY),
         "a silent replica is shown infinitely behind"
     );
+    let ready = reqwest::get(format!("{}/readyz", r.server.base)).await.unwrap();
+    assert_eq!(ready.status(), 200, "readiness depends on the primary only");
 
     // A page read on the primary, the next on the replica once it is back.
     let page = r.search(&r.storefront_key, near, json!({"limit": 7})).await;
