@@ -3,9 +3,9 @@
 //! A request that sets locations' versions produces one [`Change`] per location (the domain
 //! decides which: create's new locations, a change's writes with the type of the request's own
 //! operation or `location.redecided`, an operator's approval). The store appends them to the
-//! merchant's log in the request's own transaction ([`to_store`]), numbered there: the merchant's
-//! writes are serialised, so numbering them under that serialisation gives sequences in commit
-//! order, without gaps. A read puts each back together ([`render`]).
+//! merchant's log in the request's own transaction, as the change's columns, numbered there: the
+//! merchant's writes are serialised, so numbering them under that serialisation gives sequences in
+//! commit order, without gaps. A read renders each event's JSON from them ([`render`]).
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
