@@ -153,6 +153,12 @@ def stop_process(proc):
         proc.wait()
 
 
+def pg_shell(command, capture=False):
+    """`command` in bash with scripts/lib/postgres.sh loaded; its output when `capture`."""
+    return subprocess.run(["bash", "-c", f". {ROOT}/scripts/lib/postgres.sh && {command}"], check=True,
+                          capture_output=capture, text=True).stdout
+
+
 class Postgres:
     """A throwaway PostgreSQL cluster in the workdir (scripts/lib/postgres.sh), with fsync on: the
     create workloads on PostgreSQL are compared with SQLite's synchronous=FULL. Its shared buffers
@@ -169,8 +175,7 @@ class Postgres:
         self.postmaster = int((self.dir / "data/postmaster.pid").read_text().split()[0])
 
     def shell(self, command, capture=False):
-        return subprocess.run(["bash", "-c", f". {ROOT}/scripts/lib/postgres.sh && {command}"], check=True,
-                              capture_output=capture, text=True).stdout
+        return pg_shell(command, capture)
 
     def fresh(self, tag):
         """An empty database's URL."""

@@ -42,11 +42,6 @@ WRITER_PER_S = 20
 WRITER_BATCH = 5
 
 
-def shell(command, capture=False):
-    return subprocess.run(["bash", "-c", f". {ROOT}/scripts/lib/postgres.sh && {command}"], check=True,
-                          capture_output=capture, text=True).stdout
-
-
 class Standby:
     """A streaming hot standby of `pg` (scripts/lib/postgres.sh pg_start_standby), its shared
     buffers sized like the primary's."""
@@ -54,7 +49,7 @@ class Standby:
     def __init__(self, pg, workdir):
         self.dir, self.port = Path(workdir) / "replica", bench.free_port()
         t = time.time()
-        shell(f"PG_FSYNC=on PG_SHARED_BUFFERS={pg.SHARED_BUFFERS} pg_start_standby {pg.port} {self.dir} {self.port}")
+        bench.pg_shell(f"PG_FSYNC=on PG_SHARED_BUFFERS={pg.SHARED_BUFFERS} pg_start_standby {pg.port} {self.dir} {self.port}")
         bench.log(f"   the standby was copied and started in {time.time() - t:.0f} s")
         self.postmaster = int((self.dir / "data/postmaster.pid").read_text().split()[0])
 
@@ -65,7 +60,7 @@ class Standby:
         return bench.tree(self.postmaster)
 
     def stop(self):
-        shell(f"pg_stop {self.dir}")
+        bench.pg_shell(f"pg_stop {self.dir}")
 
 
 def start(db, extra=()):
