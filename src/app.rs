@@ -50,7 +50,7 @@ async fn upkeep(state: AppState) {
     loop {
         tick.tick().await;
         if let Err(e) = state.refresh_taxonomy().await {
-            tracing::warn!(error = %crate::http::error::ErrorChain(&e), "taxonomy refresh failed; serving the previous one");
+            tracing::warn!(error = %crate::errors::ErrorChain(&e), "taxonomy refresh failed; serving the previous one");
         }
         // The recorder keeps every histogram sample until its upkeep folds them into buckets; a
         // server nobody scrapes would otherwise grow by every request it answers.
@@ -108,7 +108,7 @@ async fn prune_events(state: AppState) {
                 Ok(1000..) => tokio::time::sleep(PRUNE_PAUSE).await,
                 Ok(_) => break,
                 Err(e) => {
-                    tracing::warn!(error = %crate::http::error::ErrorChain(&e), "dropping old delivery attempts failed; trying again later");
+                    tracing::warn!(error = %crate::errors::ErrorChain(&e), "dropping old delivery attempts failed; trying again later");
                     break;
                 }
             }
@@ -118,7 +118,7 @@ async fn prune_events(state: AppState) {
                 Ok(0) => break,
                 Ok(_) => tokio::time::sleep(PRUNE_PAUSE).await,
                 Err(e) => {
-                    tracing::warn!(error = %crate::http::error::ErrorChain(&e), "dropping old events failed; trying again later");
+                    tracing::warn!(error = %crate::errors::ErrorChain(&e), "dropping old events failed; trying again later");
                     break;
                 }
             }
@@ -296,16 +296,27 @@ pub async fn serve(
     let share_upkeep = tokio::spawn(share_upkeep(state.clone()));
     let follow = tokio::spawn(follow_events(state.clone()));
     let prune = tokio::spawn(prune_events(state.clone()));
+    // The delivery worker stops claiming as soon as the shutdown begins, and ends once the
+    // attempts it has in flight have ended and been recorded (within the drain: each attempt is
+    // bounded by `webhooks::worker::MAX_ATTEMPT`).
+    let stopping = tokio_util::sync::CancellationToken::new();
     let deliver = tokio::spawn(crate::webhooks::deliver(
         state.store.webhooks(),
         state.settings.webhooks.clone(),
+        stopping.clone(),
     ));
+    let signal = stopping.clone();
+    let shutdown = async move {
+        shutdown.await;
+        signal.cancel();
+    };
     let limits = state.settings.connections.clone();
     let served = crate::server::run(listener, router(state), limits, shutdown).await;
     upkeep.abort();
     share_upkeep.abort();
     follow.abort();
     prune.abort();
-    deliver.abort();
+    stopping.cancel();
+    let _ = deliver.await;
     served
 }

@@ -9,6 +9,7 @@ pub mod codes;
 pub mod config;
 pub mod demo;
 pub mod domain;
+pub mod errors;
 pub mod http;
 pub mod key_verdicts;
 pub mod pagination;

@@ -139,12 +139,14 @@ impl RetrySchedule {
     }
 
     /// When to try again after `attempts` failed attempts: the schedule's delay, `jitter` (in
-    /// -1..1) times 10 % of it added, and at least `retry_after`; `None` once the schedule is
-    /// spent.
+    /// -1..1) times 10 % of it added, and at least `retry_after` (a receiver's `Retry-After`,
+    /// capped at the schedule's longest delay: a receiver cannot push a retry past it); `None`
+    /// once the schedule is spent.
     pub fn next(&self, attempts: usize, retry_after: Option<Duration>, jitter: f64) -> Option<Duration> {
         let delay = *self.0.get(attempts.checked_sub(1)?)?;
         let jittered = delay.mul_f64((1.0 + 0.1 * jitter.clamp(-1.0, 1.0)).max(0.0));
-        Some(retry_after.map_or(jittered, |r| jittered.max(r)))
+        let longest = self.0.iter().max().copied().unwrap_or_default();
+        Some(retry_after.map_or(jittered, |r| jittered.max(r.min(longest))))
     }
 }
 
@@ -185,6 +187,11 @@ mod tests {
             Some(Duration::from_secs(300))
         );
         assert_eq!(s.next(0, None, 0.0), None);
+        assert_eq!(
+            s.next(1, Some(Duration::from_secs(86_400 * 30)), 0.0),
+            Some(Duration::from_secs(86_400)),
+            "a Retry-After is capped at the schedule's longest delay"
+        );
     }
 
     #[test]

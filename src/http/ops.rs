@@ -20,7 +20,7 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     match state.store.ping().await {
         Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
         Err(e) => {
-            tracing::warn!(error = %super::error::ErrorChain(&e), "readiness check failed");
+            tracing::warn!(error = %crate::errors::ErrorChain(&e), "readiness check failed");
             (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "unavailable"})))
         }
     }

@@ -117,7 +117,7 @@ pub async fn create(
             disabled_reason: None,
             created_at_ms: crate::store::now_ms(),
         },
-        secret: secret.clone(),
+        secret: crate::secret::Secret::new(secret.clone()),
     };
     match state.store.webhooks().create_webhook(merchant.pk, new).await? {
         Some(webhook) => Ok(Json(WebhookWithSecret { webhook, secret })),
@@ -224,7 +224,7 @@ pub async fn rotate_secret(
     let secret = new_secret().map_err(|e| ApiError::internal(&e))?;
     let old_until_ms = crate::store::now_ms() + i64::try_from(ROTATION_OVERLAP.as_millis()).unwrap_or(0);
     let rotate = WebhookChange::Rotate {
-        secret: secret.clone(),
+        secret: crate::secret::Secret::new(secret.clone()),
         old_until_ms,
     };
     let webhook = change(&state, &merchant, body, rotate).await?;

@@ -23,10 +23,7 @@ impl StoreError {
 
     /// The error with its causes, for a log line.
     pub fn chain(&self) -> String {
-        std::iter::successors(Some(self as &dyn std::error::Error), |e| e.source())
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(": ")
+        crate::errors::ErrorChain(self).to_string()
     }
 
     /// A stored value the service never writes.

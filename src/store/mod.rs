@@ -8,6 +8,7 @@ pub mod event_signal;
 pub mod group;
 pub mod migrate;
 pub mod postgres;
+pub mod settle_plan;
 pub mod sqlite;
 pub mod webhook_api;
 

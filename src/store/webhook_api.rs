@@ -9,16 +9,20 @@
 //! expires, and is then taken over), attempts them, and settles the window in one transaction:
 //! the failed ones become retry rows (`deliveries`), and `delivered_through` moves past the window.
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 
 use super::error::StoreError;
-use crate::domain::webhook::{Attempt, DisabledReason, Webhook};
+pub use super::settle_plan::{Failing, Retry, SettlePlan};
+use crate::domain::webhook::{Attempt, Webhook};
+use crate::secret::Secret;
 
 /// A new endpoint, with its secret.
 #[derive(Clone, Debug)]
 pub struct NewWebhook {
     pub webhook: Webhook,
-    pub secret: String,
+    pub secret: Secret,
 }
 
 /// A change to an endpoint.
@@ -29,7 +33,19 @@ pub enum WebhookChange {
     /// `ENABLED` again; what was appended meanwhile is not sent.
     Enable,
     /// A new secret; the old one signs too until `old_until_ms`.
-    Rotate { secret: String, old_until_ms: i64 },
+    Rotate { secret: Secret, old_until_ms: i64 },
+}
+
+/// The secrets an endpoint signs with at `now_ms`: its own, and the old one while a rotation
+/// lasts (the rule of both engines: each reads the three columns and asks this).
+pub fn signing_secrets(secret: String, old: Option<String>, old_until_ms: Option<i64>, now_ms: i64) -> Vec<Secret> {
+    let mut secrets = vec![Secret::new(secret)];
+    if let (Some(old), Some(until)) = (old, old_until_ms)
+        && until > now_ms
+    {
+        secrets.push(Secret::new(old));
+    }
+    secrets
 }
 
 /// A delivery claimed for an attempt: the endpoint's address and secrets, and the event.
@@ -39,7 +55,7 @@ pub struct Due {
     pub merchant_pk: i64,
     pub url: String,
     /// The secret, and the old one while a rotation lasts.
-    pub secrets: Vec<String>,
+    pub secrets: Vec<Secret>,
     /// When its first attempt since its last delivered one failed (none: it is not failing).
     pub failing_since_ms: Option<i64>,
     pub sequence: i64,
@@ -67,34 +83,60 @@ pub struct Claimed {
     pub retries: Vec<Due>,
 }
 
-/// What an instance did with a claim: its attempts, and the window they were (none: retries).
+/// What to claim, for whom.
+#[derive(Clone, Copy, Debug)]
+pub struct ClaimRequest<'a> {
+    /// The instance claiming (a random token of its worker): it alone settles what it claims.
+    pub owner: &'a str,
+    /// The instance's clock: which retries are due, which secrets sign.
+    pub now_ms: i64,
+    /// How long the claim holds unless extended (PostgreSQL: on the database's clock).
+    pub hold: Duration,
+    /// Most endpoints whose fresh events to claim (a window each).
+    pub windows: usize,
+    /// Most retries to claim.
+    pub retries: usize,
+    /// Endpoints not to claim (this instance has attempts of theirs in flight).
+    pub skip: &'a [String],
+}
+
+/// What one claim's attempts were: a window's (settled through the last event it attempted), or
+/// retries.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Source {
+    Window {
+        webhook_id: String,
+        /// Where the claim ran to (`claimed_through`): the window is settled only while it is.
+        claimed_through: i64,
+        /// Where the endpoint's `delivered_through` moves: `claimed_through` when every due was
+        /// attempted, else the last one attempted (the rest are claimed again).
+        settled_through: Option<i64>,
+    },
+    Retries,
+}
+
+/// What an instance did with a claim: its attempts, and what they were.
 #[derive(Clone, Debug)]
 pub struct Settlement {
+    pub source: Source,
     pub attempts: Vec<Settled>,
-    /// The endpoint and the window's `through`: its `delivered_through` moves there (if the claim
-    /// still stands).
-    pub window: Option<(String, i64)>,
 }
 
-/// What becomes of a delivery after an attempt.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Next {
-    /// Delivered, or given up: it is no longer pending.
-    Done,
-    /// Tried again at this time (Unix ms).
-    RetryAt(i64),
-    /// The endpoint is disabled, and none of its deliveries is pending any more.
-    Disable(DisabledReason),
-}
-
-/// An attempt's result, to be recorded.
+/// An attempt's result, as the worker saw it, for the settle plan.
 #[derive(Clone, Debug)]
 pub struct Settled {
     pub webhook_id: String,
     pub merchant_pk: i64,
     pub appended_at_ms: i64,
+    /// The endpoint's `failing_since` when the delivery was claimed.
+    pub failing_since_ms: Option<i64>,
     pub attempt: Attempt,
-    pub next: Next,
+    /// A 429's or 503's `Retry-After`.
+    pub retry_after: Option<Duration>,
+    /// When the attempt ended.
+    pub ended_at_ms: i64,
+    /// This attempt's jitter of the schedule, in -1..1.
+    pub jitter: f64,
 }
 
 /// Most fresh events in one window, and in a window of an endpoint whose last attempt failed: its
@@ -107,6 +149,10 @@ pub const FAILING_WINDOW: usize = 8;
 pub fn window_size(failing: bool) -> i64 {
     if failing { FAILING_WINDOW as i64 } else { WINDOW as i64 }
 }
+
+/// Most old attempts dropped by one call of `prune_attempts` (it is called again while it drops
+/// as many: one short transaction each, never a long one that holds the writer).
+pub const PRUNE_BATCH: i64 = 1000;
 
 #[async_trait]
 pub trait WebhookStore: Send + Sync {
@@ -136,24 +182,28 @@ pub trait WebhookStore: Send + Sync {
         limit: usize,
     ) -> Result<Option<Vec<Attempt>>, StoreError>;
 
-    /// Claims, until `until_ms` (no other instance attempts them before then), windows of up to
-    /// `WINDOW` fresh events of up to `windows` endpoints, and up to `retries` retries due at
-    /// `now_ms`, none of the endpoints in `skip`.
-    async fn claim(
-        &self,
-        now_ms: i64,
-        until_ms: i64,
-        windows: usize,
-        retries: usize,
-        skip: &[String],
-    ) -> Result<Claimed, StoreError>;
+    /// Claims for `owner`, for `hold` (no other instance attempts them before then), windows of
+    /// up to `WINDOW` fresh events of enabled endpoints, and retries due of enabled endpoints, as
+    /// `request` says.
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError>;
 
-    /// Records what instances did with their claims, in one transaction.
-    async fn settle(&self, settled: Vec<Settlement>) -> Result<(), StoreError>;
+    /// Holds `owner`'s claims of these windows (by endpoint) and retries (by endpoint and
+    /// sequence) for `hold` from now: its attempts of them are still running.
+    async fn extend(
+        &self,
+        owner: &str,
+        hold: Duration,
+        windows: &[String],
+        retries: &[(String, i64)],
+    ) -> Result<(), StoreError>;
+
+    /// Writes a settle plan in one transaction: what `owner`'s claims came to. Deliveries and
+    /// windows are changed only where `owner` still holds their claim.
+    async fn settle(&self, owner: &str, plan: SettlePlan) -> Result<(), StoreError>;
 
     /// How many deliveries are pending (an endpoint's fresh events counted whatever their type).
     async fn pending(&self) -> Result<u64, StoreError>;
 
-    /// Drops attempts made before `cutoff_ms` (retention, as events); how many.
+    /// Drops up to `PRUNE_BATCH` attempts made before `cutoff_ms` (retention, as events); how many.
     async fn prune_attempts(&self, cutoff_ms: i64) -> Result<usize, StoreError>;
 }

@@ -1,7 +1,8 @@
-//! One delivery attempt over HTTP: the endpoint's host resolved now, the address checked (only
-//! public ones, unless allowed), the connection made to that very address (the client's resolver
-//! is pinned to it: no second lookup), no redirect followed, 15 s for the whole exchange, at most
-//! 64 KiB of the answer read and discarded.
+//! One delivery attempt over HTTP: the endpoint's host resolved now (5 s at most), every address
+//! it resolves to checked (only public ones, unless allowed) and tried in turn until one
+//! connects, the connection made to that very address (the client's resolver is pinned to it: no
+//! second lookup), no redirect followed, 15 s for the exchange, at most 64 KiB of the answer read
+//! and discarded. An attempt never takes longer than `worker::MAX_ATTEMPT`.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -10,9 +11,18 @@ use std::time::{Duration, Instant};
 
 use reqwest::{Client, Url};
 
+use async_trait::async_trait;
+
 use super::address::{Reach, refused};
 use super::sign::signatures;
 use crate::domain::webhook::{ATTEMPT_TIMEOUT, MAX_ANSWER_BYTES};
+use crate::errors::ErrorChain;
+use crate::secret::Secret;
+
+/// How long resolving the endpoint's host may take.
+const RESOLVE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long connecting to one address may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How an attempt ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -37,7 +47,7 @@ pub struct Delivery<'a> {
     pub url: &'a str,
     pub event_id: &'a str,
     pub body: &'a str,
-    pub secrets: &'a [String],
+    pub secrets: &'a [Secret],
 }
 
 /// Most clients kept (one per host and address, so that connections are reused).
@@ -65,7 +75,7 @@ impl Sender {
             .resolve(host, addr)
             .redirect(reqwest::redirect::Policy::none())
             .timeout(ATTEMPT_TIMEOUT)
-            .connect_timeout(Duration::from_secs(5))
+            .connect_timeout(CONNECT_TIMEOUT)
             .user_agent(concat!("storefront-webhooks/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("no HTTP client: {e}"))?;
@@ -76,15 +86,16 @@ impl Sender {
     /// Makes one attempt.
     pub async fn send(&self, delivery: Delivery<'_>, reach: Reach) -> Sent {
         let started = Instant::now();
-        let mut sent = match self.exchange(&delivery, reach).await {
-            Ok(sent) => sent,
-            Err(error) => Sent {
-                status: None,
-                error: Some(error),
-                retry_after: None,
-                took: Duration::ZERO,
-            },
-        };
+        let bound = RESOLVE_TIMEOUT + ATTEMPT_TIMEOUT;
+        let outcome = tokio::time::timeout(bound, self.exchange(&delivery, reach))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())));
+        let mut sent = outcome.unwrap_or_else(|error| Sent {
+            status: None,
+            error: Some(error),
+            retry_after: None,
+            took: Duration::ZERO,
+        });
         sent.took = started.elapsed();
         sent
     }
@@ -93,73 +104,131 @@ impl Sender {
         let url = Url::parse(d.url).map_err(|e| format!("the URL is not valid: {e}"))?;
         let host = url.host_str().ok_or("the URL names no host")?.to_owned();
         let port = url.port_or_known_default().ok_or("the URL names no port")?;
-        let addr = match url.host() {
-            Some(url::Host::Ipv4(ip)) => SocketAddr::new(IpAddr::V4(ip), port),
-            Some(url::Host::Ipv6(ip)) => SocketAddr::new(IpAddr::V6(ip), port),
-            _ => tokio::time::timeout(Duration::from_secs(5), tokio::net::lookup_host((host.as_str(), port)))
+        let addrs: Vec<SocketAddr> = match url.host() {
+            Some(url::Host::Ipv4(ip)) => vec![SocketAddr::new(IpAddr::V4(ip), port)],
+            Some(url::Host::Ipv6(ip)) => vec![SocketAddr::new(IpAddr::V6(ip), port)],
+            _ => tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host.as_str(), port)))
                 .await
-                .map_err(|_| format!("resolving {host} took longer than 5 s"))?
+                .map_err(|_| format!("resolving {host} took longer than {} s", RESOLVE_TIMEOUT.as_secs()))?
                 .map_err(|e| format!("{host} could not be resolved: {e}"))?
-                .next()
-                .ok_or_else(|| format!("{host} resolves to no address"))?,
+                .collect(),
         };
-        if let Some(why) = refused(addr.ip()).filter(|_| !reach.allow_private) {
-            return Err(format!(
-                "{host} resolves to {}, {why}: only public addresses are called",
-                addr.ip()
-            ));
+        let mut refusals = Vec::new();
+        let allowed: Vec<SocketAddr> = addrs
+            .into_iter()
+            .filter(|addr| match refused(addr.ip()).filter(|_| !reach.allow_private) {
+                Some(why) => {
+                    refusals.push(format!("{} is {why}", addr.ip()));
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        if allowed.is_empty() {
+            return Err(if refusals.is_empty() {
+                format!("{host} resolves to no address")
+            } else {
+                format!(
+                    "{host} resolves to {}: only public addresses are called",
+                    refusals.join(", ")
+                )
+            });
         }
-        let timestamp = crate::store::now_ms() / 1000;
-        let client = self.client(&host, addr)?;
-        let mut response = client
-            .post(url)
-            .header("content-type", "application/json")
-            .header("webhook-id", d.event_id)
-            .header("webhook-timestamp", timestamp.to_string())
-            .header(
-                "webhook-signature",
-                signatures(d.secrets, d.event_id, timestamp, d.body),
-            )
-            .body(d.body.to_owned())
-            .send()
-            .await
-            .map_err(|e| describe(&e))?;
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|_| status.as_u16() == 429 || status.as_u16() == 503)
-            .map(Duration::from_secs);
-        // The answer is read (up to 64 KiB) and discarded.
-        let mut read = 0;
-        while read < MAX_ANSWER_BYTES {
-            match response.chunk().await {
-                Ok(Some(chunk)) => read += chunk.len(),
-                Ok(None) => break,
+        let timestamp = super::Clock::now_ms(&super::SystemClock) / 1000;
+        let signature = signatures(d.secrets, d.event_id, timestamp, d.body)?;
+        // Each address in turn while it cannot be connected to; an address that connected and
+        // then failed ends the attempt (the receiver may have the event).
+        let mut failures = Vec::new();
+        for addr in allowed {
+            let client = self.client(&host, addr)?;
+            let request = client
+                .post(url.clone())
+                .header("content-type", "application/json")
+                .header("webhook-id", d.event_id)
+                .header("webhook-timestamp", timestamp.to_string())
+                .header("webhook-signature", &signature)
+                .body(d.body.to_owned());
+            match request.send().await {
+                Ok(response) => return read_answer(response).await,
+                Err(e) if e.is_connect() => failures.push(format!("{addr}: {}", ErrorChain(&e))),
                 Err(e) => return Err(describe(&e)),
             }
         }
-        let error = (!status.is_success()).then(|| match status.as_u16() {
-            300..=399 => format!("answered {status}: redirects are not followed"),
-            _ => format!("answered {status}"),
-        });
-        Ok(Sent {
-            status: Some(status.as_u16()),
-            error,
-            retry_after,
-            took: Duration::ZERO,
-        })
+        Err(format!("could not connect: {}", failures.join("; ")))
     }
+}
+
+#[async_trait]
+impl super::Transport for Sender {
+    async fn send(&self, delivery: Delivery<'_>, reach: Reach) -> Sent {
+        Sender::send(self, delivery, reach).await
+    }
+}
+
+/// The receiver's answer: its status, a 429's or 503's `Retry-After` (seconds or an HTTP date),
+/// and up to 64 KiB of its body read and discarded.
+async fn read_answer(mut response: reqwest::Response) -> Result<Sent, String> {
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .filter(|_| status.as_u16() == 429 || status.as_u16() == 503)
+        .and_then(|v| retry_after(v, std::time::SystemTime::now()));
+    let mut read = 0;
+    while read < MAX_ANSWER_BYTES {
+        match response.chunk().await {
+            Ok(Some(chunk)) => read += chunk.len(),
+            Ok(None) => break,
+            Err(e) => return Err(describe(&e)),
+        }
+    }
+    let error = (!status.is_success()).then(|| match status.as_u16() {
+        300..=399 => format!("answered {status}: redirects are not followed"),
+        _ => format!("answered {status}"),
+    });
+    Ok(Sent {
+        status: Some(status.as_u16()),
+        error,
+        retry_after,
+        took: Duration::ZERO,
+    })
+}
+
+/// A `Retry-After` value (RFC 9110 §10.2.3): a number of seconds, or an HTTP date (the time from
+/// `now` until then; none for a date past).
+pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    at.duration_since(now).ok()
 }
 
 fn describe(e: &reqwest::Error) -> String {
     if e.is_timeout() {
         format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())
     } else if e.is_connect() {
-        format!("could not connect: {}", crate::http::error::ErrorChain(e))
+        format!("could not connect: {}", ErrorChain(e))
     } else {
-        format!("the exchange failed: {}", crate::http::error::ErrorChain(e))
+        format!("the exchange failed: {}", ErrorChain(e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        let now = httpdate::parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap_or(std::time::UNIX_EPOCH);
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:51:37 GMT", now),
+            Some(Duration::from_secs(120))
+        );
+        assert_eq!(retry_after("Sun, 06 Nov 1994 08:48:37 GMT", now), None, "a date past");
+        assert_eq!(retry_after("soon", now), None);
     }
 }

@@ -78,6 +78,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0009_search_by_cell.sql"),
     include_str!("../../../migrations/postgres/0010_events.sql"),
     include_str!("../../../migrations/postgres/0011_compact_events.sql"),
+    include_str!("../../../migrations/postgres/0012_claim_owner.sql"),
 ];
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;

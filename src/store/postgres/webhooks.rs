@@ -1,7 +1,8 @@
 //! Webhook SQL (CONTRACT §18.3): the endpoints, their pending deliveries and their attempts.
 //! Several instances claim deliveries at once: a claim takes rows no other transaction holds
-//! (`FOR UPDATE SKIP LOCKED`) and marks them until `claim_until`, so each attempt is made by one
-//! instance, and a dead instance's claims are taken over once they expire.
+//! (`FOR UPDATE SKIP LOCKED`) and marks them with its owner until `claim_until`, on the
+//! database's clock (`DB_NOW`: no instance's clock decides who holds a claim), so each attempt is
+//! made by one instance, and a dead instance's claims are taken over once they expire.
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
@@ -13,8 +14,16 @@ use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
 use crate::store::webhook_api::{
-    Claimed, Due, NewWebhook, Next, Settled, Settlement, WebhookChange, WebhookStore, Window, window_size,
+    ClaimRequest, Claimed, Due, Failing, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore, Window,
+    signing_secrets, window_size,
 };
+
+/// The database's clock, in Unix milliseconds: claims are held and expire by it.
+const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::int8";
+
+fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
+}
 
 pub(super) struct PgWebhooks {
     pub(super) pool: Pool,
@@ -50,39 +59,34 @@ async fn find(c: &impl GenericClient, merchant_pk: i64, webhook_id: &str) -> Res
     .transpose()
 }
 
-/// The secrets an endpoint signs with now: its own, and the old one while a rotation lasts.
-fn secrets(r: &Row, secret: usize, old: usize) -> Vec<String> {
-    let mut secrets = vec![r.get::<_, String>(secret)];
-    secrets.extend(r.get::<_, Option<String>>(old));
-    secrets
+/// The secrets an endpoint signs with at `now_ms` (columns `secret`, `old_secret`,
+/// `old_secret_until` from `at`).
+fn secrets(r: &Row, at: usize, now_ms: i64) -> Vec<crate::secret::Secret> {
+    signing_secrets(r.get(at), r.get(at + 1), r.get(at + 2), now_ms)
 }
 
-/// Windows of the next events of up to `n` endpoints that have fresh ones and no claim standing;
-/// an endpoint another instance is claiming at this moment is skipped.
-async fn claim_windows(
-    tx: &impl GenericClient,
-    now_ms: i64,
-    until_ms: i64,
-    n: usize,
-    skip: &[String],
-) -> Result<Vec<Window>, StoreError> {
+/// Windows of the next events of up to `req.windows` endpoints that have fresh ones and no claim
+/// standing; an endpoint another instance is claiming at this moment is skipped.
+async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Window>, StoreError> {
     let endpoints = tx
         .query(
-            "SELECT w.webhook_id, w.url, w.secret, CASE WHEN w.old_secret_until > $1 THEN w.old_secret END, \
-             w.failing_since, w.merchant_pk, w.delivered_through, l.last_sequence, w.types FROM webhooks w \
-             JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
-             WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < $1 \
-             AND l.last_sequence > w.delivered_through AND NOT (w.webhook_id = ANY($3)) \
-             LIMIT $2 FOR UPDATE OF w SKIP LOCKED",
-            &[&now_ms, &(n as i64), &skip],
+            &format!(
+                "SELECT w.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, \
+                 w.failing_since, w.merchant_pk, w.delivered_through, l.last_sequence, w.types FROM webhooks w \
+                 JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
+                 WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < {DB_NOW} \
+                 AND l.last_sequence > w.delivered_through AND NOT (w.webhook_id = ANY($2)) \
+                 LIMIT $1 FOR UPDATE OF w SKIP LOCKED"
+            ),
+            &[&(req.windows as i64), &req.skip],
         )
         .await?;
     let mut windows = Vec::new();
     for e in &endpoints {
         let id: String = e.get(0);
-        let (merchant_pk, after, last): (i64, i64, i64) = (e.get(5), e.get(6), e.get(7));
-        let types: Option<i32> = e.get(8);
-        let failing: Option<i64> = e.get(4);
+        let (merchant_pk, after, last): (i64, i64, i64) = (e.get(6), e.get(7), e.get(8));
+        let types: Option<i32> = e.get(9);
+        let failing: Option<i64> = e.get(5);
         let rows = tx
             .query(
                 &format!(
@@ -102,8 +106,8 @@ async fn claim_windows(
                     webhook_id: id.clone(),
                     merchant_pk,
                     url: e.get(1),
-                    secrets: secrets(e, 2, 3),
-                    failing_since_ms: e.get(4),
+                    secrets: secrets(e, 2, req.now_ms),
+                    failing_since_ms: failing,
                     sequence,
                     attempts: 0,
                     appended_at_ms,
@@ -113,8 +117,11 @@ async fn claim_windows(
             }
         }
         tx.execute(
-            "UPDATE webhooks SET claimed_through = $2, claim_until = $3 WHERE webhook_id = $1",
-            &[&id, &through, &until_ms],
+            &format!(
+                "UPDATE webhooks SET claimed_through = $2, claim_until = {DB_NOW} + $3, claim_owner = $4 \
+                 WHERE webhook_id = $1"
+            ),
+            &[&id, &through, &millis(req.hold), &req.owner],
         )
         .await?;
         windows.push(Window {
@@ -126,38 +133,44 @@ async fn claim_windows(
     Ok(windows)
 }
 
-/// Up to `n` retries due, none of the endpoints in `skip`.
-async fn claim_retries(
-    client: &impl GenericClient,
-    now_ms: i64,
-    until_ms: i64,
-    n: usize,
-    skip: &[String],
-) -> Result<Vec<Due>, StoreError> {
+/// Up to `req.retries` retries due of enabled endpoints, none of those in `req.skip`.
+async fn claim_retries(client: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
     let sql = format!(
-        "WITH due AS (SELECT webhook_id, sequence FROM deliveries \
-               WHERE next_attempt_at <= $1 AND claim_until < $1 AND NOT (webhook_id = ANY($4)) \
-               ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED), \
-             claimed AS (UPDATE deliveries d SET claim_until = $2 FROM due \
+        "WITH due AS (SELECT d.webhook_id, d.sequence FROM deliveries d \
+               JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
+               WHERE d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} AND NOT (d.webhook_id = ANY($4)) \
+               ORDER BY d.next_attempt_at LIMIT $3 FOR UPDATE OF d SKIP LOCKED), \
+             claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $2, claim_owner = $5 FROM due \
                WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
                RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.appended_at) \
-             SELECT c.webhook_id, w.url, w.secret, CASE WHEN w.old_secret_until > $1 THEN w.old_secret END, \
+             SELECT c.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, \
                w.failing_since, c.attempts, c.merchant_pk, {EVENT_COLUMNS} \
              FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
              JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence"
     );
-    let rows = client.query(&sql, &[&now_ms, &until_ms, &(n as i64), &skip]).await?;
+    let rows = client
+        .query(
+            &sql,
+            &[
+                &req.now_ms,
+                &millis(req.hold),
+                &(req.retries as i64),
+                &req.skip,
+                &req.owner,
+            ],
+        )
+        .await?;
     rows.iter()
         .map(|r| {
-            let (sequence, _, appended_at_ms, event_id, body) = rendered(r, 7)?;
+            let (sequence, _, appended_at_ms, event_id, body) = rendered(r, 8)?;
             Ok(Due {
                 webhook_id: r.get(0),
-                merchant_pk: r.get(6),
+                merchant_pk: r.get(7),
                 url: r.get(1),
-                secrets: secrets(r, 2, 3),
-                failing_since_ms: r.get(4),
+                secrets: secrets(r, 2, req.now_ms),
+                failing_since_ms: r.get(5),
                 sequence,
-                attempts: i64::from(r.get::<_, i32>(5)),
+                attempts: i64::from(r.get::<_, i32>(6)),
                 appended_at_ms,
                 event_id,
                 body,
@@ -209,7 +222,7 @@ impl WebhookStore for PgWebhooks {
                 &w.url,
                 &bits(w.types),
                 &w.status.as_str(),
-                &new.secret,
+                &new.secret.expose(),
                 &w.created_at_ms,
             ],
         )
@@ -262,7 +275,7 @@ impl WebhookStore for PgWebhooks {
                 // What was appended while it was disabled is not sent (the feed has it).
                 tx.execute(
                     "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL, \
-                     delivered_through = l, claimed_through = l, claim_until = 0 FROM \
+                     delivered_through = l, claimed_through = l, claim_until = 0, claim_owner = NULL FROM \
                      (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = $2) AS log \
                      WHERE webhook_id = $1",
                     &[&webhook_id, &merchant_pk],
@@ -272,7 +285,7 @@ impl WebhookStore for PgWebhooks {
             WebhookChange::Rotate { secret, old_until_ms } => {
                 tx.execute(
                     "UPDATE webhooks SET old_secret = secret, old_secret_until = $3, secret = $2 WHERE webhook_id = $1",
-                    &[&webhook_id, &secret, &old_until_ms],
+                    &[&webhook_id, &secret.expose(), &old_until_ms],
                 )
                 .await?;
             }
@@ -309,134 +322,59 @@ impl WebhookStore for PgWebhooks {
         rows.iter().map(attempt_of).collect::<Result<Vec<_>, _>>().map(Some)
     }
 
-    async fn claim(
-        &self,
-        now_ms: i64,
-        until_ms: i64,
-        windows: usize,
-        retries: usize,
-        skip: &[String],
-    ) -> Result<Claimed, StoreError> {
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
         let mut client = self.pool.get().await?;
         let mut claimed = Claimed::default();
-        if windows > 0 {
+        if request.windows > 0 {
             let tx = client.transaction().await?;
-            claimed.windows = claim_windows(&tx, now_ms, until_ms, windows, skip).await?;
+            claimed.windows = claim_windows(&tx, &request).await?;
             tx.commit().await?;
         }
-        if retries > 0 {
-            claimed.retries = claim_retries(&client, now_ms, until_ms, retries, skip).await?;
+        if request.retries > 0 {
+            claimed.retries = claim_retries(&client, &request).await?;
         }
         Ok(claimed)
     }
 
-    async fn settle(&self, settled: Vec<Settlement>) -> Result<(), StoreError> {
-        let mut client = self.pool.get().await?;
-        let tx = client.transaction().await?;
-        let windows: Vec<(String, i64)> = settled.iter().filter_map(|s| s.window.clone()).collect();
-        let settled: Vec<Settled> = settled.into_iter().flat_map(|s| s.attempts).collect();
-        // The attempts, and the deliveries done or retried, each one statement for the batch.
-        let ids: Vec<&str> = settled.iter().map(|s| s.webhook_id.as_str()).collect();
-        let events: Vec<&str> = settled.iter().map(|s| s.attempt.event_id.as_str()).collect();
-        let sequences: Vec<i64> = settled.iter().map(|s| s.attempt.sequence).collect();
-        let attempts: Vec<i32> = settled
-            .iter()
-            .map(|s| i32::try_from(s.attempt.attempt).unwrap_or(i32::MAX))
-            .collect();
-        let at: Vec<i64> = settled.iter().map(|s| s.attempt.attempted_at_ms).collect();
-        let outcomes: Vec<&str> = settled.iter().map(|s| s.attempt.outcome.as_str()).collect();
-        let statuses: Vec<Option<i32>> = settled
-            .iter()
-            .map(|s| s.attempt.http_status.and_then(|h| i32::try_from(h).ok()))
-            .collect();
-        let errors: Vec<Option<&str>> = settled.iter().map(|s| s.attempt.error.as_deref()).collect();
-        let durations: Vec<i64> = settled.iter().map(|s| s.attempt.duration_ms).collect();
-        tx.execute(
-            "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
-             http_status, error, duration_ms) SELECT * FROM UNNEST($1::text[], $2::text[], $3::int8[], $4::int4[], \
-             $5::int8[], $6::text[], $7::int4[], $8::text[], $9::int8[])",
-            &[
-                &ids, &events, &sequences, &attempts, &at, &outcomes, &statuses, &errors, &durations,
-            ],
-        )
-        .await?;
-        let (done_ids, done_sequences): (Vec<&str>, Vec<i64>) = settled
-            .iter()
-            .filter(|s| s.next == Next::Done)
-            .map(|s| (s.webhook_id.as_str(), s.attempt.sequence))
-            .unzip();
-        tx.execute(
-            "DELETE FROM deliveries d USING UNNEST($1::text[], $2::int8[]) AS u(w, s) \
-             WHERE d.webhook_id = u.w AND d.sequence = u.s",
-            &[&done_ids, &done_sequences],
-        )
-        .await?;
-        let retried: Vec<(&Settled, i64)> = settled
-            .iter()
-            .filter_map(|s| match s.next {
-                Next::RetryAt(at) => Some((s, at)),
-                _ => None,
-            })
-            .collect();
-        let retry_ids: Vec<&str> = retried.iter().map(|(s, _)| s.webhook_id.as_str()).collect();
-        let retry_sequences: Vec<i64> = retried.iter().map(|(s, _)| s.attempt.sequence).collect();
-        let retry_merchants: Vec<i64> = retried.iter().map(|(s, _)| s.merchant_pk).collect();
-        let retry_attempts: Vec<i32> = retried
-            .iter()
-            .map(|(s, _)| i32::try_from(s.attempt.attempt).unwrap_or(i32::MAX))
-            .collect();
-        let retry_at: Vec<i64> = retried.iter().map(|(_, at)| *at).collect();
-        let retry_appended: Vec<i64> = retried.iter().map(|(s, _)| s.appended_at_ms).collect();
-        tx.execute(
-            "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
-             SELECT * FROM UNNEST($1::text[], $2::int8[], $3::int8[], $4::int4[], $5::int8[], $6::int8[]) \
-             ON CONFLICT (webhook_id, sequence) DO UPDATE SET attempts = excluded.attempts, \
-             next_attempt_at = excluded.next_attempt_at, claim_until = 0",
-            &[
-                &retry_ids,
-                &retry_sequences,
-                &retry_merchants,
-                &retry_attempts,
-                &retry_at,
-                &retry_appended,
-            ],
-        )
-        .await?;
-        // Each endpoint's failing time, from its last attempt in the batch.
-        let mut last: std::collections::HashMap<&str, &Settled> = std::collections::HashMap::new();
-        for s in &settled {
-            last.insert(s.webhook_id.as_str(), s);
-        }
-        for (webhook_id, s) in last {
-            let failing = match s.attempt.outcome {
-                Outcome::Delivered => {
-                    "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = $1 AND $2::int8 IS NOT NULL"
-                }
-                Outcome::Failed => {
-                    "UPDATE webhooks SET failing_since = coalesce(failing_since, $2) WHERE webhook_id = $1"
-                }
-            };
-            tx.execute(failing, &[&webhook_id, &s.attempt.attempted_at_ms]).await?;
-        }
-        for s in &settled {
-            if let Next::Disable(reason) = &s.next {
-                tx.execute(
-                    "UPDATE webhooks SET status = 'DISABLED', disabled_reason = $2 WHERE webhook_id = $1",
-                    &[&s.webhook_id, &reason.as_str()],
+    async fn extend(
+        &self,
+        owner: &str,
+        hold: std::time::Duration,
+        windows: &[String],
+        retries: &[(String, i64)],
+    ) -> Result<(), StoreError> {
+        let client = self.pool.get().await?;
+        let hold = millis(hold);
+        if !windows.is_empty() {
+            client
+                .execute(
+                    &format!(
+                        "UPDATE webhooks SET claim_until = {DB_NOW} + $3 \
+                         WHERE webhook_id = ANY($1) AND claim_owner = $2 AND claim_until > 0"
+                    ),
+                    &[&windows, &owner, &hold],
                 )
                 .await?;
-                tx.execute("DELETE FROM deliveries WHERE webhook_id = $1", &[&s.webhook_id])
-                    .await?;
-            }
         }
-        for (webhook_id, through) in &windows {
-            tx.execute(
-                "UPDATE webhooks SET delivered_through = $2, claim_until = 0 \
-                 WHERE webhook_id = $1 AND claimed_through = $2 AND delivered_through < $2",
-                &[webhook_id, through],
-            )
-            .await?;
+        if !retries.is_empty() {
+            let (ids, sequences): (Vec<&str>, Vec<i64>) = retries.iter().map(|(w, s)| (w.as_str(), *s)).unzip();
+            client
+                .execute(
+                    &format!(
+                        "UPDATE deliveries d SET claim_until = {DB_NOW} + $4 FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) \
+                         WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3"
+                    ),
+                    &[&ids, &sequences, &owner, &hold],
+                )
+                .await?;
         }
+        Ok(())
+    }
+
+    async fn settle(&self, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        write_plan(&tx, owner, &plan).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -460,10 +398,152 @@ impl WebhookStore for PgWebhooks {
         let n = client
             .execute(
                 "DELETE FROM delivery_attempts WHERE id IN \
-                 (SELECT id FROM delivery_attempts WHERE attempted_at < $1 ORDER BY id LIMIT 1000)",
-                &[&cutoff_ms],
+                 (SELECT id FROM delivery_attempts WHERE attempted_at < $1 ORDER BY id LIMIT $2)",
+                &[&cutoff_ms, &PRUNE_BATCH],
             )
             .await?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
+}
+
+/// Writes a settle plan (`store::settle_plan`), a statement for each of its parts that is not
+/// empty: deliveries and windows only where `owner` still holds their claim, retries only for an
+/// endpoint that is enabled.
+async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> Result<(), StoreError> {
+    if !plan.attempts.is_empty() {
+        let ids: Vec<&str> = plan.attempts.iter().map(|(w, _)| w.as_str()).collect();
+        let events: Vec<&str> = plan.attempts.iter().map(|(_, a)| a.event_id.as_str()).collect();
+        let sequences: Vec<i64> = plan.attempts.iter().map(|(_, a)| a.sequence).collect();
+        let numbers: Vec<i32> = plan.attempts.iter().map(|(_, a)| int4(a.attempt)).collect();
+        let at: Vec<i64> = plan.attempts.iter().map(|(_, a)| a.attempted_at_ms).collect();
+        let outcomes: Vec<&str> = plan.attempts.iter().map(|(_, a)| a.outcome.as_str()).collect();
+        let statuses: Vec<Option<i32>> = plan
+            .attempts
+            .iter()
+            .map(|(_, a)| a.http_status.and_then(|h| i32::try_from(h).ok()))
+            .collect();
+        let errors: Vec<Option<&str>> = plan.attempts.iter().map(|(_, a)| a.error.as_deref()).collect();
+        let durations: Vec<i64> = plan.attempts.iter().map(|(_, a)| a.duration_ms).collect();
+        tx.execute(
+            "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
+             http_status, error, duration_ms) SELECT * FROM UNNEST($1::text[], $2::text[], $3::int8[], $4::int4[], \
+             $5::int8[], $6::text[], $7::int4[], $8::text[], $9::int8[])",
+            &[
+                &ids, &events, &sequences, &numbers, &at, &outcomes, &statuses, &errors, &durations,
+            ],
+        )
+        .await?;
+    }
+    let mut clear: Vec<&str> = Vec::new();
+    let (mut unless_ids, mut unless_at, mut since_ids, mut since_at) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (webhook_id, failing) in &plan.failing {
+        match *failing {
+            Failing::Clear => clear.push(webhook_id.as_str()),
+            Failing::SinceUnlessSet(at) => {
+                unless_ids.push(webhook_id.as_str());
+                unless_at.push(at);
+            }
+            Failing::Since(at) => {
+                since_ids.push(webhook_id.as_str());
+                since_at.push(at);
+            }
+        }
+    }
+    if !clear.is_empty() {
+        tx.execute(
+            "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ANY($1) AND failing_since IS NOT NULL",
+            &[&clear],
+        )
+        .await?;
+    }
+    if !unless_ids.is_empty() {
+        tx.execute(
+            "UPDATE webhooks w SET failing_since = coalesce(w.failing_since, u.at) \
+             FROM UNNEST($1::text[], $2::int8[]) AS u(id, at) WHERE w.webhook_id = u.id",
+            &[&unless_ids, &unless_at],
+        )
+        .await?;
+    }
+    if !since_ids.is_empty() {
+        tx.execute(
+            "UPDATE webhooks w SET failing_since = u.at FROM UNNEST($1::text[], $2::int8[]) AS u(id, at) \
+             WHERE w.webhook_id = u.id",
+            &[&since_ids, &since_at],
+        )
+        .await?;
+    }
+    if !plan.disable.is_empty() {
+        let (ids, reasons): (Vec<&str>, Vec<&str>) = plan.disable.iter().map(|(w, r)| (w.as_str(), r.as_str())).unzip();
+        tx.execute(
+            "UPDATE webhooks w SET status = 'DISABLED', disabled_reason = u.reason \
+             FROM UNNEST($1::text[], $2::text[]) AS u(id, reason) \
+             WHERE w.webhook_id = u.id AND w.status = 'ENABLED' AND w.deleted_at IS NULL",
+            &[&ids, &reasons],
+        )
+        .await?;
+        tx.execute("DELETE FROM deliveries WHERE webhook_id = ANY($1)", &[&ids])
+            .await?;
+    }
+    if !plan.new_retries.is_empty() {
+        let r = &plan.new_retries;
+        let ids: Vec<&str> = r.iter().map(|(r, _)| r.webhook_id.as_str()).collect();
+        let sequences: Vec<i64> = r.iter().map(|(r, _)| r.sequence).collect();
+        let merchants: Vec<i64> = r.iter().map(|(r, _)| r.merchant_pk).collect();
+        let attempts: Vec<i32> = r.iter().map(|(r, _)| int4(r.attempts)).collect();
+        let at: Vec<i64> = r.iter().map(|(r, _)| r.at_ms).collect();
+        let appended: Vec<i64> = r.iter().map(|(r, _)| r.appended_at_ms).collect();
+        let claimed: Vec<i64> = r.iter().map(|(_, c)| *c).collect();
+        tx.execute(
+            "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
+             SELECT u.w, u.s, u.m, u.a, u.at, u.ap FROM UNNEST($1::text[], $2::int8[], $3::int8[], $4::int4[], \
+             $5::int8[], $6::int8[], $7::int8[]) AS u(w, s, m, a, at, ap, ct) \
+             JOIN webhooks wh ON wh.webhook_id = u.w AND wh.status = 'ENABLED' AND wh.deleted_at IS NULL \
+             AND wh.claim_owner = $8 AND wh.claimed_through = u.ct \
+             ON CONFLICT (webhook_id, sequence) DO NOTHING",
+            &[
+                &ids, &sequences, &merchants, &attempts, &at, &appended, &claimed, &owner,
+            ],
+        )
+        .await?;
+    }
+    if !plan.rescheduled.is_empty() {
+        let r = &plan.rescheduled;
+        let ids: Vec<&str> = r.iter().map(|r| r.webhook_id.as_str()).collect();
+        let sequences: Vec<i64> = r.iter().map(|r| r.sequence).collect();
+        let attempts: Vec<i32> = r.iter().map(|r| int4(r.attempts)).collect();
+        let at: Vec<i64> = r.iter().map(|r| r.at_ms).collect();
+        tx.execute(
+            "UPDATE deliveries d SET attempts = u.a, next_attempt_at = u.at, claim_until = 0, claim_owner = NULL \
+             FROM UNNEST($1::text[], $2::int8[], $3::int4[], $4::int8[]) AS u(w, s, a, at) \
+             WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $5",
+            &[&ids, &sequences, &attempts, &at, &owner],
+        )
+        .await?;
+    }
+    if !plan.done.is_empty() {
+        let (ids, sequences): (Vec<&str>, Vec<i64>) = plan.done.iter().map(|(w, s)| (w.as_str(), *s)).unzip();
+        tx.execute(
+            "DELETE FROM deliveries d USING UNNEST($1::text[], $2::int8[]) AS u(w, s) \
+             WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3",
+            &[&ids, &sequences, &owner],
+        )
+        .await?;
+    }
+    if !plan.windows.is_empty() {
+        let ids: Vec<&str> = plan.windows.iter().map(|(w, _, _)| w.as_str()).collect();
+        let claimed: Vec<i64> = plan.windows.iter().map(|(_, c, _)| *c).collect();
+        let settled: Vec<Option<i64>> = plan.windows.iter().map(|(_, _, s)| *s).collect();
+        tx.execute(
+            "UPDATE webhooks w SET delivered_through = GREATEST(w.delivered_through, coalesce(u.st, w.delivered_through)), \
+             claim_until = 0, claim_owner = NULL FROM UNNEST($1::text[], $2::int8[], $3::int8[]) AS u(id, ct, st) \
+             WHERE w.webhook_id = u.id AND w.claim_owner = $4 AND w.claimed_through = u.ct",
+            &[&ids, &claimed, &settled, &owner],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+fn int4(n: i64) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }

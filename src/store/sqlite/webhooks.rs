@@ -3,6 +3,7 @@
 //! read connections.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -12,9 +13,10 @@ use super::readers::ReadPool;
 use super::writer::{Jobs, write};
 use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
-use crate::store::api::StoreError;
+use crate::store::api::{StoreError, now_ms};
 use crate::store::webhook_api::{
-    Claimed, Due, NewWebhook, Next, Settled, Settlement, WebhookChange, WebhookStore, Window, window_size,
+    ClaimRequest, Claimed, Due, Failing, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore, Window,
+    signing_secrets, window_size,
 };
 
 pub(super) struct SqliteWebhooks {
@@ -41,89 +43,13 @@ fn bits(types: Option<EventTypes>) -> Option<i64> {
     types.map(|t| i64::from(t.bits()))
 }
 
-/// Records one attempt and what becomes of its delivery.
-fn settle_one(tx: &Connection, settled: Settled) -> Result<(), StoreError> {
-    let Settled {
-        webhook_id,
-        merchant_pk,
-        appended_at_ms,
-        attempt: a,
-        next,
-    } = settled;
-    tx.prepare_cached(
-        "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
-         http_status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    )?
-    .execute(params![
-        webhook_id,
-        a.event_id,
-        a.sequence,
-        a.attempt,
-        a.attempted_at_ms,
-        a.outcome.as_str(),
-        a.http_status,
-        a.error,
-        a.duration_ms
-    ])?;
-    let failing = match a.outcome {
-        Outcome::Delivered => "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ?1 AND ?2 IS NOT NULL",
-        Outcome::Failed => "UPDATE webhooks SET failing_since = coalesce(failing_since, ?2) WHERE webhook_id = ?1",
-    };
-    tx.prepare_cached(failing)?
-        .execute(params![webhook_id, a.attempted_at_ms])?;
-    match next {
-        Next::Done => {
-            tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?
-                .execute(params![webhook_id, a.sequence])?;
-        }
-        Next::RetryAt(at) => {
-            tx.prepare_cached(
-                "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
-                 VALUES (?1, ?2, ?5, ?3, ?4, ?6) ON CONFLICT (webhook_id, sequence) DO UPDATE \
-                 SET attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at, claim_until = 0",
-            )?
-            .execute(params![
-                webhook_id,
-                a.sequence,
-                a.attempt,
-                at,
-                merchant_pk,
-                appended_at_ms
-            ])?;
-        }
-        Next::Disable(reason) => {
-            tx.prepare_cached("UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2 WHERE webhook_id = ?1")?
-                .execute(params![webhook_id, reason.as_str()])?;
-            tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1")?
-                .execute([&webhook_id])?;
-        }
-    }
-    Ok(())
-}
-
-/// The secrets an endpoint signs with now: its own, and the old one while a rotation lasts.
-fn secrets(secret: String, old: Option<String>, old_until: Option<i64>, now_ms: i64) -> Vec<String> {
-    let mut secrets = vec![secret];
-    if let (Some(old), Some(until)) = (old, old_until)
-        && until > now_ms
-    {
-        secrets.push(old);
-    }
-    secrets
-}
-
 /// Windows of the next events of up to `n` endpoints that have fresh ones and no claim standing.
-fn claim_windows(
-    tx: &Connection,
-    now_ms: i64,
-    until_ms: i64,
-    n: usize,
-    skip: &[String],
-) -> Result<Vec<Window>, StoreError> {
+fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Window>, StoreError> {
+    let (now_ms, n, skip) = (req.now_ms, req.windows, req.skip);
     struct Endpoint {
         id: String,
         url: String,
-        secrets: Vec<String>,
+        secrets: Vec<crate::secret::Secret>,
         failing_since: Option<i64>,
         merchant_pk: i64,
         after: i64,
@@ -142,7 +68,7 @@ fn claim_windows(
             Ok(Endpoint {
                 id: r.get(0)?,
                 url: r.get(1)?,
-                secrets: secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
+                secrets: signing_secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
                 failing_since: r.get(5)?,
                 merchant_pk: r.get(6)?,
                 after: r.get(7)?,
@@ -156,8 +82,9 @@ fn claim_windows(
         "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
          ORDER BY e.sequence LIMIT ?3"
     ))?;
-    let mut claim =
-        tx.prepare_cached("UPDATE webhooks SET claimed_through = ?2, claim_until = ?3 WHERE webhook_id = ?1")?;
+    let mut claim = tx.prepare_cached(
+        "UPDATE webhooks SET claimed_through = ?2, claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1",
+    )?;
     for e in endpoints.into_iter().filter(|e| !skip.contains(&e.id)).take(n) {
         let rows: Vec<Stored> = events
             .query_map(
@@ -188,7 +115,7 @@ fn claim_windows(
                 })
             })
             .collect::<Result<_, StoreError>>()?;
-        claim.execute(params![e.id, through, until_ms])?;
+        claim.execute(params![e.id, through, until_ms, req.owner])?;
         windows.push(Window {
             webhook_id: e.id,
             through,
@@ -199,19 +126,15 @@ fn claim_windows(
 }
 
 /// Up to `n` retries due, none of the endpoints in `skip`.
-fn claim_retries(
-    tx: &Connection,
-    now_ms: i64,
-    until_ms: i64,
-    n: usize,
-    skip: &[String],
-) -> Result<Vec<Due>, StoreError> {
+fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Due>, StoreError> {
+    let (now_ms, n, skip) = (req.now_ms, req.retries, req.skip);
     let mut stmt = tx.prepare_cached(&format!(
         "SELECT d.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, \
          d.attempts, d.merchant_pk, {EVENT_COLUMNS} FROM deliveries d \
          JOIN webhooks w ON w.webhook_id = d.webhook_id \
          JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
-         WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 ORDER BY d.next_attempt_at LIMIT ?2"
+         WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 \
+         AND w.status = 'ENABLED' AND w.deleted_at IS NULL ORDER BY d.next_attempt_at LIMIT ?2"
     ))?;
     // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
     let rows = stmt.query_map(params![now_ms, (n + skip.len() * 8) as i64], |r| {
@@ -221,7 +144,7 @@ fn claim_retries(
                 webhook_id: r.get(0)?,
                 merchant_pk: r.get(7)?,
                 url: r.get(1)?,
-                secrets: secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
+                secrets: signing_secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
                 failing_since_ms: r.get(5)?,
                 sequence: event.sequence,
                 attempts: r.get(6)?,
@@ -240,10 +163,11 @@ fn claim_retries(
             due.push(row);
         }
     }
-    let mut claim =
-        tx.prepare_cached("UPDATE deliveries SET claim_until = ?3 WHERE webhook_id = ?1 AND sequence = ?2")?;
+    let mut claim = tx.prepare_cached(
+        "UPDATE deliveries SET claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1 AND sequence = ?2",
+    )?;
     for d in &due {
-        claim.execute(params![d.webhook_id, d.sequence, until_ms])?;
+        claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
     }
     Ok(due)
 }
@@ -283,7 +207,7 @@ impl WebhookStore for SqliteWebhooks {
                     w.url,
                     bits(w.types),
                     w.status.as_str(),
-                    new.secret,
+                    new.secret.expose(),
                     w.created_at_ms
                 ],
             )?;
@@ -331,14 +255,14 @@ impl WebhookStore for SqliteWebhooks {
                         "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL, \
                          delivered_through = (SELECT coalesce(max(last_sequence), 0) FROM event_logs \
                          WHERE merchant_pk = ?2), claimed_through = (SELECT coalesce(max(last_sequence), 0) \
-                         FROM event_logs WHERE merchant_pk = ?2), claim_until = 0 WHERE webhook_id = ?1",
+                         FROM event_logs WHERE merchant_pk = ?2), claim_until = 0, claim_owner = NULL WHERE webhook_id = ?1",
                         params![webhook_id, merchant_pk],
                     )?;
                 }
                 WebhookChange::Rotate { secret, old_until_ms } => {
                     tx.execute(
                         "UPDATE webhooks SET old_secret = secret, old_secret_until = ?3, secret = ?2 WHERE webhook_id = ?1",
-                        params![webhook_id, secret, old_until_ms],
+                        params![webhook_id, secret.expose(), old_until_ms],
                     )?;
                 }
             }
@@ -386,45 +310,62 @@ impl WebhookStore for SqliteWebhooks {
             .await
     }
 
-    async fn claim(
-        &self,
-        now_ms: i64,
-        until_ms: i64,
-        windows: usize,
-        retries: usize,
-        skip: &[String],
-    ) -> Result<Claimed, StoreError> {
-        let skip = skip.to_vec();
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
+        let skip = request.skip.to_vec();
+        let owner = request.owner.to_owned();
+        let (now_ms, hold, windows, retries) = (request.now_ms, request.hold, request.windows, request.retries);
         write(&self.jobs, move |tx| {
+            let req = ClaimRequest {
+                owner: &owner,
+                now_ms,
+                hold,
+                windows,
+                retries,
+                skip: &skip,
+            };
+            let until_ms = now_ms.saturating_add(i64::try_from(hold.as_millis()).unwrap_or(i64::MAX / 2));
             let mut claimed = Claimed::default();
             if windows > 0 {
-                claimed.windows = claim_windows(tx, now_ms, until_ms, windows, &skip)?;
+                claimed.windows = claim_windows(tx, &req, until_ms)?;
             }
             if retries > 0 {
-                claimed.retries = claim_retries(tx, now_ms, until_ms, retries, &skip)?;
+                claimed.retries = claim_retries(tx, &req, until_ms)?;
             }
             Ok(claimed)
         })
         .await
     }
 
-    async fn settle(&self, settled: Vec<Settlement>) -> Result<(), StoreError> {
+    async fn extend(
+        &self,
+        owner: &str,
+        hold: Duration,
+        windows: &[String],
+        retries: &[(String, i64)],
+    ) -> Result<(), StoreError> {
+        let (owner, windows, retries) = (owner.to_owned(), windows.to_vec(), retries.to_vec());
+        let until_ms = now_ms().saturating_add(i64::try_from(hold.as_millis()).unwrap_or(i64::MAX / 2));
         write(&self.jobs, move |tx| {
-            for settlement in settled {
-                for one in settlement.attempts {
-                    settle_one(tx, one)?;
-                }
-                if let Some((webhook_id, through)) = settlement.window {
-                    tx.prepare_cached(
-                        "UPDATE webhooks SET delivered_through = ?2, claim_until = 0 \
-                         WHERE webhook_id = ?1 AND claimed_through = ?2 AND delivered_through < ?2",
-                    )?
-                    .execute(params![webhook_id, through])?;
-                }
+            let mut window = tx.prepare_cached(
+                "UPDATE webhooks SET claim_until = ?3 WHERE webhook_id = ?1 AND claim_owner = ?2 AND claim_until > 0",
+            )?;
+            for id in &windows {
+                window.execute(params![id, owner, until_ms])?;
+            }
+            let mut retry = tx.prepare_cached(
+                "UPDATE deliveries SET claim_until = ?4 WHERE webhook_id = ?1 AND sequence = ?2 AND claim_owner = ?3",
+            )?;
+            for (id, sequence) in &retries {
+                retry.execute(params![id, sequence, owner, until_ms])?;
             }
             Ok(())
         })
         .await
+    }
+
+    async fn settle(&self, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {
+        let owner = owner.to_owned();
+        write(&self.jobs, move |tx| write_plan(tx, &owner, plan)).await
     }
 
     async fn pending(&self) -> Result<u64, StoreError> {
@@ -447,10 +388,94 @@ impl WebhookStore for SqliteWebhooks {
         write(&self.jobs, move |tx| {
             Ok(tx.execute(
                 "DELETE FROM delivery_attempts WHERE id IN \
-                 (SELECT id FROM delivery_attempts WHERE attempted_at < ?1 ORDER BY id LIMIT 1000)",
-                [cutoff_ms],
+                 (SELECT id FROM delivery_attempts WHERE attempted_at < ?1 ORDER BY id LIMIT ?2)",
+                params![cutoff_ms, PRUNE_BATCH],
             )?)
         })
         .await
     }
+}
+
+/// Writes a settle plan (`store::settle_plan`): deliveries and windows only where `owner` still
+/// holds their claim, retries only for an endpoint that is enabled.
+fn write_plan(tx: &Connection, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
+         http_status, error, duration_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    for (webhook_id, a) in &plan.attempts {
+        insert.execute(params![
+            webhook_id,
+            a.event_id,
+            a.sequence,
+            a.attempt,
+            a.attempted_at_ms,
+            a.outcome.as_str(),
+            a.http_status,
+            a.error,
+            a.duration_ms
+        ])?;
+    }
+    for (webhook_id, failing) in &plan.failing {
+        match *failing {
+            Failing::Clear => tx
+                .prepare_cached("UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ?1")?
+                .execute([webhook_id])?,
+            Failing::SinceUnlessSet(at) => tx
+                .prepare_cached(
+                    "UPDATE webhooks SET failing_since = coalesce(failing_since, ?2) WHERE webhook_id = ?1",
+                )?
+                .execute(params![webhook_id, at])?,
+            Failing::Since(at) => tx
+                .prepare_cached("UPDATE webhooks SET failing_since = ?2 WHERE webhook_id = ?1")?
+                .execute(params![webhook_id, at])?,
+        };
+    }
+    for (webhook_id, reason) in &plan.disable {
+        tx.prepare_cached(
+            "UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2 \
+             WHERE webhook_id = ?1 AND status = 'ENABLED' AND deleted_at IS NULL",
+        )?
+        .execute(params![webhook_id, reason.as_str()])?;
+        tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1")?
+            .execute([webhook_id])?;
+    }
+    let mut new_retry = tx.prepare_cached(
+        "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
+         SELECT ?1, ?2, ?3, ?4, ?5, ?6 FROM webhooks w WHERE w.webhook_id = ?1 AND w.status = 'ENABLED' \
+         AND w.deleted_at IS NULL AND w.claim_owner = ?7 AND w.claimed_through = ?8 \
+         ON CONFLICT (webhook_id, sequence) DO NOTHING",
+    )?;
+    for (r, claimed_through) in &plan.new_retries {
+        new_retry.execute(params![
+            r.webhook_id,
+            r.sequence,
+            r.merchant_pk,
+            r.attempts,
+            r.at_ms,
+            r.appended_at_ms,
+            owner,
+            claimed_through
+        ])?;
+    }
+    let mut reschedule = tx.prepare_cached(
+        "UPDATE deliveries SET attempts = ?3, next_attempt_at = ?4, claim_until = 0, claim_owner = NULL \
+         WHERE webhook_id = ?1 AND sequence = ?2 AND claim_owner = ?5",
+    )?;
+    for r in &plan.rescheduled {
+        reschedule.execute(params![r.webhook_id, r.sequence, r.attempts, r.at_ms, owner])?;
+    }
+    let mut done =
+        tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2 AND claim_owner = ?3")?;
+    for (webhook_id, sequence) in &plan.done {
+        done.execute(params![webhook_id, sequence, owner])?;
+    }
+    let mut window = tx.prepare_cached(
+        "UPDATE webhooks SET delivered_through = max(delivered_through, coalesce(?3, delivered_through)), \
+         claim_until = 0, claim_owner = NULL WHERE webhook_id = ?1 AND claim_owner = ?4 AND claimed_through = ?2",
+    )?;
+    for (webhook_id, claimed_through, settled_through) in &plan.windows {
+        window.execute(params![webhook_id, claimed_through, settled_through, owner])?;
+    }
+    Ok(())
 }

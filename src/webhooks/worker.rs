@@ -1,0 +1,420 @@
+//! The delivery worker (STYLE habit 16): one loop that claims, attempts and settles, given its
+//! store, its transport and its clock, so that tests drive it with fakes.
+//!
+//! - **Claims with an owner.** Each worker claims in the name of a random token. A claim holds for
+//!   `CLAIM` and is extended every `EXTEND_EVERY` while its attempts run (or their results wait to
+//!   be written); an attempt starts only while its claim is known to hold for longer than the
+//!   longest attempt (`MAX_ATTEMPT`), so a claim that lapsed (the database unreachable, the
+//!   process stalled) is never attempted on beside the instance that took it over. Settling
+//!   checks the owner: a window taken over is settled once, by its new owner.
+//! - **A window** is attempted `PER_ENDPOINT` at a time, in sequence order; when the worker stops,
+//!   or the claim can no longer be held, no further attempt of it starts, and it is settled
+//!   through the last event attempted (the rest are claimed again).
+//! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
+//!   flight end (each within `MAX_ATTEMPT`), their results are written, then `run` returns.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::sync::{Notify, mpsc};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::send::{Delivery, Sender};
+use super::{Clock, SystemClock, Transport, WebhookSettings, jitter};
+use crate::domain::webhook::{Attempt, Outcome};
+use crate::errors::ErrorChain;
+use crate::store::settle_plan::{self, SettleRules};
+use crate::store::webhook_api::{ClaimRequest, Due, Settled, Settlement, Source, WebhookStore, Window};
+
+/// Most attempts of one endpoint in flight on one instance (a window's, or its retries'): a
+/// receiver is not sent more at once than a small server takes, and a dead one holds no more.
+pub const PER_ENDPOINT: usize = 8;
+/// Most attempts in flight on one instance: eight endpoints' worth. Each holds a connection and
+/// a few KiB; the bound keeps a backlog from opening thousands of sockets at once.
+pub const PER_INSTANCE: usize = 64;
+/// How long a claim holds unless extended: a dead instance's claims are taken over this long
+/// after its last extension.
+pub const CLAIM: Duration = Duration::from_secs(30);
+/// How often the claims in flight are extended.
+const EXTEND_EVERY: Duration = Duration::from_secs(5);
+/// The longest one attempt takes: resolving the host (5 s), the exchange (15 s), a second's margin.
+pub const MAX_ATTEMPT: Duration = Duration::from_secs(21);
+// An attempt that starts under a claim just extended ends before the claim could lapse.
+const _: () = assert!(EXTEND_EVERY.as_millis() + MAX_ATTEMPT.as_millis() < CLAIM.as_millis());
+/// How often the worker looks for due deliveries when it found none.
+const POLL: Duration = Duration::from_millis(100);
+/// Most claims' results waiting to be recorded, and most recorded in one transaction.
+const SETTLE_QUEUE: usize = 256;
+const SETTLE_BATCH: usize = 64;
+
+/// The claims this worker holds, each by when it was last taken or extended (on this worker's
+/// clock, read before the statement that took or extended it: the database's claim holds at least
+/// `CLAIM` from then).
+#[derive(Default)]
+struct Held {
+    windows: HashMap<String, i64>,
+    retries: HashMap<(String, i64), i64>,
+}
+
+/// Claims, attempts, settles.
+pub struct Worker {
+    store: Arc<dyn WebhookStore>,
+    transport: Arc<dyn Transport>,
+    clock: Arc<dyn Clock>,
+    settings: WebhookSettings,
+    /// Who this worker is, in its claims.
+    owner: String,
+    /// Places taken, by endpoint.
+    places: Mutex<HashMap<String, usize>>,
+    /// Rung when places are given back.
+    freed: Notify,
+    held: Mutex<Held>,
+    stop: CancellationToken,
+    settle: mpsc::Sender<Settlement>,
+}
+
+/// Delivers until `stop` is cancelled, then lets what is in flight end and records it.
+pub async fn deliver(store: Arc<dyn WebhookStore>, settings: WebhookSettings, stop: CancellationToken) {
+    let (worker, queue) = Worker::new(
+        store,
+        Arc::new(Sender::default()),
+        Arc::new(SystemClock),
+        settings,
+        stop,
+    );
+    worker.run(queue).await;
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Worker {
+    pub fn new(
+        store: Arc<dyn WebhookStore>,
+        transport: Arc<dyn Transport>,
+        clock: Arc<dyn Clock>,
+        settings: WebhookSettings,
+        stop: CancellationToken,
+    ) -> (Arc<Worker>, mpsc::Receiver<Settlement>) {
+        let (settle, queue) = mpsc::channel(SETTLE_QUEUE);
+        let token = crate::secret::random::<12>().unwrap_or_default();
+        let worker = Worker {
+            store,
+            transport,
+            clock,
+            settings,
+            owner: token.iter().map(|b| format!("{b:02x}")).collect(),
+            places: Mutex::default(),
+            freed: Notify::new(),
+            held: Mutex::default(),
+            stop,
+            settle,
+        };
+        (Arc::new(worker), queue)
+    }
+
+    /// The loop: turns until stopped, then the drain.
+    pub async fn run(self: Arc<Self>, queue: mpsc::Receiver<Settlement>) {
+        let written = CancellationToken::new();
+        let settler = tokio::spawn(Arc::clone(&self).settle_batches(queue, written.clone()));
+        let extender = tokio::spawn(Arc::clone(&self).extend_claims());
+        let pending = tokio::spawn(count_pending(Arc::clone(&self.store)));
+        let mut tasks = JoinSet::new();
+        while !self.stop.is_cancelled() {
+            let wait = match self.turn(&mut tasks).await {
+                Ok(0) => POLL,
+                Ok(_) => Duration::ZERO,
+                Err(e) => {
+                    tracing::warn!(error = %ErrorChain(&e), "claiming webhook deliveries failed");
+                    Duration::from_secs(1)
+                }
+            };
+            while tasks.try_join_next().is_some() {}
+            tokio::select! {
+                () = self.stop.cancelled() => {}
+                () = tokio::time::sleep(wait) => {}
+                () = self.freed.notified(), if !wait.is_zero() => {}
+            }
+        }
+        while tasks.join_next().await.is_some() {}
+        written.cancel();
+        let _ = settler.await;
+        extender.abort();
+        pending.abort();
+    }
+
+    /// One turn: claims what there is room for and starts its attempts; how many claims it took
+    /// (0 when there was no room or nothing was due).
+    pub async fn turn(self: &Arc<Self>, tasks: &mut JoinSet<()>) -> Result<usize, crate::store::StoreError> {
+        let (free, busy) = {
+            let places = lock(&self.places);
+            let taken: usize = places.values().sum();
+            (
+                PER_INSTANCE.saturating_sub(taken),
+                places.keys().cloned().collect::<Vec<_>>(),
+            )
+        };
+        // Retries take a place each and windows `PER_ENDPOINT`: together never more than is free.
+        let retries = free.min(PER_ENDPOINT);
+        let windows = (free - retries) / PER_ENDPOINT;
+        if retries == 0 {
+            return Ok(0);
+        }
+        let now = self.clock.now_ms();
+        let claimed = self
+            .store
+            .claim(ClaimRequest {
+                owner: &self.owner,
+                now_ms: now,
+                hold: CLAIM,
+                windows,
+                retries,
+                skip: &busy,
+            })
+            .await?;
+        let found = claimed.windows.len() + claimed.retries.len();
+        for window in claimed.windows {
+            self.take(&window.webhook_id, PER_ENDPOINT);
+            lock(&self.held).windows.insert(window.webhook_id.clone(), now);
+            tasks.spawn(Arc::clone(self).deliver_window(window));
+        }
+        for due in claimed.retries {
+            self.take(&due.webhook_id, 1);
+            lock(&self.held)
+                .retries
+                .insert((due.webhook_id.clone(), due.sequence), now);
+            tasks.spawn(Arc::clone(self).deliver_retry(due));
+        }
+        Ok(found)
+    }
+
+    fn take(&self, endpoint: &str, places: usize) {
+        *lock(&self.places).entry(endpoint.to_owned()).or_default() += places;
+    }
+
+    fn give_back(&self, endpoint: &str, places: usize) {
+        let mut map = lock(&self.places);
+        if let Some(n) = map.get_mut(endpoint) {
+            *n = n.saturating_sub(places);
+            if *n == 0 {
+                map.remove(endpoint);
+            }
+        }
+        drop(map);
+        self.freed.notify_one();
+    }
+
+    /// Whether an attempt under a claim held since `held_since` may start now: not stopping, and
+    /// the claim holds for longer than the attempt can take.
+    fn may_start(&self, held_since: Option<i64>) -> bool {
+        let Some(held_since) = held_since else {
+            return false;
+        };
+        !self.stop.is_cancelled() && self.clock.now_ms() + millis(MAX_ATTEMPT) <= held_since + millis(CLAIM)
+    }
+
+    /// A window of an endpoint's fresh events, `PER_ENDPOINT` attempts at once in sequence order,
+    /// then queued to be settled whole (or through the last event attempted).
+    async fn deliver_window(self: Arc<Self>, window: Window) {
+        let Window {
+            webhook_id,
+            through,
+            dues,
+        } = window;
+        let total = dues.len();
+        let attempts: Vec<Settled> = futures_util::stream::iter(dues)
+            .take_while(|_| {
+                let claimed_at = lock(&self.held).windows.get(&webhook_id).copied();
+                std::future::ready(self.may_start(claimed_at))
+            })
+            .map(|due| self.attempt(due))
+            .buffer_unordered(PER_ENDPOINT)
+            .collect()
+            .await;
+        let settled_through = if attempts.len() == total {
+            Some(through)
+        } else {
+            attempts.iter().map(|s| s.attempt.sequence).max()
+        };
+        let settlement = Settlement {
+            source: Source::Window {
+                webhook_id: webhook_id.clone(),
+                claimed_through: through,
+                settled_through,
+            },
+            attempts,
+        };
+        // The places are given back once the results are queued: a recording that falls behind
+        // holds the claims back (the queue is bounded). The claim stays held (and extended) until
+        // they are written.
+        let _ = self.settle.send(settlement).await;
+        self.give_back(&webhook_id, PER_ENDPOINT);
+    }
+
+    async fn deliver_retry(self: Arc<Self>, due: Due) {
+        let key = (due.webhook_id.clone(), due.sequence);
+        let claimed_at = lock(&self.held).retries.get(&key).copied();
+        if self.may_start(claimed_at) {
+            let settled = self.attempt(due).await;
+            let settlement = Settlement {
+                source: Source::Retries,
+                attempts: vec![settled],
+            };
+            let _ = self.settle.send(settlement).await;
+        } else {
+            // Not attempted: its claim lapses and it is claimed again.
+            lock(&self.held).retries.remove(&key);
+        }
+        self.give_back(&key.0, 1);
+    }
+
+    /// One attempt, as it ended.
+    async fn attempt(&self, due: Due) -> Settled {
+        let attempted_at = self.clock.now_ms();
+        let delivery = Delivery {
+            url: &due.url,
+            event_id: &due.event_id,
+            body: &due.body,
+            secrets: &due.secrets,
+        };
+        let sent = self.transport.send(delivery, self.settings.reach).await;
+        let ended_at = self.clock.now_ms();
+        let outcome = if sent.delivered() {
+            Outcome::Delivered
+        } else {
+            Outcome::Failed
+        };
+        metrics::counter!("webhook_attempts_total", "outcome" => outcome.as_str()).increment(1);
+        if sent.delivered() {
+            let lag = (ended_at - due.appended_at_ms).max(0) as f64 / 1000.0;
+            metrics::histogram!("webhook_delivery_seconds").record(lag);
+        }
+        Settled {
+            webhook_id: due.webhook_id,
+            merchant_pk: due.merchant_pk,
+            appended_at_ms: due.appended_at_ms,
+            failing_since_ms: due.failing_since_ms,
+            attempt: Attempt {
+                id: 0,
+                event_id: due.event_id,
+                sequence: due.sequence,
+                attempt: due.attempts + 1,
+                attempted_at_ms: attempted_at,
+                outcome,
+                http_status: sent.status.map(i64::from),
+                error: sent.error,
+                duration_ms: i64::try_from(sent.took.as_millis()).unwrap_or(i64::MAX),
+            },
+            retry_after: sent.retry_after,
+            ended_at_ms: ended_at,
+            jitter: jitter(),
+        }
+    }
+
+    /// Writes the queued results in batches, one settle plan and one transaction each, until
+    /// `written` is cancelled and the queue is empty; releases their claims.
+    async fn settle_batches(self: Arc<Self>, mut queue: mpsc::Receiver<Settlement>, written: CancellationToken) {
+        let mut batch = Vec::with_capacity(SETTLE_BATCH);
+        loop {
+            let n = tokio::select! {
+                n = queue.recv_many(&mut batch, SETTLE_BATCH) => n,
+                () = written.cancelled() => {
+                    queue.close();
+                    queue.recv_many(&mut batch, SETTLE_BATCH).await
+                }
+            };
+            if n == 0 {
+                return;
+            }
+            self.write(std::mem::take(&mut batch)).await;
+        }
+    }
+
+    async fn write(&self, batch: Vec<Settlement>) {
+        let mut windows = Vec::new();
+        let mut retries = Vec::new();
+        for s in &batch {
+            match &s.source {
+                Source::Window { webhook_id, .. } => windows.push(webhook_id.clone()),
+                Source::Retries => {
+                    retries.extend(s.attempts.iter().map(|a| (a.webhook_id.clone(), a.attempt.sequence)))
+                }
+            }
+        }
+        let rules = SettleRules {
+            retry: &self.settings.retry,
+            disable_after: self.settings.disable_after,
+        };
+        let plan = settle_plan::plan(batch, &rules);
+        if let Err(e) = self.store.settle(&self.owner, plan).await {
+            // Their claims lapse and the deliveries are attempted again: at least once.
+            tracing::warn!(error = %ErrorChain(&e), "recording webhook attempts failed");
+        }
+        let mut held = lock(&self.held);
+        for w in &windows {
+            held.windows.remove(w);
+        }
+        for r in &retries {
+            held.retries.remove(r);
+        }
+    }
+
+    /// Extends every claim held, every `EXTEND_EVERY`.
+    async fn extend_claims(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(EXTEND_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let started = self.clock.now_ms();
+            let (windows, retries): (Vec<String>, Vec<(String, i64)>) = {
+                let held = lock(&self.held);
+                (
+                    held.windows.keys().cloned().collect(),
+                    held.retries.keys().cloned().collect(),
+                )
+            };
+            if windows.is_empty() && retries.is_empty() {
+                continue;
+            }
+            match self.store.extend(&self.owner, CLAIM, &windows, &retries).await {
+                Ok(()) => {
+                    let mut held = lock(&self.held);
+                    for w in &windows {
+                        if let Some(since) = held.windows.get_mut(w) {
+                            *since = (*since).max(started);
+                        }
+                    }
+                    for r in &retries {
+                        if let Some(since) = held.retries.get_mut(r) {
+                            *since = (*since).max(started);
+                        }
+                    }
+                }
+                Err(e) => tracing::warn!(error = %ErrorChain(&e), "extending webhook claims failed"),
+            }
+        }
+    }
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
+}
+
+/// `webhook_pending`, every few seconds (the README says the gauge lags by as much).
+async fn count_pending(store: Arc<dyn WebhookStore>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tick.tick().await;
+        if let Ok(n) = store.pending().await {
+            metrics::gauge!("webhook_pending").set(n as f64);
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "worker_tests.rs"]
+mod tests;

@@ -1,0 +1,274 @@
+//! The worker's loop driven with a fake store, a fake transport and a fake clock: what it
+//! claims, what it attempts, what it settles, and how it stops.
+
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use tokio::sync::Semaphore;
+
+use super::*;
+use crate::domain::webhook::Webhook;
+use crate::store::StoreError;
+use crate::store::webhook_api::{Claimed, NewWebhook, SettlePlan, WebhookChange};
+use crate::webhooks::address::Reach;
+use crate::webhooks::send::Sent;
+
+/// Hands out the claims it is given once, records extensions and plans.
+#[derive(Default)]
+struct FakeStore {
+    to_claim: Mutex<Option<Claimed>>,
+    requests: Mutex<Vec<(String, usize, usize)>>,
+    plans: Mutex<Vec<(String, SettlePlan)>>,
+    extend_fails: bool,
+}
+
+#[async_trait]
+impl WebhookStore for FakeStore {
+    async fn create_webhook(&self, _: i64, _: NewWebhook) -> Result<Option<Webhook>, StoreError> {
+        Ok(None)
+    }
+    async fn list_webhooks(&self, _: i64) -> Result<Vec<Webhook>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn change_webhook(&self, _: i64, _: &str, _: WebhookChange) -> Result<Option<Webhook>, StoreError> {
+        Ok(None)
+    }
+    async fn attempts(&self, _: i64, _: &str, _: Option<i64>, _: usize) -> Result<Option<Vec<Attempt>>, StoreError> {
+        Ok(None)
+    }
+    async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
+        lock(&self.requests).push((request.owner.to_owned(), request.windows, request.retries));
+        Ok(lock(&self.to_claim).take().unwrap_or_default())
+    }
+    async fn extend(&self, _: &str, _: Duration, _: &[String], _: &[(String, i64)]) -> Result<(), StoreError> {
+        if self.extend_fails {
+            Err(StoreError::Unavailable)
+        } else {
+            Ok(())
+        }
+    }
+    async fn settle(&self, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {
+        lock(&self.plans).push((owner.to_owned(), plan));
+        Ok(())
+    }
+    async fn pending(&self) -> Result<u64, StoreError> {
+        Ok(0)
+    }
+    async fn prune_attempts(&self, _: i64) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+}
+
+/// Answers 204 to every attempt once a permit is given (`release`); counts the attempts started.
+struct FakeTransport {
+    started: AtomicUsize,
+    answers: Semaphore,
+    sent: Notify,
+}
+
+impl FakeTransport {
+    fn new() -> Arc<Self> {
+        Arc::new(FakeTransport {
+            started: AtomicUsize::new(0),
+            answers: Semaphore::new(0),
+            sent: Notify::new(),
+        })
+    }
+
+    fn release(&self, n: usize) {
+        self.answers.add_permits(n);
+    }
+
+    async fn until_started(&self, n: usize) {
+        while self.started.load(Ordering::SeqCst) < n {
+            let _ = tokio::time::timeout(Duration::from_millis(10), self.sent.notified()).await;
+        }
+    }
+}
+
+#[async_trait]
+impl Transport for FakeTransport {
+    async fn send(&self, _: Delivery<'_>, _: Reach) -> Sent {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        self.sent.notify_waiters();
+        if let Ok(permit) = self.answers.acquire().await {
+            permit.forget();
+        }
+        Sent {
+            status: Some(204),
+            error: None,
+            retry_after: None,
+            took: Duration::from_millis(1),
+        }
+    }
+}
+
+#[derive(Default)]
+struct FakeClock(AtomicI64);
+
+impl Clock for FakeClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+fn due(sequence: i64) -> Due {
+    Due {
+        webhook_id: "w".into(),
+        merchant_pk: 1,
+        url: "https://example.com/".into(),
+        secrets: Vec::new(),
+        failing_since_ms: None,
+        sequence,
+        attempts: 0,
+        appended_at_ms: 0,
+        event_id: format!("e{sequence}"),
+        body: "{}".into(),
+    }
+}
+
+/// A store that hands out one window of `n` events (sequences 1..=n, through `n + 5`).
+fn one_window(n: i64, extend_fails: bool) -> Arc<FakeStore> {
+    Arc::new(FakeStore {
+        to_claim: Mutex::new(Some(Claimed {
+            windows: vec![Window {
+                webhook_id: "w".into(),
+                through: n + 5,
+                dues: (1..=n).map(due).collect(),
+            }],
+            retries: Vec::new(),
+        })),
+        extend_fails,
+        ..FakeStore::default()
+    })
+}
+
+fn start(
+    store: &Arc<FakeStore>,
+    transport: &Arc<FakeTransport>,
+    clock: &Arc<FakeClock>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let stop = CancellationToken::new();
+    let (worker, queue) = Worker::new(
+        Arc::clone(store) as Arc<dyn WebhookStore>,
+        Arc::clone(transport) as Arc<dyn Transport>,
+        Arc::clone(clock) as Arc<dyn Clock>,
+        WebhookSettings::default(),
+        stop.clone(),
+    );
+    (stop, tokio::spawn(worker.run(queue)))
+}
+
+fn window_of(plan: &SettlePlan) -> (i64, Option<i64>) {
+    let (_, claimed, settled) = plan.windows[0].clone();
+    (claimed, settled)
+}
+
+#[tokio::test]
+async fn a_window_is_attempted_eight_at_a_time_and_settled_whole_in_the_owner_s_name() {
+    let (store, transport, clock) = (
+        one_window(20, false),
+        FakeTransport::new(),
+        Arc::new(FakeClock::default()),
+    );
+    let (stop, run) = start(&store, &transport, &clock);
+    transport.until_started(8).await;
+    tokio::task::yield_now().await;
+    assert_eq!(transport.started.load(Ordering::SeqCst), 8, "eight at once");
+    transport.release(20);
+    transport.until_started(20).await;
+    stop.cancel();
+    run.await.unwrap();
+    let plans = lock(&store.plans);
+    let attempts: usize = plans.iter().map(|(_, p)| p.attempts.len()).sum();
+    assert_eq!(attempts, 20);
+    assert_eq!(
+        window_of(&plans[0].1),
+        (25, Some(25)),
+        "settled through the whole window"
+    );
+    let requests = lock(&store.requests);
+    assert!(
+        requests.iter().all(|(owner, ..)| *owner == plans[0].0),
+        "claimed and settled by one owner"
+    );
+    assert_eq!(
+        requests[0].1 * PER_ENDPOINT + requests[0].2,
+        PER_INSTANCE,
+        "never more than 64 in flight"
+    );
+}
+
+/// A stop with attempts in flight: nothing new starts, the eight in flight end and are recorded,
+/// and the window is settled through the last of them (the rest are claimed again).
+#[tokio::test]
+async fn a_stop_lets_the_attempts_in_flight_end_and_records_them() {
+    let (store, transport, clock) = (
+        one_window(20, false),
+        FakeTransport::new(),
+        Arc::new(FakeClock::default()),
+    );
+    let (stop, run) = start(&store, &transport, &clock);
+    transport.until_started(8).await;
+    stop.cancel();
+    transport.release(8);
+    run.await.unwrap();
+    assert_eq!(
+        transport.started.load(Ordering::SeqCst),
+        8,
+        "no attempt started after the stop"
+    );
+    let plans = lock(&store.plans);
+    assert_eq!(plans.len(), 1);
+    assert_eq!(plans[0].1.attempts.len(), 8, "every attempt in flight recorded");
+    assert_eq!(window_of(&plans[0].1), (25, Some(8)));
+}
+
+/// The claim cannot be extended (the database is away) and time passes: no attempt starts once
+/// the claim could lapse before it ended.
+#[tokio::test]
+async fn no_attempt_starts_once_its_claim_could_lapse() {
+    let (store, transport, clock) = (
+        one_window(20, true),
+        FakeTransport::new(),
+        Arc::new(FakeClock::default()),
+    );
+    let (stop, run) = start(&store, &transport, &clock);
+    transport.until_started(8).await;
+    clock.0.store(millis(CLAIM - MAX_ATTEMPT) + 1, Ordering::SeqCst);
+    transport.release(8);
+    // The window ends by itself: nothing more may start.
+    for _ in 0..1000 {
+        if !lock(&store.plans).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop.cancel();
+    run.await.unwrap();
+    assert_eq!(transport.started.load(Ordering::SeqCst), 8);
+    let plans = lock(&store.plans);
+    assert_eq!(window_of(&plans[0].1), (25, Some(8)));
+}
+
+/// Retries are attempted one place each, and a delivered retry row is done (deleted).
+#[tokio::test]
+async fn delivered_retries_are_settled_as_done() {
+    let store = Arc::new(FakeStore {
+        to_claim: Mutex::new(Some(Claimed {
+            windows: Vec::new(),
+            retries: vec![due(1), due(2)],
+        })),
+        ..FakeStore::default()
+    });
+    let (transport, clock) = (FakeTransport::new(), Arc::new(FakeClock::default()));
+    clock.0.store(1_000_000, Ordering::SeqCst);
+    let (stop, run) = start(&store, &transport, &clock);
+    transport.until_started(2).await;
+    stop.cancel();
+    transport.release(2);
+    run.await.unwrap();
+    let plans = lock(&store.plans);
+    let done: Vec<_> = plans.iter().flat_map(|(_, p)| p.done.clone()).collect();
+    assert_eq!(done.len(), 2, "both delivered retries are done: {done:?}");
+}
