@@ -100,6 +100,13 @@ pub struct ClaimRequest<'a> {
     pub skip: &'a [String],
 }
 
+/// Claims an owner no longer holds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Lost {
+    pub windows: Vec<String>,
+    pub retries: Vec<(String, i64)>,
+}
+
 /// What one claim's attempts were: a window's (settled through the last event it attempted), or
 /// retries.
 #[derive(Clone, Debug, PartialEq)]
@@ -188,14 +195,15 @@ pub trait WebhookStore: Send + Sync {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError>;
 
     /// Holds `owner`'s claims of these windows (by endpoint) and retries (by endpoint and
-    /// sequence) for `hold` from now: its attempts of them are still running.
+    /// sequence) for `hold` from now: its attempts of them are still running. Answers the claims
+    /// it no longer holds (taken over, or the endpoint deleted or disabled meanwhile).
     async fn extend(
         &self,
         owner: &str,
         hold: Duration,
         windows: &[String],
         retries: &[(String, i64)],
-    ) -> Result<(), StoreError>;
+    ) -> Result<Lost, StoreError>;
 
     /// Writes a settle plan in one transaction: what `owner`'s claims came to. Deliveries and
     /// windows are changed only where `owner` still holds their claim.

@@ -38,8 +38,9 @@ pub const PER_INSTANCE: usize = 64;
 /// How long a claim holds unless extended: a dead instance's claims are taken over this long
 /// after its last extension.
 pub const CLAIM: Duration = Duration::from_secs(30);
-/// How often the claims in flight are extended.
-const EXTEND_EVERY: Duration = Duration::from_secs(5);
+/// How often the claims in flight are extended, and so how soon a window learns that its
+/// endpoint was deleted or disabled (or its claim taken over): no attempt of it starts after that.
+const EXTEND_EVERY: Duration = Duration::from_secs(2);
 /// The longest one attempt takes: resolving the host (5 s), the exchange (15 s), a second's margin.
 pub const MAX_ATTEMPT: Duration = Duration::from_secs(21);
 // An attempt that starts under a claim just extended ends before the claim could lapse.
@@ -381,8 +382,15 @@ impl Worker {
                 continue;
             }
             match self.store.extend(&self.owner, CLAIM, &windows, &retries).await {
-                Ok(()) => {
+                Ok(lost) => {
                     let mut held = lock(&self.held);
+                    // A claim no longer held starts no attempt (`may_start` finds no claim).
+                    for w in &lost.windows {
+                        held.windows.remove(w);
+                    }
+                    for r in &lost.retries {
+                        held.retries.remove(r);
+                    }
                     for w in &windows {
                         if let Some(since) = held.windows.get_mut(w) {
                             *since = (*since).max(started);

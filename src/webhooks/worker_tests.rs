@@ -9,7 +9,7 @@ use tokio::sync::Semaphore;
 use super::*;
 use crate::domain::webhook::Webhook;
 use crate::store::StoreError;
-use crate::store::webhook_api::{Claimed, NewWebhook, SettlePlan, WebhookChange};
+use crate::store::webhook_api::{Claimed, Lost, NewWebhook, SettlePlan, WebhookChange};
 use crate::webhooks::address::Reach;
 use crate::webhooks::send::Sent;
 
@@ -40,11 +40,11 @@ impl WebhookStore for FakeStore {
         lock(&self.requests).push((request.owner.to_owned(), request.windows, request.retries));
         Ok(lock(&self.to_claim).take().unwrap_or_default())
     }
-    async fn extend(&self, _: &str, _: Duration, _: &[String], _: &[(String, i64)]) -> Result<(), StoreError> {
+    async fn extend(&self, _: &str, _: Duration, _: &[String], _: &[(String, i64)]) -> Result<Lost, StoreError> {
         if self.extend_fails {
             Err(StoreError::Unavailable)
         } else {
-            Ok(())
+            Ok(Lost::default())
         }
     }
     async fn settle(&self, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {

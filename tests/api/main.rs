@@ -7,6 +7,7 @@ mod connections;
 mod crash;
 mod create_batch;
 mod create_rules;
+mod deliveries;
 mod density;
 mod docs;
 mod dry_run;

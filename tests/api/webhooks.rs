@@ -55,6 +55,19 @@ async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: H
             StatusCode::OK.into_response()
         }
         "down" => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        // Answers its first request 410 and every other 500.
+        "gone-first" if earlier == 0 => StatusCode::GONE.into_response(),
+        "gone-first" => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        // `slow-MS`: answers 204 after MS milliseconds; `slowfail-MS`: 500 after MS.
+        slow if slow.starts_with("slow-") || slow.starts_with("slowfail-") => {
+            let (kind, ms) = slow.split_once('-').unwrap();
+            tokio::time::sleep(Duration::from_millis(ms.parse().unwrap())).await;
+            if kind == "slow" {
+                StatusCode::NO_CONTENT.into_response()
+            } else {
+                StatusCode::INTERNAL_SERVER_ERROR.into_response()
+            }
+        }
         // Fails its first two requests, then recovers.
         "flaky" if earlier < 2 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         _ => StatusCode::NO_CONTENT.into_response(),
@@ -168,7 +181,7 @@ pub fn signed_by(got: &Received, secret: &str) -> bool {
         .any(|s| s == expected)
 }
 
-async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+pub async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
     for _ in 0..600 {
         if check().await {
             return;

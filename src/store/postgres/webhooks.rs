@@ -14,8 +14,8 @@ use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
 use crate::store::webhook_api::{
-    ClaimRequest, Claimed, Due, Failing, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore, Window,
-    signing_secrets, window_size,
+    ClaimRequest, Claimed, Due, Failing, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore,
+    Window, signing_secrets, window_size,
 };
 
 /// The database's clock, in Unix milliseconds: claims are held and expire by it.
@@ -262,7 +262,7 @@ impl WebhookStore for PgWebhooks {
         match change {
             WebhookChange::Delete => {
                 tx.execute(
-                    "UPDATE webhooks SET deleted_at = $2 WHERE webhook_id = $1",
+                    "UPDATE webhooks SET deleted_at = $2, claim_until = 0, claim_owner = NULL WHERE webhook_id = $1",
                     &[&webhook_id, &crate::store::api::now_ms()],
                 )
                 .await?;
@@ -331,6 +331,10 @@ impl WebhookStore for PgWebhooks {
             tx.commit().await?;
         }
         if request.retries > 0 {
+            // An endpoint whose window was just claimed has its places taken: no retry of it.
+            let mut skip = request.skip.to_vec();
+            skip.extend(claimed.windows.iter().map(|w| w.webhook_id.clone()));
+            let request = ClaimRequest { skip: &skip, ..request };
             claimed.retries = claim_retries(&client, &request).await?;
         }
         Ok(claimed)
@@ -342,33 +346,43 @@ impl WebhookStore for PgWebhooks {
         hold: std::time::Duration,
         windows: &[String],
         retries: &[(String, i64)],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Lost, StoreError> {
         let client = self.pool.get().await?;
         let hold = millis(hold);
+        let mut lost = Lost::default();
         if !windows.is_empty() {
-            client
-                .execute(
+            let held: Vec<String> = client
+                .query(
                     &format!(
                         "UPDATE webhooks SET claim_until = {DB_NOW} + $3 \
-                         WHERE webhook_id = ANY($1) AND claim_owner = $2 AND claim_until > 0"
+                         WHERE webhook_id = ANY($1) AND claim_owner = $2 AND claim_until > 0 RETURNING webhook_id"
                     ),
                     &[&windows, &owner, &hold],
                 )
-                .await?;
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            lost.windows = windows.iter().filter(|w| !held.contains(w)).cloned().collect();
         }
         if !retries.is_empty() {
             let (ids, sequences): (Vec<&str>, Vec<i64>) = retries.iter().map(|(w, s)| (w.as_str(), *s)).unzip();
-            client
-                .execute(
+            let held: Vec<(String, i64)> = client
+                .query(
                     &format!(
                         "UPDATE deliveries d SET claim_until = {DB_NOW} + $4 FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) \
-                         WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3"
+                         WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3 \
+                         RETURNING d.webhook_id, d.sequence"
                     ),
                     &[&ids, &sequences, &owner, &hold],
                 )
-                .await?;
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1)))
+                .collect();
+            lost.retries = retries.iter().filter(|r| !held.contains(r)).cloned().collect();
         }
-        Ok(())
+        Ok(lost)
     }
 
     async fn settle(&self, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {
@@ -475,7 +489,7 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
     if !plan.disable.is_empty() {
         let (ids, reasons): (Vec<&str>, Vec<&str>) = plan.disable.iter().map(|(w, r)| (w.as_str(), r.as_str())).unzip();
         tx.execute(
-            "UPDATE webhooks w SET status = 'DISABLED', disabled_reason = u.reason \
+            "UPDATE webhooks w SET status = 'DISABLED', disabled_reason = u.reason, claim_until = 0, claim_owner = NULL \
              FROM UNNEST($1::text[], $2::text[]) AS u(id, reason) \
              WHERE w.webhook_id = u.id AND w.status = 'ENABLED' AND w.deleted_at IS NULL",
             &[&ids, &reasons],

@@ -15,8 +15,8 @@ use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, now_ms};
 use crate::store::webhook_api::{
-    ClaimRequest, Claimed, Due, Failing, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore, Window,
-    signing_secrets, window_size,
+    ClaimRequest, Claimed, Due, Failing, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore,
+    Window, signing_secrets, window_size,
 };
 
 pub(super) struct SqliteWebhooks {
@@ -243,7 +243,7 @@ impl WebhookStore for SqliteWebhooks {
             match change {
                 WebhookChange::Delete => {
                     tx.execute(
-                        "UPDATE webhooks SET deleted_at = ?2 WHERE webhook_id = ?1",
+                        "UPDATE webhooks SET deleted_at = ?2, claim_until = 0, claim_owner = NULL WHERE webhook_id = ?1",
                         params![webhook_id, crate::store::api::now_ms()],
                     )?;
                     tx.execute("DELETE FROM deliveries WHERE webhook_id = ?1", [&webhook_id])?;
@@ -329,6 +329,10 @@ impl WebhookStore for SqliteWebhooks {
                 claimed.windows = claim_windows(tx, &req, until_ms)?;
             }
             if retries > 0 {
+                // An endpoint whose window was just claimed has its places taken: no retry of it.
+                let mut skip = skip.clone();
+                skip.extend(claimed.windows.iter().map(|w| w.webhook_id.clone()));
+                let req = ClaimRequest { skip: &skip, ..req };
                 claimed.retries = claim_retries(tx, &req, until_ms)?;
             }
             Ok(claimed)
@@ -342,23 +346,28 @@ impl WebhookStore for SqliteWebhooks {
         hold: Duration,
         windows: &[String],
         retries: &[(String, i64)],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Lost, StoreError> {
         let (owner, windows, retries) = (owner.to_owned(), windows.to_vec(), retries.to_vec());
         let until_ms = now_ms().saturating_add(i64::try_from(hold.as_millis()).unwrap_or(i64::MAX / 2));
         write(&self.jobs, move |tx| {
             let mut window = tx.prepare_cached(
                 "UPDATE webhooks SET claim_until = ?3 WHERE webhook_id = ?1 AND claim_owner = ?2 AND claim_until > 0",
             )?;
-            for id in &windows {
-                window.execute(params![id, owner, until_ms])?;
+            let mut lost = Lost::default();
+            for id in windows {
+                if window.execute(params![id, owner, until_ms])? == 0 {
+                    lost.windows.push(id);
+                }
             }
             let mut retry = tx.prepare_cached(
                 "UPDATE deliveries SET claim_until = ?4 WHERE webhook_id = ?1 AND sequence = ?2 AND claim_owner = ?3",
             )?;
-            for (id, sequence) in &retries {
-                retry.execute(params![id, sequence, owner, until_ms])?;
+            for (id, sequence) in retries {
+                if retry.execute(params![id, sequence, owner, until_ms])? == 0 {
+                    lost.retries.push((id, sequence));
+                }
             }
-            Ok(())
+            Ok(lost)
         })
         .await
     }
@@ -433,7 +442,7 @@ fn write_plan(tx: &Connection, owner: &str, plan: SettlePlan) -> Result<(), Stor
     }
     for (webhook_id, reason) in &plan.disable {
         tx.prepare_cached(
-            "UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2 \
+            "UPDATE webhooks SET status = 'DISABLED', disabled_reason = ?2, claim_until = 0, claim_owner = NULL \
              WHERE webhook_id = ?1 AND status = 'ENABLED' AND deleted_at IS NULL",
         )?
         .execute(params![webhook_id, reason.as_str()])?;
