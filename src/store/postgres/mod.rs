@@ -210,8 +210,11 @@ impl PgStore {
         store.migrate().await?;
         tokio::spawn(first_statistics(store.pool.clone()));
         if let Some(replicas) = &store.replicas {
+            // The watcher's own connection to the primary: its samples never wait behind the
+            // requests' pool, however busy.
+            let own = pool_of(store.config.clone(), replicas::CHECK_WAIT, 1, (replicas::CHECK_WAIT, TIMEOUT))?;
             let (replicas, primary) = (Arc::clone(replicas), store.pool.clone());
-            tokio::spawn(async move { replicas.watch(primary).await });
+            tokio::spawn(async move { replicas.watch(primary, own).await });
         }
         Ok(store)
     }

@@ -13,7 +13,10 @@
 //! - no sample has `F ≤ R`: it is behind everything remembered, at least `now − t` of the oldest.
 //!
 //! A primary with nothing to write keeps `F` still, so a replica that replayed it all is 0 behind
-//! however long ago the last change was.
+//! however long ago the last change was. But when the primary's samples stop (it does not answer
+//! in time), a replica that replayed the last sample is not known to be 0 behind: the primary may
+//! have moved on since. Once the newest sample is older than `stale`, such a replica is at most
+//! `now − t` of that sample behind, a figure that grows while the samples stay away.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -45,15 +48,17 @@ impl Lag {
 pub struct Samples {
     samples: VecDeque<(Instant, u64)>,
     keep: Duration,
+    stale: Duration,
 }
 
 impl Samples {
     /// Samples of the last `keep` (more than the lag bound, so that a replica past it is known to
-    /// be past it).
-    pub fn new(keep: Duration) -> Samples {
+    /// be past it); the newest older than `stale` no longer vouches for a replica at 0.
+    pub fn new(keep: Duration, stale: Duration) -> Samples {
         Samples {
             samples: VecDeque::new(),
             keep,
+            stale,
         }
     }
 
@@ -79,9 +84,10 @@ impl Samples {
     /// How far behind a replica that has replayed up to `replayed` is at `now`; `None` before the
     /// first sample.
     pub fn lag(&self, replayed: u64, now: Instant) -> Option<Lag> {
-        let &(_, newest) = self.samples.back()?;
+        let &(at, newest) = self.samples.back()?;
         if replayed >= newest {
-            return Some(Lag::AtMost(Duration::ZERO));
+            let age = now.saturating_duration_since(at);
+            return Some(Lag::AtMost(if age > self.stale { age } else { Duration::ZERO }));
         }
         let replayed_through = self.samples.partition_point(|&(_, f)| f <= replayed);
         Some(match replayed_through.checked_sub(1) {
@@ -102,7 +108,7 @@ mod tests {
     #[test]
     fn a_replica_is_behind_by_the_time_since_the_newest_position_it_replayed() {
         let t0 = Instant::now();
-        let mut s = Samples::new(ms(10_000));
+        let mut s = Samples::new(ms(10_000), ms(500));
         assert_eq!(s.lag(0, t0), None);
         s.push(t0, 100);
         s.push(t0 + ms(250), 200);
@@ -131,7 +137,7 @@ mod tests {
     #[test]
     fn an_idle_primary_leaves_a_replayed_replica_0_behind() {
         let t0 = Instant::now();
-        let mut s = Samples::new(ms(5_000));
+        let mut s = Samples::new(ms(5_000), ms(500));
         for k in 0..100 {
             s.push(t0 + ms(250 * k), 4_096);
         }
@@ -143,7 +149,7 @@ mod tests {
     #[test]
     fn a_paused_replica_falls_behind_from_the_first_change_it_missed() {
         let t0 = Instant::now();
-        let mut s = Samples::new(ms(5_000));
+        let mut s = Samples::new(ms(5_000), ms(500));
         // Replay paused at position 1000; the primary writes from t0 + 1 s on.
         for k in 0..=40 {
             let flushed = if k < 4 { 1_000 } else { 1_000 + 10 * k };
@@ -156,7 +162,7 @@ mod tests {
         assert!(matches!(lag, Lag::AtLeast(d) if d >= ms(5_000)), "{lag:?}");
         assert!(!lag.within(ms(5_000)));
         // Two seconds after the pause it was, at most, 2.25 s behind: within a 5 s bound.
-        let mut early = Samples::new(ms(5_000));
+        let mut early = Samples::new(ms(5_000), ms(500));
         for k in 0..=12 {
             let flushed = if k < 4 { 1_000 } else { 1_000 + 10 * k };
             early.push(t0 + ms(250 * k), flushed);
@@ -164,10 +170,31 @@ mod tests {
         assert_eq!(early.lag(1_000, t0 + ms(3_000)), Some(Lag::AtMost(ms(2_250))));
     }
 
+    /// The primary's samples stop (its connection stalls under load) while it goes on writing: a
+    /// replica that replayed the last sample is shown further behind as time passes, never 0.
+    #[test]
+    fn with_the_primary_s_samples_stalled_the_lag_grows_and_never_reads_0() {
+        let t0 = Instant::now();
+        let mut s = Samples::new(ms(5_000), ms(500));
+        for k in 0..=4 {
+            s.push(t0 + ms(250 * k), 1_000 + k);
+        }
+        let last = t0 + ms(1_000);
+        assert_eq!(s.lag(1_004, last + ms(250)), Some(Lag::AtMost(Duration::ZERO)), "fresh: 0");
+        let mut shown = Vec::new();
+        for after in [600, 1_000, 3_000, 6_000] {
+            let lag = s.lag(1_004, last + ms(after)).unwrap();
+            assert_eq!(lag, Lag::AtMost(ms(after)));
+            shown.push(lag.seconds());
+        }
+        assert!(shown.windows(2).all(|w| w[0] < w[1]), "{shown:?}");
+        assert!(!s.lag(1_004, last + ms(6_000)).unwrap().within(ms(5_000)));
+    }
+
     #[test]
     fn a_position_that_moves_back_starts_the_samples_again() {
         let t0 = Instant::now();
-        let mut s = Samples::new(ms(5_000));
+        let mut s = Samples::new(ms(5_000), ms(500));
         s.push(t0, 500);
         s.push(t0 + ms(250), 50);
         assert_eq!(s.lag(40, t0 + ms(300)), Some(Lag::AtLeast(ms(50))));

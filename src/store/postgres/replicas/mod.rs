@@ -26,7 +26,7 @@ use lag::{Lag, Samples};
 /// How often the watcher checks.
 const TICK: Duration = Duration::from_millis(250);
 /// How long a check waits for an answer.
-const CHECK_WAIT: Duration = Duration::from_millis(500);
+pub(super) const CHECK_WAIT: Duration = Duration::from_millis(500);
 /// How long a read waits for replicas in all before it goes to the primary.
 pub(super) const READ_WAIT: Duration = Duration::from_millis(600);
 /// How long a new connection to a replica may take.
@@ -113,19 +113,22 @@ impl Replicas {
         self.replicas.iter().for_each(|r| r.pool.close());
     }
 
-    /// Checks every replica every [`TICK`] until the primary's pool is closed.
-    pub(super) async fn watch(&self, primary: Pool) {
-        // Samples for longer than the bound, so a replica past it is known to be.
-        let mut samples = Samples::new(self.max_lag + Duration::from_secs(2));
+    /// Checks every replica every [`TICK`] until the primary's pool is closed, sampling the
+    /// primary on a connection of its own (`own`).
+    pub(super) async fn watch(&self, primary: Pool, own: Pool) {
+        // Samples for longer than the bound, so a replica past it is known to be; the newest older
+        // than two ticks no longer says the replica is 0 behind.
+        let mut samples = Samples::new(self.max_lag + Duration::from_secs(2), 2 * TICK);
         let mut tick = tokio::time::interval(TICK);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
             if primary.is_closed() {
+                own.close();
                 return;
             }
             let asked = Instant::now();
-            if let Ok(Ok(flushed)) = tokio::time::timeout(CHECK_WAIT, flush_position(&primary)).await {
+            if let Ok(Ok(flushed)) = tokio::time::timeout(CHECK_WAIT, flush_position(&own)).await {
                 samples.push(asked, flushed);
             }
             join_all(self.replicas.iter().map(|r| r.check(&samples, self.max_lag))).await;
