@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use crate::domain::webhook::RetrySchedule;
 use crate::rate_limit::Rate;
+use crate::secret::Secret;
 use crate::server::ConnectionLimits;
 use crate::store::{DatabaseUrl, ReadReplicas};
 use crate::webhooks::WebhookSettings;
@@ -103,7 +104,7 @@ pub struct ServeArgs {
     /// with a storefront key read from (CONTRACT §19). The environment variable takes them
     /// comma-separated.
     #[arg(long = "read-replica", env = "STOREFRONT_READ_REPLICAS", value_delimiter = ',', value_parser = parse_replica, hide_env_values = true)]
-    pub read_replicas: Vec<String>,
+    pub read_replicas: Vec<Secret>,
     /// A replica further behind the primary than this is not read until it catches up (`5s`,
     /// `500ms`, `1m`).
     #[arg(long, env = "STOREFRONT_REPLICA_MAX_LAG", default_value = "5s", value_parser = parse_max_lag)]
@@ -111,12 +112,13 @@ pub struct ServeArgs {
 }
 
 /// A replica's URL: a PostgreSQL one; empty for none (`STOREFRONT_READ_REPLICAS=`).
-fn parse_replica(text: &str) -> Result<String, String> {
+/// A replica's URL, kept as a secret: it may hold a password (`Debug` never shows it).
+fn parse_replica(text: &str) -> Result<Secret, String> {
     if text.trim().is_empty() {
-        return Ok(String::new());
+        return Ok(Secret::new(""));
     }
     match DatabaseUrl::parse(text.trim())? {
-        DatabaseUrl::Postgres(url) => Ok(url),
+        DatabaseUrl::Postgres(url) => Ok(Secret::new(url)),
         DatabaseUrl::Sqlite(_) => {
             Err("a read replica is a PostgreSQL hot standby: postgres://user:pass@host/db".into())
         }
@@ -158,8 +160,8 @@ impl ServeArgs {
             urls: self
                 .read_replicas
                 .iter()
-                .filter(|url| !url.is_empty())
-                .cloned()
+                .filter(|url| !url.expose().is_empty())
+                .map(|url| url.expose().to_owned())
                 .collect(),
             max_lag: self.replica_max_lag,
         }
@@ -301,9 +303,19 @@ mod tests {
         }
         assert_eq!(
             parse_replica("postgres://r@10.0.0.2/db"),
-            Ok("postgres://r@10.0.0.2/db".to_owned())
+            Ok(Secret::new("postgres://r@10.0.0.2/db"))
         );
-        assert_eq!(parse_replica(""), Ok(String::new()), "none");
+        assert_eq!(parse_replica(""), Ok(Secret::new("")), "none");
+        let secret = parse_replica("postgres://u:hunter2@10.0.0.2/db").unwrap_or(Secret::new(""));
+        assert!(
+            !format!("{secret:?}").contains("hunter2"),
+            "a replica's password is never shown by Debug"
+        );
+        let replicas = ReadReplicas {
+            urls: vec!["postgres://u:hunter2@10.0.0.2/db".into()],
+            max_lag: Duration::from_secs(5),
+        };
+        assert!(!format!("{replicas:?}").contains("hunter2"));
         assert!(parse_replica("sqlite://x.db").is_err());
         assert!(parse_replica("mysql://x").is_err());
     }

@@ -17,6 +17,7 @@ use super::paging::{PageSize, cursor_position, invalid_filter, parse_pagination,
 use crate::domain::event::{EventPage, EventQuery, EventType, EventTypes, feed_digest};
 use crate::pagination::AfterEvent;
 use crate::state::{AppState, Deadline};
+use crate::store::ReadOn;
 use crate::store::event_signal::RECHECK;
 
 /// The feed's page sizes (CONTRACT §18.2).
@@ -224,6 +225,9 @@ pub async fn feed(
             }
         }
     }
+    // Answered from the database, on the primary (CONTRACT §19): once per answer, however many
+    // looks its waiting took.
+    ReadOn::Primary.count();
     Ok(answer(&state, &digest, after, &page))
 }
 

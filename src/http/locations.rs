@@ -24,6 +24,7 @@ use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use crate::domain::location::{LocationType, Persist, Status, TypeSet};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
+use crate::store::ReadOn;
 use crate::store::WriteFor;
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -219,6 +220,7 @@ pub async fn list(
             filter: request.filter,
         })
         .await?;
+    ReadOn::Primary.count();
     let next_cursor = page
         .last_seq
         .filter(|_| page.has_next)

@@ -16,6 +16,7 @@ use crate::domain::webhook::{Attempt, MAX_WEBHOOKS, ROTATION_OVERLAP, Webhook, W
 use crate::pagination::BeforeAttempt;
 use crate::state::AppState;
 use crate::store::MerchantRef;
+use crate::store::ReadOn;
 use crate::store::webhook_api::{NewWebhook, WebhookChange};
 use crate::webhooks::address::check_url;
 use crate::webhooks::sign::new_secret;
@@ -276,6 +277,7 @@ pub async fn deliveries(
         .attempts(merchant.pk, &id, before.map(|b| b.0), limit)
         .await?
         .ok_or_else(not_found)?;
+    ReadOn::Primary.count();
     let has_next = attempts.len() > limit;
     attempts.truncate(limit);
     let next_cursor = attempts

@@ -78,8 +78,9 @@ pub enum ReadFrom {
     Replica,
 }
 
-/// The hot standbys buyers' searches read from (CONTRACT §19).
-#[derive(Clone, Debug, Default)]
+/// The hot standbys buyers' searches read from (CONTRACT §19). Its `Debug` shows their URLs with
+/// any password replaced.
+#[derive(Clone, Default)]
 pub struct ReadReplicas {
     /// Their URLs, in the order `replica_lag_seconds` numbers them.
     pub urls: Vec<String>,
@@ -87,7 +88,18 @@ pub struct ReadReplicas {
     pub max_lag: std::time::Duration,
 }
 
-/// Where a read was served, as `db_reads_total` counts it (CONTRACT §19).
+impl std::fmt::Debug for ReadReplicas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = self.urls.iter().map(|url| super::redact(url)).collect();
+        f.debug_struct("ReadReplicas")
+            .field("urls", &urls)
+            .field("max_lag", &self.max_lag)
+            .finish()
+    }
+}
+
+/// Where a read was served, as `db_reads_total` counts it (CONTRACT §19): every request answered
+/// from the database (searches, location lists, feed and deliveries pages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadOn {
     Primary,

@@ -320,3 +320,55 @@ fn an_empty_replica_list_is_none() {
     child.wait().unwrap();
     assert!(listening, "STOREFRONT_READ_REPLICAS= names no replica: SQLite serves");
 }
+
+/// `db_reads_total{target}` counts every request answered from the database (CONTRACT §19), not
+/// only searches: a location list, a feed page and a deliveries page are one each (SQLite: all on
+/// the primary). A process of its own, so that no other test's reads are counted.
+#[tokio::test]
+async fn every_read_from_the_database_is_counted_by_where_it_was_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("reads.db").display());
+    let key = merchant_create_at(&url, "reads")["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let server = Server::start_at(&url);
+    let client = reqwest::Client::new();
+    let post = |path: &str, body: Value| {
+        client
+            .post(format!("{}{path}", server.base))
+            .bearer_auth(&key)
+            .json(&body)
+    };
+    let hook = read(post("/v1/webhook/create", json!({"url": "https://example.com/hook"}))).await;
+    assert_eq!(hook.status, 200, "{:#}", hook.body);
+    let id = hook.body["webhook"]["webhook_id"].clone();
+    let reads = || async {
+        let text = client
+            .get(format!("{}/metrics", server.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find(|l| l.starts_with("db_reads_total{target=\"primary\"}"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let before = reads().await;
+    for (path, body) in [
+        ("/v1/location/list", json!({})),
+        ("/v1/location/events", json!({})),
+        ("/v1/webhook/deliveries", json!({"webhook_id": id})),
+        (
+            "/v1/location/search",
+            json!({"near": {"latitude": 55.75, "longitude": 37.61}}),
+        ),
+    ] {
+        let answer = read(post(path, body)).await;
+        assert_eq!(answer.status, 200, "{path}: {:#}", answer.body);
+    }
+    assert_eq!(reads().await - before, 4);
+}

@@ -212,7 +212,12 @@ impl PgStore {
         if let Some(replicas) = &store.replicas {
             // The watcher's own connection to the primary: its samples never wait behind the
             // requests' pool, however busy.
-            let own = pool_of(store.config.clone(), replicas::CHECK_WAIT, 1, (replicas::CHECK_WAIT, TIMEOUT))?;
+            let own = pool_of(
+                store.config.clone(),
+                replicas::CHECK_WAIT,
+                1,
+                (replicas::CHECK_WAIT, TIMEOUT),
+            )?;
             let (replicas, primary) = (Arc::clone(replicas), store.pool.clone());
             tokio::spawn(async move { replicas.watch(primary, own).await });
         }

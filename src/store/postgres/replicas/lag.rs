@@ -180,7 +180,11 @@ mod tests {
             s.push(t0 + ms(250 * k), 1_000 + k);
         }
         let last = t0 + ms(1_000);
-        assert_eq!(s.lag(1_004, last + ms(250)), Some(Lag::AtMost(Duration::ZERO)), "fresh: 0");
+        assert_eq!(
+            s.lag(1_004, last + ms(250)),
+            Some(Lag::AtMost(Duration::ZERO)),
+            "fresh: 0"
+        );
         let mut shown = Vec::new();
         for after in [600, 1_000, 3_000, 6_000] {
             let lag = s.lag(1_004, last + ms(after)).unwrap();
