@@ -198,8 +198,12 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
     match url.strip_prefix("sqlite://") {
         Some(path) => {
             let conn = rusqlite::Connection::open(path).unwrap();
-            conn.execute_batch(&format!("DROP TABLE events; {OLD_EVENTS}; PRAGMA user_version = 7"))
-                .unwrap();
+            // Version 7's schema: the claims' owners (migration 9) came after it too.
+            conn.execute_batch(&format!(
+                "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
+                 ALTER TABLE deliveries DROP COLUMN claim_owner; PRAGMA user_version = 7"
+            ))
+            .unwrap();
             for e in events {
                 conn.execute(
                     "INSERT INTO events (merchant_pk, sequence, type, appended_at, event_id, body) \
