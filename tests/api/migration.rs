@@ -218,7 +218,8 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
             tokio::spawn(connection);
             client
                 .batch_execute(&format!(
-                    "DROP TABLE events; {OLD_EVENTS}; DELETE FROM schema_migrations WHERE version = 11"
+                    "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
+                     ALTER TABLE deliveries DROP COLUMN claim_owner; DELETE FROM schema_migrations WHERE version >= 11"
                 ))
                 .await
                 .unwrap();
