@@ -97,6 +97,7 @@ impl AppState {
             settings.storefront_burst,
             sharing.as_ref(),
         );
+        let events = store.event_signal();
         Ok(AppState(Arc::new(Services {
             store,
             taxonomy: ArcSwap::from_pointee(taxonomy),
@@ -110,7 +111,7 @@ impl AppState {
             keys: KeyVerdicts::new(settings.auth_failure_rate, settings.auth_failure_burst),
             in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
             bodies: BodyBudgets::default(),
-            events: Arc::default(),
+            events,
             settings,
         })))
     }

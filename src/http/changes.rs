@@ -100,9 +100,6 @@ async fn change(
     } else {
         plan.decide(Vec::new(), Vec::new(), Vec::new())
     };
-    if persist.commits() && !decision.writes.is_empty() {
-        state.events.ring(merchant.pk);
-    }
     for status in decision.changed.iter().filter(|_| persist.commits()) {
         metrics::counter!("location_changes_total", "operation" => operation.as_str(), "status" => status.as_str())
             .increment(1);

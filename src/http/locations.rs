@@ -86,9 +86,6 @@ pub async fn create(
         };
         state.store.create_locations(to, to_store).await?
     };
-    if persist.commits() && outcomes.iter().any(|o| matches!(o, Outcome::Created { .. })) {
-        state.events.ring(merchant.pk);
-    }
     for outcome in outcomes.iter().filter(|_| persist.commits()) {
         if let Outcome::Created { quarantined_by, .. } = outcome {
             let status = if quarantined_by.is_some() {

@@ -253,9 +253,13 @@ pub trait Store: Send + Sync + 'static {
     /// in one short transaction that never holds a merchant's writes; how many (0: none is due).
     async fn prune_events(&self, cutoff_ms: i64) -> Result<usize, StoreError>;
 
+    /// What wakes the waiting feeds: rung by the store after each commit that appended events
+    /// (`group::after_commit`), and by `follow_events`.
+    fn event_signal(&self) -> Arc<EventSignal>;
+
     /// Rings `signal` for every merchant whose log another process or instance grew, for as long
     /// as the store runs (PostgreSQL's `LISTEN`). A store with one writer process returns at once:
-    /// its own writes ring the signal from the request that made them.
+    /// its own commits ring the signal.
     async fn follow_events(&self, _signal: Arc<EventSignal>) {}
 
     /// What is stored of webhooks (CONTRACT §18.3).

@@ -389,6 +389,10 @@ impl Store for FaultyStore {
         self.inner.webhooks()
     }
 
+    fn event_signal(&self) -> Arc<storefront::store::event_signal::EventSignal> {
+        self.inner.event_signal()
+    }
+
     async fn search_locations(&self, query: SearchQuery, from: ReadFrom) -> Result<SearchPage, StoreError> {
         match self.fault {
             Fault::Panic => panic!("injected panic while searching"),

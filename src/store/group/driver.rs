@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::{GroupDeadline, Pending, SharedError};
 use crate::domain::event::Change;
 use crate::store::api::StoreError;
+use crate::store::event_signal::EventSignal;
 
 /// Why a commit failed: the server's answer, or no answer at all (it may have committed).
 pub(crate) enum CommitFailed {
@@ -57,19 +58,24 @@ pub(crate) enum Ended {
 }
 
 /// Writes every job of `jobs`, in as many transactions as the deadline rule needs, and answers
-/// each; how the last group ended (`None`: no job was begun).
-pub(crate) async fn write_all<E: Engine>(engine: &mut E, jobs: Vec<E::Job>) -> Option<Ended> {
+/// each; how the last group ended (`None`: no job was begun). After each commit, `signal` wakes
+/// the waiting feeds of the merchants whose events it stored (`super::after_commit`).
+pub(crate) async fn write_all<E: Engine>(engine: &mut E, jobs: Vec<E::Job>, signal: &EventSignal) -> Option<Ended> {
     let mut jobs = jobs.into_iter().peekable();
     let mut last = None;
     while jobs.peek().is_some() {
-        last = commit_group(engine, &mut jobs).await.or(last);
+        last = commit_group(engine, &mut jobs, signal).await.or(last);
     }
     last
 }
 
 /// Writes jobs of `jobs` in one transaction until they run out or the group's deadline is near,
 /// and answers each (see the module's notes).
-async fn commit_group<E: Engine, I: Iterator<Item = E::Job>>(engine: &mut E, jobs: &mut Peekable<I>) -> Option<Ended> {
+async fn commit_group<E: Engine, I: Iterator<Item = E::Job>>(
+    engine: &mut E,
+    jobs: &mut Peekable<I>,
+    signal: &EventSignal,
+) -> Option<Ended> {
     let mut deadline = GroupDeadline::default();
     let mut written: Vec<E::Job> = Vec::new();
     let mut failed = false;
@@ -136,6 +142,13 @@ async fn commit_group<E: Engine, I: Iterator<Item = E::Job>>(engine: &mut E, job
         return Some(Ended::RolledBack);
     }
     let committed = engine.commit().await;
+    if committed.is_ok() {
+        let kept = written
+            .iter()
+            .filter(|job| job.persist().commits())
+            .map(|job| job.changes());
+        super::after_commit(signal, kept);
+    }
     let ended = if committed.is_ok() && !failed {
         Ended::Healthy
     } else {
@@ -283,6 +296,35 @@ mod tests {
         specs.iter().map(|&(secs, persist, ok)| job(secs, persist, ok)).unzip()
     }
 
+    /// The after-commit step: a commit that kept events wakes their merchant's waiting feeds; a
+    /// `validate_only` group (nothing kept) and a failed commit wake none.
+    #[tokio::test]
+    async fn a_commit_that_kept_events_wakes_the_merchant_s_feeds_and_no_other_does() {
+        use futures_util::FutureExt;
+        let signal = Arc::new(EventSignal::default());
+        let place = signal.wait_place(7).unwrap();
+        for (persist, commit_unknown, wakes) in [
+            (Persist::ValidateOnly, false, false),
+            (Persist::Commit, true, false),
+            (Persist::Commit, false, true),
+        ] {
+            let rung = place.notify().notified();
+            tokio::pin!(rung);
+            rung.as_mut().enable();
+            let (group, _answers) = jobs(&[(30, persist, true)]);
+            let mut fake = Fake {
+                commit_unknown,
+                ..Fake::default()
+            };
+            write_all(&mut fake, group, &signal).await;
+            assert_eq!(
+                rung.now_or_never().is_some(),
+                wakes,
+                "{persist:?}, commit unknown: {commit_unknown}"
+            );
+        }
+    }
+
     fn log(fake: &Fake) -> Vec<String> {
         fake.log
             .lock()
@@ -300,7 +342,7 @@ mod tests {
         use Persist::Commit as C;
         let mut fake = Fake::default();
         let (group, _answers) = jobs(&[(30, C, true), (10, C, true), (20, C, true)]);
-        write_all(&mut fake, group).await;
+        write_all(&mut fake, group, &EventSignal::default()).await;
         let armed = asked(&fake, |l| l.starts_with("savepoint"));
         // The second request's earlier deadline bounds its own statements and every later one's.
         assert!(armed[0] == "savepoint 29s" || armed[0] == "savepoint 30s", "{armed:?}");
@@ -319,7 +361,10 @@ mod tests {
             (30, Persist::Commit, false),
             (30, Persist::ValidateOnly, true),
         ]);
-        assert_eq!(write_all(&mut fake, group).await, Some(Ended::Failed));
+        assert_eq!(
+            write_all(&mut fake, group, &EventSignal::default()).await,
+            Some(Ended::Failed)
+        );
         let [ra, rb, rc]: [_; 3] = answers.try_into().unwrap_or_else(|_| unreachable!());
         let ends = asked(&fake, |l| l == "release" || l == "rollback to");
         assert_eq!(ends, ["release", "rollback to", "rollback to"]);
@@ -348,7 +393,7 @@ mod tests {
             (30, Persist::Commit, true),
             (30, Persist::Commit, true),
         ]);
-        write_all(&mut fake, group).await;
+        write_all(&mut fake, group, &EventSignal::default()).await;
         let steps = asked(&fake, |l| {
             l.starts_with("append") || l == "release" || l == "rollback to" || l == "commit"
         });
@@ -377,7 +422,7 @@ mod tests {
     /// What one request hears from a group on `fake`, and what the engine was asked.
     async fn one_request(mut fake: Fake) -> (Result<u32, StoreError>, Vec<String>) {
         let (a, ra) = job(30, Persist::Commit, true);
-        write_all(&mut fake, vec![a]).await;
+        write_all(&mut fake, vec![a], &EventSignal::default()).await;
         (ra.await.unwrap_or(Err(StoreError::Unavailable)), log(&fake))
     }
 
@@ -410,7 +455,7 @@ mod tests {
             true,
             reply,
         );
-        write_all(&mut fake, vec![a, late]).await;
+        write_all(&mut fake, vec![a, late], &EventSignal::default()).await;
         let seen = log(&fake);
         let commits = seen.iter().filter(|l| *l == "commit").count();
         assert_eq!(
@@ -429,7 +474,7 @@ mod tests {
             .checked_sub(Duration::from_millis(1))
             .unwrap_or_else(Instant::now);
         let late: Job = Queued::new(7, past, Persist::Commit, true, reply);
-        assert_eq!(write_all(&mut fake, vec![late]).await, None);
+        assert_eq!(write_all(&mut fake, vec![late], &EventSignal::default()).await, None);
         assert!(matches!(answer.await, Ok(Err(StoreError::DeadlinePassed))));
         assert!(log(&fake).is_empty(), "no transaction for nothing");
     }

@@ -18,6 +18,12 @@
 //! supplies (begin, a savepoint armed with the deadline, the write, the events' append, commit);
 //! a request's write waiting for it is one model for both engines, [`Queued`].
 //!
+//! **After a commit** (one step, the driver's, for both engines): the events appended are counted
+//! (`events_appended_total`) and their merchants' waiting feeds woken on this instance
+//! ([`after_commit`]). PostgreSQL's `NOTIFY`, which wakes the other instances, is sent inside the
+//! transaction with the events' append: PostgreSQL delivers it only when the transaction commits,
+//! so it is after the commit by the server's own rule, at no extra round trip.
+//!
 //! **The outbox rule** (CONTRACT §18.1), also the driver's: a request's write returns the changes
 //! it made ([`Written`]), and their events are appended to the merchant's log in the request's
 //! own savepoint, after its write and only when it is kept: the change and its event are stored
@@ -29,6 +35,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 use super::api::StoreError;
+use super::event_signal::EventSignal;
 use crate::domain::event::Change;
 use crate::domain::location::Persist;
 
@@ -36,6 +43,10 @@ pub(crate) mod driver;
 
 /// Most request writes committed together.
 pub const MAX_GROUP: usize = 64;
+
+/// How long an operator's change (the CLI's approval) may wait for its merchant's group: it has
+/// no request's deadline of its own.
+pub const OPERATOR_DEADLINE: Duration = Duration::from_secs(30);
 
 /// A group commits what it has rather than begin another request with less than this left.
 pub const COMMIT_RESERVE: Duration = Duration::from_secs(1);
@@ -179,13 +190,23 @@ impl<W, T> Pending for Queued<W, T> {
 
     fn finish(self, committed: Result<(), StoreError>) {
         let result = self.result.unwrap_or(Err(StoreError::DeadlinePassed));
-        let answer = committed.and(result);
-        if answer.is_ok() && self.persist.commits() {
-            for change in &self.changes {
-                metrics::counter!("events_appended_total", "type" => change.kind.as_str()).increment(1);
-            }
+        let _ = self.reply.send(committed.and(result));
+    }
+}
+
+/// What follows every commit of a group, once for both engines: each event appended is counted,
+/// and each merchant that has new events has its waiting feeds woken (once per group).
+/// `committed`: each kept request's merchant and changes.
+pub fn after_commit<'a>(signal: &EventSignal, committed: impl Iterator<Item = (i64, &'a [Change])>) {
+    let mut rung: Vec<i64> = Vec::new();
+    for (merchant_pk, changes) in committed {
+        for change in changes {
+            metrics::counter!("events_appended_total", "type" => change.kind.as_str()).increment(1);
         }
-        let _ = self.reply.send(answer);
+        if !changes.is_empty() && !rung.contains(&merchant_pk) {
+            signal.ring(merchant_pk);
+            rung.push(merchant_pk);
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
-use super::sql::{execute, lock_merchant, query};
+use super::sql::{execute, query};
 use crate::domain::cells;
 use crate::domain::location::Status;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
@@ -160,39 +160,55 @@ pub(super) async fn quarantined_locations(pool: &Pool) -> Result<Vec<Quarantined
         .collect())
 }
 
-pub(super) async fn approve_location(pool: &Pool, location_id: &str) -> Result<Approval, StoreError> {
-    let mut client = pool.get().await?;
-    let tx = client.transaction().await?;
-    let Some(row) = tx
+/// The merchant of a location (to queue an operator's approval in its group); `None`: no such
+/// location.
+pub(super) async fn merchant_of(pool: &Pool, location_id: &str) -> Result<Option<i64>, StoreError> {
+    let client = pool.get().await?;
+    Ok(client
         .query_opt(
             "SELECT merchant_pk FROM locations WHERE location_id = $1",
             &[&location_id],
         )
         .await?
-    else {
-        return Ok(Approval::NotFound);
-    };
-    let merchant_pk: i64 = row.get(0);
-    lock_merchant(&tx, merchant_pk).await?;
-    let row = tx
-        .query_one(
-            &format!("SELECT {CURRENT} FROM locations WHERE location_id = $1"),
-            &[&location_id],
+        .map(|r| r.get(0)))
+}
+
+/// An operator's approval, in the merchant's group (its event appended by the group, as every
+/// change's).
+pub(super) async fn approve_in_tx(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    location_id: &str,
+) -> Result<Written<Approval>, StoreError> {
+    let Some(row) = tx
+        .query_opt(
+            &format!("SELECT {CURRENT} FROM locations WHERE location_id = $1 AND merchant_pk = $2"),
+            &[&location_id, &merchant_pk],
         )
-        .await?;
+        .await?
+    else {
+        return Ok(Written {
+            value: Approval::NotFound,
+            changes: Vec::new(),
+        });
+    };
     let location = current_of(&row)?;
     let Some(write) = change::approval(&location) else {
-        return Ok(Approval::NotQuarantined(location.status));
+        return Ok(Written {
+            value: Approval::NotQuarantined(location.status),
+            changes: Vec::new(),
+        });
     };
     let now = now_ms();
-    write_changes(&tx, std::slice::from_ref(&write), now).await?;
-    super::events::append(&tx, merchant_pk, &[write.change(now)]).await?;
+    write_changes(tx, std::slice::from_ref(&write), now).await?;
     count(
-        &tx,
+        tx,
         merchant_pk,
         &[(location.status, location.types, -1), (write.status, location.types, 1)],
     )
     .await?;
-    tx.commit().await?;
-    Ok(Approval::Approved { version: write.version })
+    Ok(Written {
+        value: Approval::Approved { version: write.version },
+        changes: vec![write.change(now)],
+    })
 }

@@ -20,14 +20,15 @@ use std::time::Instant;
 use deadpool_postgres::{Object, Pool};
 use tokio::sync::oneshot;
 
-use super::changes::change_in_tx;
+use super::changes::{approve_in_tx, change_in_tx};
 use super::locations::create_in_tx;
 use super::sql::GENERIC_PLANS;
 use crate::domain::event::Change;
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
-use crate::store::api::StoreError;
+use crate::store::api::{Approval, StoreError};
+use crate::store::event_signal::EventSignal;
 use crate::store::group::driver::{self, CommitFailed, Engine};
 use crate::store::group::{MAX_GROUP, Queued, SharedError, WriteDelay};
 
@@ -35,12 +36,15 @@ use crate::store::group::{MAX_GROUP, Queued, SharedError, WriteDelay};
 enum Work {
     Create(Vec<NewLocation>),
     Change(ChangePlan),
+    /// An operator's approval of this location (CONTRACT §10.5).
+    Approve(String),
 }
 
 /// What the group answers it.
 enum Answer {
     Created(Vec<Outcome>),
     Changed(Decision),
+    Approved(Approval),
 }
 
 /// A request's write, queued for its merchant's next group (`store::group`'s one model).
@@ -53,15 +57,18 @@ type Queues = Arc<Mutex<HashMap<i64, VecDeque<Job>>>>;
 pub(super) struct MerchantGroups {
     pool: Pool,
     queues: Queues,
+    /// Woken after each commit that appended events (`store::group::after_commit`).
+    signal: Arc<EventSignal>,
     /// Test hook: the next request's write stalls this long inside its transaction.
     pub(super) delay: Arc<WriteDelay>,
 }
 
 impl MerchantGroups {
-    pub(super) fn new(pool: Pool) -> Self {
+    pub(super) fn new(pool: Pool, signal: Arc<EventSignal>) -> Self {
         MerchantGroups {
             pool,
             queues: Arc::default(),
+            signal,
             delay: Arc::default(),
         }
     }
@@ -77,7 +84,7 @@ impl MerchantGroups {
     ) -> Result<Vec<Outcome>, StoreError> {
         match self.write(merchant_pk, Work::Create(items), persist, deadline).await? {
             Answer::Created(outcomes) => Ok(outcomes),
-            Answer::Changed(_) => Err(StoreError::Unavailable),
+            _ => Err(StoreError::Unavailable),
         }
     }
 
@@ -92,7 +99,18 @@ impl MerchantGroups {
     ) -> Result<Decision, StoreError> {
         match self.write(merchant_pk, Work::Change(plan), persist, deadline).await? {
             Answer::Changed(decision) => Ok(decision),
-            Answer::Created(_) => Err(StoreError::Unavailable),
+            _ => Err(StoreError::Unavailable),
+        }
+    }
+
+    /// An operator's approval of `location_id`, a location of the merchant, in the merchant's
+    /// next group like every other change (its event appended and its feeds woken there).
+    pub(super) async fn approve(&self, merchant_pk: i64, location_id: &str) -> Result<Approval, StoreError> {
+        let deadline = Instant::now() + crate::store::group::OPERATOR_DEADLINE;
+        let work = Work::Approve(location_id.to_owned());
+        match self.write(merchant_pk, work, Persist::Commit, deadline).await? {
+            Answer::Approved(approval) => Ok(approval),
+            _ => Err(StoreError::Unavailable),
         }
     }
 
@@ -127,6 +145,7 @@ impl MerchantGroups {
                 Arc::clone(&self.queues),
                 merchant_pk,
                 Arc::clone(&self.delay),
+                Arc::clone(&self.signal),
             ));
         }
     }
@@ -154,7 +173,7 @@ impl Drop for Running {
 }
 
 /// The merchant's task: writes groups of its queue until the queue is empty.
-async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<WriteDelay>) {
+async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<WriteDelay>, signal: Arc<EventSignal>) {
     let mut running = Running {
         queues,
         merchant_pk,
@@ -185,7 +204,7 @@ async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<W
             plans_owed: false,
             open: false,
         };
-        driver::write_all(&mut engine, group).await;
+        driver::write_all(&mut engine, group, &signal).await;
     }
 }
 
@@ -278,6 +297,9 @@ impl Engine for Merchant<'_> {
             Some(Work::Change(plan)) => change_in_tx(client, self.merchant_pk, plan)
                 .await
                 .map(|w| w.map(Answer::Changed)),
+            Some(Work::Approve(location_id)) => approve_in_tx(client, self.merchant_pk, &location_id)
+                .await
+                .map(|w| w.map(Answer::Approved)),
             None => Err(StoreError::Unavailable),
         };
         job.done(result)

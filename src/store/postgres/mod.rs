@@ -129,6 +129,9 @@ pub struct PgStore {
     config: tokio_postgres::Config,
     /// The hot standbys buyers' searches read from (CONTRACT §19), if any.
     replicas: Option<Arc<replicas::Replicas>>,
+    /// Woken after each commit that appended events (`store::group::after_commit`), and by the
+    /// other instances' notices.
+    events: Arc<EventSignal>,
 }
 
 /// A pool of at most `size` connections to `config`, on which no session holds a lock, runs a
@@ -186,6 +189,7 @@ impl PgStore {
         let config: tokio_postgres::Config = url.parse()?;
         let pool = pool_of(config.clone(), SESSION_LIMIT, pool_size(), (TIMEOUT, TIMEOUT))?;
         let ledger = pool_of(config.clone(), LEDGER_LIMIT, LEDGER_POOL_SIZE, (LEDGER_LIMIT, TIMEOUT))?;
+        let events = Arc::new(EventSignal::default());
         let replica_pools = replicas
             .urls
             .iter()
@@ -200,7 +204,8 @@ impl PgStore {
             })
             .collect::<Result<Vec<Pool>, StoreError>>()?;
         let store = PgStore {
-            groups: MerchantGroups::new(pool.clone()),
+            groups: MerchantGroups::new(pool.clone(), Arc::clone(&events)),
+            events,
             pool,
             ledger,
             config,
@@ -344,6 +349,10 @@ impl Store for PgStore {
         events::prune(&self.pool, cutoff_ms).await
     }
 
+    fn event_signal(&self) -> Arc<EventSignal> {
+        Arc::clone(&self.events)
+    }
+
     async fn follow_events(&self, signal: Arc<EventSignal>) {
         events::follow(self.config.clone(), signal).await;
     }
@@ -439,7 +448,10 @@ impl Store for PgStore {
     }
 
     async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError> {
-        changes::approve_location(&self.pool, location_id).await
+        match changes::merchant_of(&self.pool, location_id).await? {
+            Some(merchant_pk) => self.groups.approve(merchant_pk, location_id).await,
+            None => Ok(Approval::NotFound),
+        }
     }
 
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {

@@ -138,28 +138,46 @@ pub(super) fn quarantined(conn: &Connection) -> Result<Vec<QuarantinedLocation>,
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// An operator's approval, in its own transaction.
-pub(super) fn approve(tx: &Connection, location_id: &str) -> Result<Approval, StoreError> {
-    let row = tx
+/// The merchant of a location (to queue an operator's approval in its group); `None`: no such
+/// location.
+pub(super) fn merchant_of(conn: &Connection, location_id: &str) -> Result<Option<i64>, StoreError> {
+    Ok(conn
+        .prepare_cached("SELECT merchant_pk FROM locations WHERE location_id = ?1")?
+        .query_row([location_id], |r| r.get(0))
+        .optional()?)
+}
+
+/// An operator's approval, in the merchant's group (its event appended by the group, as every
+/// change's).
+pub(super) fn approve(tx: &Connection, merchant_pk: i64, location_id: &str) -> Result<Written<Approval>, StoreError> {
+    let location = tx
         .query_row(
-            &format!("SELECT {CURRENT}, merchant_pk FROM locations WHERE location_id = ?1"),
-            [location_id],
-            |r| Ok((current(r)?, r.get::<_, i64>(11)?)),
+            &format!("SELECT {CURRENT} FROM locations WHERE location_id = ?1 AND merchant_pk = ?2"),
+            params![location_id, merchant_pk],
+            current,
         )
         .optional()?;
-    let Some((location, merchant_pk)) = row else {
-        return Ok(Approval::NotFound);
+    let Some(location) = location else {
+        return Ok(Written {
+            value: Approval::NotFound,
+            changes: Vec::new(),
+        });
     };
     let Some(write) = crate::domain::location::change::approval(&location) else {
-        return Ok(Approval::NotQuarantined(location.status));
+        return Ok(Written {
+            value: Approval::NotQuarantined(location.status),
+            changes: Vec::new(),
+        });
     };
     let now = now_ms();
     write_change(tx, &write, now)?;
-    super::events::append(tx, merchant_pk, &[write.change(now)])?;
     count(
         tx,
         merchant_pk,
         &[(location.status, location.types, -1), (write.status, location.types, 1)],
     )?;
-    Ok(Approval::Approved { version: write.version })
+    Ok(Written {
+        value: Approval::Approved { version: write.version },
+        changes: vec![write.change(now)],
+    })
 }

@@ -30,6 +30,7 @@ mod search;
 mod webhooks;
 mod writer;
 
+use crate::store::event_signal::EventSignal;
 use crate::store::group::Written;
 use categories::{for_each_category, read_categories, taxonomy_version, write_category};
 use checkpoint::Checkpointer;
@@ -70,6 +71,8 @@ pub struct SqliteStore {
     health: Arc<WriterHealth>,
     keys: KeyCache,
     checkpointer: Mutex<Option<Checkpointer>>,
+    /// Woken after each commit that appended events (`store::group::after_commit`).
+    events: Arc<EventSignal>,
 }
 
 impl SqliteStore {
@@ -85,15 +88,18 @@ impl SqliteStore {
         let (tx, rx) = mpsc::channel(1024);
         let health = Arc::new(WriterHealth::default());
         let writer_health = Arc::clone(&health);
+        let events = Arc::new(EventSignal::default());
+        let signal = Arc::clone(&events);
         let writer = std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_loop(conn, rx, &writer_health))
+            .spawn(move || writer_loop(conn, rx, &writer_health, &signal))
             .map_err(StoreError::backend)?;
         let checkpointer = Checkpointer::spawn(&path)?;
         Ok(SqliteStore {
             jobs: Arc::new(Mutex::new(Some(tx))),
             writer: Mutex::new(Some(writer)),
             checkpointer: Mutex::new(Some(checkpointer)),
+            events,
             // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
             keys: KeyCache::new(&path),
             readers: Arc::new(ReadPool::new(path)),
@@ -304,9 +310,30 @@ impl Store for SqliteStore {
         self.readers.read(changes::quarantined).await
     }
 
+    fn event_signal(&self) -> Arc<EventSignal> {
+        Arc::clone(&self.events)
+    }
+
     async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError> {
-        let location_id = location_id.to_owned();
-        self.write(move |tx| changes::approve(tx, &location_id)).await
+        let id = location_id.to_owned();
+        let Some(merchant_pk) = self.readers.read(move |c| changes::merchant_of(c, &id)).await? else {
+            return Ok(Approval::NotFound);
+        };
+        // In the merchant's group, like every other change: its event appended and counted, its
+        // feeds woken, by the group's after-commit step.
+        let id = location_id.to_owned();
+        let deadline = std::time::Instant::now() + crate::store::group::OPERATOR_DEADLINE;
+        let (reply, answer) = oneshot::channel();
+        let work = move |tx: &Connection, _: &WriterHealth| changes::approve(tx, merchant_pk, &id);
+        let job = writer::grouped(
+            merchant_pk,
+            deadline,
+            crate::domain::location::Persist::Commit,
+            Box::new(work),
+            reply,
+        );
+        self.sender()?.send(job).await.map_err(|_| StoreError::Unavailable)?;
+        answer.await.map_err(|_| StoreError::Unavailable)?
     }
 
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::domain::event::Change;
 use crate::domain::location::Persist;
 use crate::store::api::StoreError;
+use crate::store::event_signal::EventSignal;
 use crate::store::group::driver::{self, CommitFailed, Ended, Engine};
 use crate::store::group::{MAX_GROUP, Pending, Queued, Reply, SharedError, WriteDelay, Written};
 
@@ -250,7 +251,12 @@ impl Drop for Sqlite<'_> {
     }
 }
 
-pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, health: &WriterHealth) {
+pub(super) fn writer_loop(
+    mut conn: Connection,
+    mut jobs: mpsc::Receiver<Job>,
+    health: &WriterHealth,
+    signal: &EventSignal,
+) {
     let interrupt = Interrupt::new();
     let handler = Arc::clone(&interrupt);
     if let Err(e) = conn.progress_handler(PROGRESS_STEPS, Some(move || handler.due())) {
@@ -299,7 +305,7 @@ pub(super) fn writer_loop(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, h
                     in_tx: false,
                 };
                 let ended = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    runtime.block_on(driver::write_all(&mut engine, group))
+                    runtime.block_on(driver::write_all(&mut engine, group, signal))
                 }));
                 drop(engine);
                 match ended {
