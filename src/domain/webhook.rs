@@ -62,13 +62,6 @@ pub struct Webhook {
     pub created_at_ms: i64,
 }
 
-impl Webhook {
-    /// Whether it takes events of `kind`.
-    pub fn takes(&self, kind: EventType) -> bool {
-        self.types.is_none_or(|t| t.contains(kind))
-    }
-}
-
 impl Serialize for Webhook {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let types: Option<Vec<EventType>> = self.types.map(|t| t.types().collect());
@@ -226,6 +219,5 @@ mod tests {
             serde_json::to_string(&w).unwrap_or_default(),
             r#"{"webhook_id":"wh","url":"https://example.com/h","types":["location.archived"],"status":"DISABLED","disabled_reason":"gone","created_at":"1970-01-01T00:00:00.000Z"}"#
         );
-        assert!(w.takes(EventType::Archived) && !w.takes(EventType::Created));
     }
 }

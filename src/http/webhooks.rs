@@ -17,6 +17,7 @@ use crate::pagination::BeforeAttempt;
 use crate::state::AppState;
 use crate::store::MerchantRef;
 use crate::store::ReadOn;
+use crate::store::webhook_api::AttemptsQuery;
 use crate::store::webhook_api::{NewWebhook, WebhookChange};
 use crate::webhooks::address::check_url;
 use crate::webhooks::sign::new_secret;
@@ -274,7 +275,12 @@ pub async fn deliveries(
     let mut attempts = state
         .store
         .webhooks()
-        .attempts(merchant.pk, &id, before.map(|b| b.0), limit)
+        .attempts(AttemptsQuery {
+            merchant_pk: merchant.pk,
+            webhook_id: id.clone(),
+            before: before.map(|b| b.0),
+            limit,
+        })
         .await?
         .ok_or_else(not_found)?;
     ReadOn::Primary.count();

@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod error;
+pub mod event_rows;
 pub mod event_signal;
 pub mod group;
 pub mod migrate;

@@ -100,6 +100,24 @@ pub struct ClaimRequest<'a> {
     pub skip: &'a [String],
 }
 
+/// A page of an endpoint's attempts: the merchant's endpoint, below which attempt, how many.
+#[derive(Clone, Debug)]
+pub struct AttemptsQuery {
+    pub merchant_pk: i64,
+    pub webhook_id: String,
+    pub before: Option<i64>,
+    pub limit: usize,
+}
+
+/// The claims an owner holds, to extend by `hold`.
+#[derive(Clone, Copy, Debug)]
+pub struct Held<'a> {
+    pub owner: &'a str,
+    pub hold: Duration,
+    pub windows: &'a [String],
+    pub retries: &'a [(String, i64)],
+}
+
 /// Claims an owner no longer holds.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Lost {
@@ -181,29 +199,17 @@ pub trait WebhookStore: Send + Sync {
     /// Up to `limit + 1` of the endpoint's attempts with an `id` below `before`, newest first;
     /// `None` when the merchant has no such endpoint (deleted ones included: their attempts are
     /// kept).
-    async fn attempts(
-        &self,
-        merchant_pk: i64,
-        webhook_id: &str,
-        before: Option<i64>,
-        limit: usize,
-    ) -> Result<Option<Vec<Attempt>>, StoreError>;
+    async fn attempts(&self, page: AttemptsQuery) -> Result<Option<Vec<Attempt>>, StoreError>;
 
     /// Claims for `owner`, for `hold` (no other instance attempts them before then), windows of
     /// up to `WINDOW` fresh events of enabled endpoints, and retries due of enabled endpoints, as
     /// `request` says.
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError>;
 
-    /// Holds `owner`'s claims of these windows (by endpoint) and retries (by endpoint and
-    /// sequence) for `hold` from now: its attempts of them are still running. Answers the claims
-    /// it no longer holds (taken over, or the endpoint deleted or disabled meanwhile).
-    async fn extend(
-        &self,
-        owner: &str,
-        hold: Duration,
-        windows: &[String],
-        retries: &[(String, i64)],
-    ) -> Result<Lost, StoreError>;
+    /// Holds `held.owner`'s claims of these windows (by endpoint) and retries (by endpoint and
+    /// sequence) for `held.hold` from now: its attempts of them are still running. Answers the
+    /// claims it no longer holds (taken over, or the endpoint deleted or disabled meanwhile).
+    async fn extend(&self, held: Held<'_>) -> Result<Lost, StoreError>;
 
     /// Writes a settle plan in one transaction: what `owner`'s claims came to. Deliveries and
     /// windows are changed only where `owner` still holds their claim.

@@ -27,7 +27,9 @@ use super::{Clock, SystemClock, Transport, WebhookSettings, jitter};
 use crate::domain::webhook::{Attempt, Outcome};
 use crate::errors::ErrorChain;
 use crate::store::settle_plan::{self, SettleRules};
-use crate::store::webhook_api::{ClaimRequest, Due, Settled, Settlement, Source, WebhookStore, Window};
+use crate::store::webhook_api::{
+    ClaimRequest, Due, Held as HeldClaims, Settled, Settlement, Source, WebhookStore, Window,
+};
 
 /// Most attempts of one endpoint in flight on one instance (a window's, or its retries'): a
 /// receiver is not sent more at once than a small server takes, and a dead one holds no more.
@@ -381,7 +383,13 @@ impl Worker {
             if windows.is_empty() && retries.is_empty() {
                 continue;
             }
-            match self.store.extend(&self.owner, CLAIM, &windows, &retries).await {
+            let held = HeldClaims {
+                owner: &self.owner,
+                hold: CLAIM,
+                windows: &windows,
+                retries: &retries,
+            };
+            match self.store.extend(held).await {
                 Ok(lost) => {
                     let mut held = lock(&self.held);
                     // A claim no longer held starts no attempt (`may_start` finds no claim).

@@ -9,7 +9,7 @@ use tokio::sync::Semaphore;
 use super::*;
 use crate::domain::webhook::Webhook;
 use crate::store::StoreError;
-use crate::store::webhook_api::{Claimed, Lost, NewWebhook, SettlePlan, WebhookChange};
+use crate::store::webhook_api::{AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange};
 use crate::webhooks::address::Reach;
 use crate::webhooks::send::Sent;
 
@@ -33,14 +33,14 @@ impl WebhookStore for FakeStore {
     async fn change_webhook(&self, _: i64, _: &str, _: WebhookChange) -> Result<Option<Webhook>, StoreError> {
         Ok(None)
     }
-    async fn attempts(&self, _: i64, _: &str, _: Option<i64>, _: usize) -> Result<Option<Vec<Attempt>>, StoreError> {
+    async fn attempts(&self, _: AttemptsQuery) -> Result<Option<Vec<Attempt>>, StoreError> {
         Ok(None)
     }
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
         lock(&self.requests).push((request.owner.to_owned(), request.windows, request.retries));
         Ok(lock(&self.to_claim).take().unwrap_or_default())
     }
-    async fn extend(&self, _: &str, _: Duration, _: &[String], _: &[(String, i64)]) -> Result<Lost, StoreError> {
+    async fn extend(&self, _: HeldClaims<'_>) -> Result<Lost, StoreError> {
         if self.extend_fails {
             Err(StoreError::Unavailable)
         } else {

@@ -12,6 +12,7 @@ use tokio_postgres::AsyncMessage;
 use super::sql::{Params, execute, query};
 use crate::domain::event::{self, Change, EventPage, EventQuery, LogBounds, PRUNE_BATCH, merge_pages, new_event_id};
 use crate::store::api::StoreError;
+use crate::store::event_rows::{Columns, EVENT_COLUMNS, StoredEvent};
 use crate::store::event_signal::EventSignal;
 
 /// The channel of `NOTIFY`: its payload is the merchant's `pk`.
@@ -63,29 +64,31 @@ pub(super) async fn append(tx: &impl GenericClient, merchant_pk: i64, changes: &
     Ok(())
 }
 
-/// An event's columns, as [`rendered`] reads them (the table as `e`).
-pub(super) const EVENT_COLUMNS: &str = "e.sequence, e.event_id, e.type, e.appended_at, e.location_id, \
-     e.merchant_location_id, e.version, e.status, e.previous_status";
+/// An event read with [`EVENT_COLUMNS`] from column `at` on.
+pub(super) fn stored_event(r: &tokio_postgres::Row, at: usize) -> Result<StoredEvent, StoreError> {
+    Ok(StoredEvent::read(r, at)?)
+}
 
-/// An event read with [`EVENT_COLUMNS`] from column `at` on: its sequence, type code, appended at,
-/// id, and JSON (CONTRACT §18.1).
-pub(super) fn rendered(r: &tokio_postgres::Row, at: usize) -> Result<(i64, i64, i64, String, String), StoreError> {
-    let sequence: i64 = r.try_get(at)?;
-    let event_id: String = r.try_get(at + 1)?;
-    let code = i64::from(r.try_get::<_, i16>(at + 2)?);
-    let appended_at: i64 = r.try_get(at + 3)?;
-    let change = Change::from_columns(
-        code,
-        r.try_get(at + 4)?,
-        r.try_get(at + 5)?,
-        r.try_get(at + 6)?,
-        r.try_get(at + 7)?,
-        r.try_get(at + 8)?,
-        appended_at,
-    )
-    .ok_or_else(|| StoreError::corrupt("event", &event_id))?;
-    let json = event::render(&event_id, sequence, &change);
-    Ok((sequence, code, appended_at, event_id, json))
+/// PostgreSQL's integers of every width read as one (`type` is `smallint`, `types` `integer`).
+impl Columns for tokio_postgres::Row {
+    type Error = tokio_postgres::Error;
+    fn int(&self, i: usize) -> Result<i64, tokio_postgres::Error> {
+        self.opt_int(i).and_then(|n| n.map_or_else(|| self.try_get(i), Ok))
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, tokio_postgres::Error> {
+        use tokio_postgres::types::Type;
+        match self.columns().get(i).map(|c| c.type_().clone()) {
+            Some(Type::INT2) => Ok(self.try_get::<_, Option<i16>>(i)?.map(i64::from)),
+            Some(Type::INT4) => Ok(self.try_get::<_, Option<i32>>(i)?.map(i64::from)),
+            _ => self.try_get(i),
+        }
+    }
+    fn text(&self, i: usize) -> Result<String, tokio_postgres::Error> {
+        self.try_get(i)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>, tokio_postgres::Error> {
+        self.try_get(i)
+    }
 }
 
 /// One page of the feed, in one snapshot: every type from the log's own order, a filter's types
@@ -103,7 +106,10 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
     );
     let rows = |rows: Vec<tokio_postgres::Row>| {
         rows.iter()
-            .map(|r| rendered(r, 0).map(|(sequence, _, _, _, json)| (sequence, json)))
+            .map(|r| {
+                let event = stored_event(r, 0)?;
+                Ok::<_, StoreError>((event.sequence, event.render()?))
+            })
             .collect::<Result<Vec<_>, _>>()
     };
     let (bounds, pages) = if q.types.is_all() {

@@ -8,14 +8,15 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::Row;
 
-use super::events::{EVENT_COLUMNS, rendered};
+use super::events::stored_event;
 use super::sql::lock_merchant;
 use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
+use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
 use crate::store::webhook_api::{
-    ClaimRequest, Claimed, Due, Failing, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore,
-    Window, signing_secrets, window_size,
+    AttemptsQuery, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange,
+    WebhookStore, Window, window_size,
 };
 
 /// The database's clock, in Unix milliseconds: claims are held and expire by it.
@@ -59,20 +60,13 @@ async fn find(c: &impl GenericClient, merchant_pk: i64, webhook_id: &str) -> Res
     .transpose()
 }
 
-/// The secrets an endpoint signs with at `now_ms` (columns `secret`, `old_secret`,
-/// `old_secret_until` from `at`).
-fn secrets(r: &Row, at: usize, now_ms: i64) -> Vec<crate::secret::Secret> {
-    signing_secrets(r.get(at), r.get(at + 1), r.get(at + 2), now_ms)
-}
-
-/// Windows of the next events of up to `req.windows` endpoints that have fresh ones and no claim
-/// standing; an endpoint another instance is claiming at this moment is skipped.
+/// Windows of the next events of up to `req.windows` enabled endpoints that have fresh ones and
+/// no claim standing; an endpoint another instance is claiming at this moment is skipped.
 async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Window>, StoreError> {
     let endpoints = tx
         .query(
             &format!(
-                "SELECT w.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, \
-                 w.failing_since, w.merchant_pk, w.delivered_through, l.last_sequence, w.types FROM webhooks w \
+                "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence FROM webhooks w \
                  JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
                  WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < {DB_NOW} \
                  AND l.last_sequence > w.delivered_through AND NOT (w.webhook_id = ANY($2)) \
@@ -82,53 +76,32 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
         )
         .await?;
     let mut windows = Vec::new();
-    for e in &endpoints {
-        let id: String = e.get(0);
-        let (merchant_pk, after, last): (i64, i64, i64) = (e.get(6), e.get(7), e.get(8));
-        let types: Option<i32> = e.get(9);
-        let failing: Option<i64> = e.get(5);
-        let rows = tx
+    for row in &endpoints {
+        let endpoint = ClaimedEndpoint::read(row)?;
+        let (after, last): (i64, i64) = (row.try_get(ENDPOINT_WIDTH)?, row.try_get(ENDPOINT_WIDTH + 1)?);
+        let size = window_size(endpoint.failing_since_ms.is_some());
+        let events = tx
             .query(
                 &format!(
                     "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.sequence > $2 \
                      ORDER BY e.sequence LIMIT $3"
                 ),
-                &[&merchant_pk, &after, &window_size(failing.is_some())],
+                &[&endpoint.merchant_pk, &after, &size],
             )
-            .await?;
-        // Events dropped by retention before they were sent: the window runs to the log's end.
-        let through = rows.last().map_or(last, |r| r.get(0));
-        let mut dues = Vec::with_capacity(rows.len());
-        for r in &rows {
-            let (sequence, code, appended_at_ms, event_id, body) = rendered(r, 0)?;
-            if types.is_none_or(|bits| EventTypes::from_bits(i64::from(bits)).has_code(code)) {
-                dues.push(Due {
-                    webhook_id: id.clone(),
-                    merchant_pk,
-                    url: e.get(1),
-                    secrets: secrets(e, 2, req.now_ms),
-                    failing_since_ms: failing,
-                    sequence,
-                    attempts: 0,
-                    appended_at_ms,
-                    event_id,
-                    body,
-                });
-            }
-        }
+            .await?
+            .iter()
+            .map(|r| stored_event(r, 0))
+            .collect::<Result<Vec<_>, _>>()?;
+        let window = endpoint.window(&events, last, req.now_ms)?;
         tx.execute(
             &format!(
                 "UPDATE webhooks SET claimed_through = $2, claim_until = {DB_NOW} + $3, claim_owner = $4 \
                  WHERE webhook_id = $1"
             ),
-            &[&id, &through, &millis(req.hold), &req.owner],
+            &[&window.webhook_id, &window.through, &millis(req.hold), &req.owner],
         )
         .await?;
-        windows.push(Window {
-            webhook_id: id,
-            through,
-            dues,
-        });
+        windows.push(window);
     }
     Ok(windows)
 }
@@ -142,9 +115,8 @@ async fn claim_retries(client: &impl GenericClient, req: &ClaimRequest<'_>) -> R
                ORDER BY d.next_attempt_at LIMIT $3 FOR UPDATE OF d SKIP LOCKED), \
              claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $2, claim_owner = $5 FROM due \
                WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
-               RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.appended_at) \
-             SELECT c.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, \
-               w.failing_since, c.attempts, c.merchant_pk, {EVENT_COLUMNS} \
+               RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts) \
+             SELECT {ENDPOINT_COLUMNS}, c.attempts, {EVENT_COLUMNS} \
              FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
              JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence"
     );
@@ -162,19 +134,8 @@ async fn claim_retries(client: &impl GenericClient, req: &ClaimRequest<'_>) -> R
         .await?;
     rows.iter()
         .map(|r| {
-            let (sequence, _, appended_at_ms, event_id, body) = rendered(r, 8)?;
-            Ok(Due {
-                webhook_id: r.get(0),
-                merchant_pk: r.get(7),
-                url: r.get(1),
-                secrets: secrets(r, 2, req.now_ms),
-                failing_since_ms: r.get(5),
-                sequence,
-                attempts: i64::from(r.get::<_, i32>(6)),
-                appended_at_ms,
-                event_id,
-                body,
-            })
+            let attempts = i64::from(r.try_get::<_, i32>(ENDPOINT_WIDTH)?);
+            ClaimedEndpoint::read(r)?.due(&stored_event(r, ENDPOINT_WIDTH + 1)?, attempts, req.now_ms)
         })
         .collect()
 }
@@ -295,13 +256,9 @@ impl WebhookStore for PgWebhooks {
         Ok(after)
     }
 
-    async fn attempts(
-        &self,
-        merchant_pk: i64,
-        webhook_id: &str,
-        before: Option<i64>,
-        limit: usize,
-    ) -> Result<Option<Vec<Attempt>>, StoreError> {
+    async fn attempts(&self, page: AttemptsQuery) -> Result<Option<Vec<Attempt>>, StoreError> {
+        let (merchant_pk, before, limit) = (page.merchant_pk, page.before, page.limit);
+        let webhook_id = page.webhook_id;
         let client = self.pool.get().await?;
         let known = client
             .query_opt(
@@ -340,13 +297,9 @@ impl WebhookStore for PgWebhooks {
         Ok(claimed)
     }
 
-    async fn extend(
-        &self,
-        owner: &str,
-        hold: std::time::Duration,
-        windows: &[String],
-        retries: &[(String, i64)],
-    ) -> Result<Lost, StoreError> {
+    async fn extend(&self, held: Held<'_>) -> Result<Lost, StoreError> {
+        let (owner, windows, retries) = (held.owner, held.windows, held.retries);
+        let hold = held.hold;
         let client = self.pool.get().await?;
         let hold = millis(hold);
         let mut lost = Lost::default();

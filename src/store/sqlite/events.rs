@@ -7,6 +7,7 @@ use crate::domain::event::{
     self, Change, EventPage, EventQuery, EventType, LogBounds, PRUNE_BATCH, merge_pages, new_event_id,
 };
 use crate::store::api::StoreError;
+use crate::store::event_rows::{Columns, EVENT_COLUMNS, StoredEvent};
 
 /// Appends the events of `changes` after the merchant's last (the writer is the only writer: its
 /// order is the commit order).
@@ -41,52 +42,24 @@ pub(super) fn append(tx: &Connection, merchant_pk: i64, changes: &[Change]) -> R
     Ok(())
 }
 
-/// An event's columns, as [`Stored::of`] reads them (the table as `e`).
-pub(super) const EVENT_COLUMNS: &str = "e.sequence, e.event_id, e.type, e.appended_at, e.location_id, \
-     e.merchant_location_id, e.version, e.status, e.previous_status";
-
-/// An event as stored.
-pub(super) struct Stored {
-    pub sequence: i64,
-    pub event_id: String,
-    pub code: i64,
-    pub appended_at_ms: i64,
-    location_id: String,
-    merchant_location_id: Option<String>,
-    version: i64,
-    status: String,
-    previous_status: Option<String>,
+/// An event read with [`EVENT_COLUMNS`] from column `at` on.
+pub(super) fn stored_event(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<StoredEvent> {
+    StoredEvent::read(r, at)
 }
 
-impl Stored {
-    /// [`EVENT_COLUMNS`] from column `at` on.
-    pub(super) fn of(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Stored> {
-        Ok(Stored {
-            sequence: r.get(at)?,
-            event_id: r.get(at + 1)?,
-            code: r.get(at + 2)?,
-            appended_at_ms: r.get(at + 3)?,
-            location_id: r.get(at + 4)?,
-            merchant_location_id: r.get(at + 5)?,
-            version: r.get(at + 6)?,
-            status: r.get(at + 7)?,
-            previous_status: r.get(at + 8)?,
-        })
+impl Columns for rusqlite::Row<'_> {
+    type Error = rusqlite::Error;
+    fn int(&self, i: usize) -> rusqlite::Result<i64> {
+        self.get(i)
     }
-
-    /// The event object of CONTRACT §18.1.
-    pub(super) fn render(self) -> Result<String, StoreError> {
-        let change = Change::from_columns(
-            self.code,
-            self.location_id,
-            self.merchant_location_id,
-            self.version,
-            &self.status,
-            self.previous_status.as_deref(),
-            self.appended_at_ms,
-        )
-        .ok_or_else(|| StoreError::corrupt("event", &self.event_id))?;
-        Ok(event::render(&self.event_id, self.sequence, &change))
+    fn opt_int(&self, i: usize) -> rusqlite::Result<Option<i64>> {
+        self.get(i)
+    }
+    fn text(&self, i: usize) -> rusqlite::Result<String> {
+        self.get(i)
+    }
+    fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
+        self.get(i)
     }
 }
 
@@ -111,7 +84,7 @@ pub(super) fn page(conn: &Connection, query: &EventQuery) -> Result<EventPage, S
     let take = query.limit as i64 + 1;
     let read = |sql: &str, params: &[&dyn rusqlite::ToSql]| -> Result<Vec<(i64, String)>, StoreError> {
         let mut stmt = conn.prepare_cached(sql)?;
-        let rows = stmt.query_map(params, |r| Stored::of(r, 0))?;
+        let rows = stmt.query_map(params, |r| stored_event(r, 0))?;
         rows.map(|row| {
             let stored = row?;
             Ok((stored.sequence, stored.render()?))

@@ -3,20 +3,20 @@
 //! read connections.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use super::events::{EVENT_COLUMNS, Stored};
+use super::events::stored_event;
 use super::readers::ReadPool;
 use super::writer::{Jobs, write};
 use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, now_ms};
+use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, StoredEvent};
 use crate::store::webhook_api::{
-    ClaimRequest, Claimed, Due, Failing, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange, WebhookStore,
-    Window, signing_secrets, window_size,
+    AttemptsQuery, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange,
+    WebhookStore, Window, window_size,
 };
 
 pub(super) struct SqliteWebhooks {
@@ -43,41 +43,24 @@ fn bits(types: Option<EventTypes>) -> Option<i64> {
     types.map(|t| i64::from(t.bits()))
 }
 
-/// Windows of the next events of up to `n` endpoints that have fresh ones and no claim standing.
+/// Windows of the next events of up to `req.windows` enabled endpoints that have fresh ones and
+/// no claim standing.
 fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Window>, StoreError> {
-    let (now_ms, n, skip) = (req.now_ms, req.windows, req.skip);
-    struct Endpoint {
-        id: String,
-        url: String,
-        secrets: Vec<crate::secret::Secret>,
-        failing_since: Option<i64>,
-        merchant_pk: i64,
-        after: i64,
-        last: i64,
-        types: Option<i64>,
-    }
-    let endpoints: Vec<Endpoint> = tx
-        .prepare_cached(
-            "SELECT w.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, w.merchant_pk, \
-             w.delivered_through, l.last_sequence, w.types FROM webhooks w \
+    let endpoints: Vec<(ClaimedEndpoint, i64, i64)> = tx
+        .prepare_cached(&format!(
+            "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence FROM webhooks w \
              JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
              WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < ?1 \
-             AND l.last_sequence > w.delivered_through LIMIT ?2",
-        )?
-        .query_map(params![now_ms, (n + skip.len()) as i64], |r| {
-            Ok(Endpoint {
-                id: r.get(0)?,
-                url: r.get(1)?,
-                secrets: signing_secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
-                failing_since: r.get(5)?,
-                merchant_pk: r.get(6)?,
-                after: r.get(7)?,
-                last: r.get(8)?,
-                types: r.get(9)?,
-            })
+             AND l.last_sequence > w.delivered_through LIMIT ?2"
+        ))?
+        .query_map(params![req.now_ms, (req.windows + req.skip.len()) as i64], |r| {
+            Ok((
+                ClaimedEndpoint::read(r)?,
+                r.get(ENDPOINT_WIDTH)?,
+                r.get(ENDPOINT_WIDTH + 1)?,
+            ))
         })?
         .collect::<Result<_, _>>()?;
-    let mut windows = Vec::new();
     let mut events = tx.prepare_cached(&format!(
         "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
          ORDER BY e.sequence LIMIT ?3"
@@ -85,82 +68,44 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
     let mut claim = tx.prepare_cached(
         "UPDATE webhooks SET claimed_through = ?2, claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1",
     )?;
-    for e in endpoints.into_iter().filter(|e| !skip.contains(&e.id)).take(n) {
-        let rows: Vec<Stored> = events
-            .query_map(
-                params![e.merchant_pk, e.after, window_size(e.failing_since.is_some())],
-                |r| Stored::of(r, 0),
-            )?
+    let mut windows = Vec::new();
+    let fresh = endpoints
+        .into_iter()
+        .filter(|(e, ..)| !req.skip.contains(&e.webhook_id));
+    for (endpoint, after, last) in fresh.take(req.windows) {
+        let size = window_size(endpoint.failing_since_ms.is_some());
+        let rows: Vec<StoredEvent> = events
+            .query_map(params![endpoint.merchant_pk, after, size], |r| stored_event(r, 0))?
             .collect::<Result<_, _>>()?;
-        // Events dropped by retention before they were sent: the window runs to the log's end.
-        let through = rows.last().map_or(e.last, |row| row.sequence);
-        let dues = rows
-            .into_iter()
-            .filter(|row| {
-                e.types
-                    .is_none_or(|bits| EventTypes::from_bits(bits).has_code(row.code))
-            })
-            .map(|row| {
-                Ok(Due {
-                    webhook_id: e.id.clone(),
-                    merchant_pk: e.merchant_pk,
-                    url: e.url.clone(),
-                    secrets: e.secrets.clone(),
-                    failing_since_ms: e.failing_since,
-                    sequence: row.sequence,
-                    attempts: 0,
-                    appended_at_ms: row.appended_at_ms,
-                    event_id: row.event_id.clone(),
-                    body: row.render()?,
-                })
-            })
-            .collect::<Result<_, StoreError>>()?;
-        claim.execute(params![e.id, through, until_ms, req.owner])?;
-        windows.push(Window {
-            webhook_id: e.id,
-            through,
-            dues,
-        });
+        let window = endpoint.window(&rows, last, req.now_ms)?;
+        claim.execute(params![window.webhook_id, window.through, until_ms, req.owner])?;
+        windows.push(window);
     }
     Ok(windows)
 }
 
-/// Up to `n` retries due, none of the endpoints in `skip`.
+/// Up to `req.retries` retries due of enabled endpoints, none of those in `req.skip`.
 fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Due>, StoreError> {
-    let (now_ms, n, skip) = (req.now_ms, req.retries, req.skip);
     let mut stmt = tx.prepare_cached(&format!(
-        "SELECT d.webhook_id, w.url, w.secret, w.old_secret, w.old_secret_until, w.failing_since, \
-         d.attempts, d.merchant_pk, {EVENT_COLUMNS} FROM deliveries d \
+        "SELECT {ENDPOINT_COLUMNS}, d.attempts, {EVENT_COLUMNS} FROM deliveries d \
          JOIN webhooks w ON w.webhook_id = d.webhook_id \
          JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
          WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 \
          AND w.status = 'ENABLED' AND w.deleted_at IS NULL ORDER BY d.next_attempt_at LIMIT ?2"
     ))?;
     // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
-    let rows = stmt.query_map(params![now_ms, (n + skip.len() * 8) as i64], |r| {
-        let event = Stored::of(r, 8)?;
+    let rows = stmt.query_map(params![req.now_ms, (req.retries + req.skip.len() * 8) as i64], |r| {
         Ok((
-            Due {
-                webhook_id: r.get(0)?,
-                merchant_pk: r.get(7)?,
-                url: r.get(1)?,
-                secrets: signing_secrets(r.get(2)?, r.get(3)?, r.get(4)?, now_ms),
-                failing_since_ms: r.get(5)?,
-                sequence: event.sequence,
-                attempts: r.get(6)?,
-                appended_at_ms: event.appended_at_ms,
-                event_id: event.event_id.clone(),
-                body: String::new(),
-            },
-            event,
+            ClaimedEndpoint::read(r)?,
+            r.get::<_, i64>(ENDPOINT_WIDTH)?,
+            stored_event(r, ENDPOINT_WIDTH + 1)?,
         ))
     })?;
     let mut due = Vec::new();
     for row in rows {
-        let (mut row, event) = row?;
-        if due.len() < n && !skip.contains(&row.webhook_id) {
-            row.body = event.render()?;
-            due.push(row);
+        let (endpoint, attempts, event) = row?;
+        if due.len() < req.retries && !req.skip.contains(&endpoint.webhook_id) {
+            due.push(endpoint.due(&event, attempts, req.now_ms)?);
         }
     }
     let mut claim = tx.prepare_cached(
@@ -271,14 +216,9 @@ impl WebhookStore for SqliteWebhooks {
         .await
     }
 
-    async fn attempts(
-        &self,
-        merchant_pk: i64,
-        webhook_id: &str,
-        before: Option<i64>,
-        limit: usize,
-    ) -> Result<Option<Vec<Attempt>>, StoreError> {
-        let webhook_id = webhook_id.to_owned();
+    async fn attempts(&self, page: AttemptsQuery) -> Result<Option<Vec<Attempt>>, StoreError> {
+        let (merchant_pk, before, limit) = (page.merchant_pk, page.before, page.limit);
+        let webhook_id = page.webhook_id;
         self.readers
             .snapshot(move |c| {
                 let known = c
@@ -340,15 +280,9 @@ impl WebhookStore for SqliteWebhooks {
         .await
     }
 
-    async fn extend(
-        &self,
-        owner: &str,
-        hold: Duration,
-        windows: &[String],
-        retries: &[(String, i64)],
-    ) -> Result<Lost, StoreError> {
-        let (owner, windows, retries) = (owner.to_owned(), windows.to_vec(), retries.to_vec());
-        let until_ms = now_ms().saturating_add(i64::try_from(hold.as_millis()).unwrap_or(i64::MAX / 2));
+    async fn extend(&self, held: Held<'_>) -> Result<Lost, StoreError> {
+        let (owner, windows, retries) = (held.owner.to_owned(), held.windows.to_vec(), held.retries.to_vec());
+        let until_ms = now_ms().saturating_add(i64::try_from(held.hold.as_millis()).unwrap_or(i64::MAX / 2));
         write(&self.jobs, move |tx| {
             let mut window = tx.prepare_cached(
                 "UPDATE webhooks SET claim_until = ?3 WHERE webhook_id = ?1 AND claim_owner = ?2 AND claim_until > 0",

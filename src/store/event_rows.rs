@@ -1,0 +1,210 @@
+//! What both engines read of events and webhook endpoints, and the rules they apply to it, once:
+//! the event's columns and how a stored event becomes the JSON of CONTRACT §18.1, and how an
+//! endpoint's claimed rows become deliveries (its secrets, its types, where its window ends).
+//! Each engine only binds its rows to these types.
+
+use super::error::StoreError;
+use super::webhook_api::{Due, Window, signing_secrets};
+use crate::domain::event::{self, Change, EventTypes};
+
+/// A row of either engine, as the readers here take it (each engine binds its own row type).
+pub trait Columns {
+    type Error;
+    fn int(&self, i: usize) -> Result<i64, Self::Error>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Self::Error>;
+    fn text(&self, i: usize) -> Result<String, Self::Error>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Self::Error>;
+}
+
+/// An event's columns, in the order both engines read them into [`StoredEvent`] (the table as
+/// `e`).
+pub const EVENT_COLUMNS: &str = "e.sequence, e.event_id, e.type, e.appended_at, e.location_id, \
+     e.merchant_location_id, e.version, e.status, e.previous_status";
+
+/// An event as stored: its change's columns (an event is rendered when read or delivered).
+#[derive(Clone, Debug)]
+pub struct StoredEvent {
+    pub sequence: i64,
+    pub event_id: String,
+    /// Its type's place in CONTRACT §18.1's list.
+    pub code: i64,
+    pub appended_at_ms: i64,
+    pub location_id: String,
+    pub merchant_location_id: Option<String>,
+    pub version: i64,
+    pub status: String,
+    pub previous_status: Option<String>,
+}
+
+impl StoredEvent {
+    /// [`EVENT_COLUMNS`] read from column `at` on.
+    pub fn read<R: Columns>(r: &R, at: usize) -> Result<Self, R::Error> {
+        Ok(StoredEvent {
+            sequence: r.int(at)?,
+            event_id: r.text(at + 1)?,
+            code: r.int(at + 2)?,
+            appended_at_ms: r.int(at + 3)?,
+            location_id: r.text(at + 4)?,
+            merchant_location_id: r.opt_text(at + 5)?,
+            version: r.int(at + 6)?,
+            status: r.text(at + 7)?,
+            previous_status: r.opt_text(at + 8)?,
+        })
+    }
+
+    /// The event object of CONTRACT §18.1: the same bytes every time it is read or delivered.
+    pub fn render(&self) -> Result<String, StoreError> {
+        let change = Change::from_columns(
+            self.code,
+            self.location_id.clone(),
+            self.merchant_location_id.clone(),
+            self.version,
+            &self.status,
+            self.previous_status.as_deref(),
+            self.appended_at_ms,
+        )
+        .ok_or_else(|| StoreError::corrupt("event", &self.event_id))?;
+        Ok(event::render(&self.event_id, self.sequence, &change))
+    }
+}
+
+/// An endpoint as a claim reads it: where to send, how to sign, what it takes, where it stands.
+#[derive(Clone, Debug)]
+pub struct ClaimedEndpoint {
+    pub webhook_id: String,
+    pub merchant_pk: i64,
+    pub url: String,
+    pub secret: String,
+    pub old_secret: Option<String>,
+    pub old_secret_until: Option<i64>,
+    pub failing_since_ms: Option<i64>,
+    /// The bit set of the event types it takes (`None`: every type).
+    pub types: Option<i64>,
+}
+
+impl ClaimedEndpoint {
+    /// [`ENDPOINT_COLUMNS`] read from column 0.
+    pub fn read<R: Columns>(r: &R) -> Result<Self, R::Error> {
+        Ok(ClaimedEndpoint {
+            webhook_id: r.text(0)?,
+            merchant_pk: r.int(1)?,
+            url: r.text(2)?,
+            secret: r.text(3)?,
+            old_secret: r.opt_text(4)?,
+            old_secret_until: r.opt_int(5)?,
+            failing_since_ms: r.opt_int(6)?,
+            types: r.opt_int(7)?,
+        })
+    }
+
+    /// Whether it takes an event of type `code`.
+    pub fn takes(&self, code: i64) -> bool {
+        self.types.is_none_or(|bits| EventTypes::from_bits(bits).has_code(code))
+    }
+
+    /// A delivery of `event` to it after `attempts` attempts, signed as at `now_ms`.
+    pub fn due(&self, event: &StoredEvent, attempts: i64, now_ms: i64) -> Result<Due, StoreError> {
+        Ok(Due {
+            webhook_id: self.webhook_id.clone(),
+            merchant_pk: self.merchant_pk,
+            url: self.url.clone(),
+            secrets: signing_secrets(
+                self.secret.clone(),
+                self.old_secret.clone(),
+                self.old_secret_until,
+                now_ms,
+            ),
+            failing_since_ms: self.failing_since_ms,
+            sequence: event.sequence,
+            attempts,
+            appended_at_ms: event.appended_at_ms,
+            event_id: event.event_id.clone(),
+            body: event.render()?,
+        })
+    }
+
+    /// The window of its next `events` (read after its `delivered_through`, in sequence order):
+    /// the deliveries of the types it takes, through the last event read, or through the log's
+    /// end `last_sequence` when none was read (events dropped by retention before they were sent).
+    pub fn window(&self, events: &[StoredEvent], last_sequence: i64, now_ms: i64) -> Result<Window, StoreError> {
+        let through = events.last().map_or(last_sequence, |e| e.sequence);
+        let dues = events
+            .iter()
+            .filter(|e| self.takes(e.code))
+            .map(|e| self.due(e, 0, now_ms))
+            .collect::<Result<_, _>>()?;
+        Ok(Window {
+            webhook_id: self.webhook_id.clone(),
+            through,
+            dues,
+        })
+    }
+}
+
+/// Columns of an endpoint as [`ClaimedEndpoint`] is read (the table as `w`): id, merchant, URL,
+/// secret, old secret, its end, failing since, types.
+pub const ENDPOINT_COLUMNS: &str = "w.webhook_id, w.merchant_pk, w.url, w.secret, w.old_secret, \
+     w.old_secret_until, w.failing_since, w.types";
+
+/// How many columns [`ENDPOINT_COLUMNS`] has.
+pub const ENDPOINT_WIDTH: usize = 8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::event::EventType;
+
+    fn event(sequence: i64, kind: EventType) -> StoredEvent {
+        StoredEvent {
+            sequence,
+            event_id: format!("evt_{sequence}"),
+            code: kind.code(),
+            appended_at_ms: 0,
+            location_id: "l".into(),
+            merchant_location_id: None,
+            version: 1,
+            status: "ACTIVE".into(),
+            previous_status: None,
+        }
+    }
+
+    fn endpoint(types: Option<EventTypes>, old_until: Option<i64>) -> ClaimedEndpoint {
+        ClaimedEndpoint {
+            webhook_id: "w".into(),
+            merchant_pk: 1,
+            url: "https://example.com/".into(),
+            secret: "whsec_new".into(),
+            old_secret: Some("whsec_old".into()),
+            old_secret_until: old_until,
+            failing_since_ms: None,
+            types: types.map(|t| i64::from(t.bits())),
+        }
+    }
+
+    #[test]
+    fn a_window_takes_its_types_and_runs_through_the_last_event_read_or_the_log_s_end() {
+        let archived: EventTypes = [EventType::Archived].into_iter().collect();
+        let e = endpoint(Some(archived), None);
+        let events = [
+            event(4, EventType::Created),
+            event(5, EventType::Archived),
+            event(6, EventType::Created),
+        ];
+        let w = e.window(&events, 9, 0).unwrap();
+        assert_eq!(w.through, 6);
+        assert_eq!(w.dues.iter().map(|d| d.sequence).collect::<Vec<_>>(), [5]);
+        assert_eq!(
+            e.window(&[], 9, 0).unwrap().through,
+            9,
+            "pruned before sent: to the log's end"
+        );
+        assert_eq!(endpoint(None, None).window(&events, 9, 0).unwrap().dues.len(), 3);
+    }
+
+    #[test]
+    fn the_old_secret_signs_until_its_end() {
+        let e = endpoint(None, Some(1000));
+        assert_eq!(e.due(&event(1, EventType::Created), 0, 999).unwrap().secrets.len(), 2);
+        assert_eq!(e.due(&event(1, EventType::Created), 0, 1000).unwrap().secrets.len(), 1);
+    }
+}
