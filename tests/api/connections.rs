@@ -17,7 +17,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::helpers::*;
-use crate::process::{Server, merchant_create};
 use crate::staying_up::closed_within;
 
 const LIST: &str = "/v1/categories/list";
@@ -221,7 +220,7 @@ async fn server_with_a_large_page() -> (tempfile::TempDir, Server, String) {
     let db = dir.path().join("drain.db");
     let key = merchant_create(&db, "drain")["api_key"].as_str().unwrap().to_owned();
     let server = Server::start_binary_with(
-        std::path::Path::new(crate::process::BIN),
+        std::path::Path::new(crate::helpers::BIN),
         &format!("sqlite://{}", db.display()),
         &["--rate-limit", "0"],
     );

@@ -15,7 +15,6 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::process::{Server, merchant_create};
 
 const CLIENTS: usize = 4;
 

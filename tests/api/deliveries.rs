@@ -13,7 +13,6 @@ use storefront::webhooks::WebhookSettings;
 use storefront::webhooks::address::Reach;
 
 use crate::helpers::*;
-use crate::webhooks::{Receiver, wait_until, webhook_app};
 
 /// The retry schedule of `webhook_app`: what "three times the schedule" waits for.
 const SCHEDULE: Duration = Duration::from_millis(900);
@@ -175,7 +174,6 @@ async fn a_retry_in_flight_at_a_delete_schedules_nothing() {
 /// and records them before it exits; after a restart no event is sent again.
 #[tokio::test]
 async fn a_stop_records_the_attempts_in_flight_and_a_restart_sends_nothing_again() {
-    use crate::process::{BIN, Server, create, merchant_create};
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("stop.db");
     let url = format!("sqlite://{}", db.display());

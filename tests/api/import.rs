@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::process::{Server, merchant_create, storefront};
 
 fn repo_data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join(name)

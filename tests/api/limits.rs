@@ -11,7 +11,6 @@ use storefront::rate_limit::Rate;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::helpers::*;
-use crate::request::{Fault, FaultyStore};
 
 const LIST: &str = "/v1/categories/list";
 

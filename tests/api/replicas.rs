@@ -7,8 +7,6 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-use crate::postgres::Cluster;
-use crate::process::{BIN, Server, create, merchant_create_at, storefront_at};
 
 /// The bound the tests run with: short, so the wait for it is, and long beside what a test does
 /// between pausing replay and searching.

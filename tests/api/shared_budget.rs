@@ -14,7 +14,6 @@ use storefront::app::Settings;
 use storefront::rate_limit::Rate;
 
 use crate::helpers::*;
-use crate::postgres::Cluster;
 
 const RATE: u32 = 20;
 const BURST: u32 = 20;

@@ -16,7 +16,6 @@ use storefront::store::Store;
 use storefront::store::sqlite::SqliteStore;
 
 use crate::helpers::*;
-use crate::process::{Server, merchant_create};
 
 fn rows(db: &Path, merchant_location_id_prefix: &str) -> i64 {
     let conn = rusqlite::Connection::open(db).unwrap();

@@ -17,7 +17,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::helpers::*;
-use crate::request::{Fault, FaultyStore};
 
 const ATTACKER: [u8; 4] = [127, 0, 0, 2];
 const VICTIM: [u8; 4] = [127, 0, 0, 3];

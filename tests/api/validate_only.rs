@@ -217,11 +217,11 @@ async fn validate_only_is_a_boolean_of_create_and_update_only() {
 async fn a_dry_request_is_counted_as_a_request_and_not_as_a_change() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("dry.db");
-    let key = crate::process::merchant_create(&db, "dry")["api_key"]
+    let key = crate::helpers::merchant_create(&db, "dry")["api_key"]
         .as_str()
         .unwrap()
         .to_owned();
-    let server = crate::process::Server::start(&db);
+    let server = crate::helpers::Server::start(&db);
     let client = reqwest::Client::new();
     let post = |path: &str, body: Value| {
         client

@@ -1,5 +1,14 @@
 //! Test harness: a real server on 127.0.0.1:0 over a fresh database, and valid fixtures.
 
+mod cluster;
+mod faulty;
+mod receiver;
+mod server;
+
+pub use cluster::Cluster;
+pub use faulty::{Fault, FaultyStore, faulty_app};
+pub use receiver::{Receiver, signed_by, wait_until, webhook_app};
+pub use server::{BIN, Server, create, merchant_create, merchant_create_at, storefront, storefront_at};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
