@@ -224,35 +224,45 @@ async fn a_locked_budget_table_delays_no_request_past_the_take_bound_and_the_pol
     let cluster = Cluster::new();
     let apps = instances(&cluster.url(), 1).await;
     let app = &apps[0];
-    // The instance holds units of the merchant's budget, then the table is locked by another
-    // session and the merchant goes quiet: the instance's upkeep tries to give the units back.
-    let first = app.post(LIST, &json!({})).await;
-    assert_eq!(first.status, 200);
     let policy = "\"merchant\";q=20;w=1";
-    assert_eq!(first.headers["ratelimit-policy"], policy);
-    let lock = lock_budgets(&cluster.url()).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    // Every request is answered within the take's bound (250 ms) and a little, on the
+    // In rounds (issue 45: a request once waited 29.98 s here, in one run of many): each round
+    // the instance holds units of the merchant's budget, then the table is locked by another
+    // session and the merchant goes quiet, so that the instance's upkeep tries to give the units
+    // back; then every request is answered within the take's bound (250 ms) and a little, on the
     // instance's share, under the same policy.
-    let (mut admitted, mut refused) = (0, 0);
-    for _ in 0..40 {
-        let started = Instant::now();
-        let answer = app.post(LIST, &json!({})).await;
-        let took = started.elapsed();
+    for round in 0..3 {
+        let first = app.post(LIST, &json!({})).await;
         assert!(
-            took < Duration::from_secs(1),
-            "answered after {took:?} with the budget table locked"
+            first.status == 200 || first.status == 429,
+            "round {round}: {}",
+            first.status
         );
-        assert_eq!(answer.headers["ratelimit-policy"], policy, "{}", answer.status);
-        match answer.status.as_u16() {
-            200 => admitted += 1,
-            429 => refused += 1,
-            other => panic!("{other}: {:#}", answer.body),
+        assert_eq!(first.headers["ratelimit-policy"], policy);
+        let lock = lock_budgets(&cluster.url()).await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let (mut admitted, mut refused) = (0, 0);
+        for _ in 0..40 {
+            let started = Instant::now();
+            let answer = app.post(LIST, &json!({})).await;
+            let took = started.elapsed();
+            assert!(
+                took < Duration::from_secs(1),
+                "round {round}: answered after {took:?} with the budget table locked"
+            );
+            assert_eq!(answer.headers["ratelimit-policy"], policy, "{}", answer.status);
+            match answer.status.as_u16() {
+                200 => admitted += 1,
+                429 => refused += 1,
+                other => panic!("{other}: {:#}", answer.body),
+            }
         }
+        assert!(
+            admitted > 0 && refused > 0,
+            "round {round}: limited on the share: {admitted} admitted, {refused} refused"
+        );
+        lock.batch_execute("ROLLBACK").await.unwrap();
+        // Quiet for longer than burst ÷ rate and the failed ledger's pause: the next round starts
+        // with the budget reachable and full.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
     }
-    assert!(
-        admitted > 0 && refused > 0,
-        "limited on the share: {admitted} admitted, {refused} refused"
-    );
-    lock.batch_execute("ROLLBACK").await.unwrap();
 }
