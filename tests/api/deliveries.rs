@@ -231,3 +231,153 @@ async fn a_stop_records_the_attempts_in_flight_and_a_restart_sends_nothing_again
     assert_eq!(ids.len(), 8);
     assert!(ids.values().all(|n| *n == 1), "sent again after the restart: {ids:?}");
 }
+
+/// One endpoint's stored state: its status, why it is disabled, its failing clock, and its
+/// deliveries log (attempt, event, outcome, status, error), as an engine stores a settle plan.
+async fn endpoint_state(url: &str, store: &dyn storefront::store::Store, merchant_pk: i64) -> Value {
+    use storefront::store::webhook_api::AttemptsQuery;
+    let failing: Option<i64> = match url.strip_prefix("sqlite://") {
+        Some(path) => rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row("SELECT failing_since FROM webhooks WHERE webhook_id = 'wh'", [], |r| {
+                r.get(0)
+            })
+            .unwrap(),
+        None => {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            client
+                .query_one("SELECT failing_since FROM webhooks WHERE webhook_id = 'wh'", &[])
+                .await
+                .unwrap()
+                .get(0)
+        }
+    };
+    let webhooks = store.webhooks();
+    let listed = webhooks.list_webhooks(merchant_pk).await.unwrap();
+    let log = webhooks
+        .attempts(AttemptsQuery {
+            merchant_pk,
+            webhook_id: "wh".into(),
+            before: None,
+            limit: 100,
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    let log: Vec<Value> = log
+        .iter()
+        .map(|a| {
+            json!([
+                a.attempt,
+                a.event_id,
+                a.outcome.as_str(),
+                a.http_status,
+                a.error,
+                a.attempted_at_ms
+            ])
+        })
+        .collect();
+    json!({
+        "status": listed[0].status.as_str(),
+        "disabled_reason": listed[0].disabled_reason.map(|r| r.as_str()),
+        "failing_since": failing,
+        "log": log,
+    })
+}
+
+/// Both engines store the same settle plans to the same effect: the deliveries log and the
+/// endpoint's state, its failing clock included, after each of a run of batches ([failed],
+/// [delivered, failed], [failed], [410]).
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn both_engines_store_a_settle_plan_alike() {
+    use storefront::domain::webhook::{Attempt, Outcome, RetrySchedule, Webhook, WebhookStatus};
+    use storefront::secret::Secret;
+    use storefront::store::settle_plan::{SettleRules, plan};
+    use storefront::store::webhook_api::{NewWebhook, Settled, Settlement, Source};
+
+    let _ = postgres_admin_url().expect("set STOREFRONT_TEST_POSTGRES");
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = format!("sqlite://{}", dir.path().join("plan.db").display());
+    let postgres = fresh_database_url(dir.path()).await;
+    let attempt = |n: i64, event: i64, at: i64, status: i64| Settled {
+        webhook_id: "wh".into(),
+        merchant_pk: 0,
+        appended_at_ms: 0,
+        failing_since_ms: None,
+        attempt: Attempt {
+            id: 0,
+            event_id: format!("evt_{event}"),
+            sequence: event,
+            attempt: n,
+            attempted_at_ms: at,
+            outcome: if status < 300 {
+                Outcome::Delivered
+            } else {
+                Outcome::Failed
+            },
+            http_status: Some(status),
+            error: (status >= 300).then(|| format!("answered {status}")),
+            duration_ms: 5,
+        },
+        retry_after: None,
+        ended_at_ms: at + 5,
+        jitter: 0.0,
+    };
+    let batches = [
+        vec![attempt(1, 1, 1_000, 500)],
+        vec![attempt(2, 1, 2_000, 204), attempt(1, 2, 3_000, 503)],
+        vec![attempt(2, 2, 4_000, 500)],
+        vec![attempt(1, 3, 5_000, 410)],
+    ];
+    let schedule = RetrySchedule::parse("1s,1s").unwrap();
+    let rules = SettleRules {
+        retry: &schedule,
+        disable_after: Duration::from_secs(3600),
+    };
+    let mut states: Vec<Vec<Value>> = Vec::new();
+    for url in [&sqlite, &postgres] {
+        let store = open_store(url).await;
+        let merchant = store.create_merchant("plan").await.unwrap();
+        let webhook = Webhook {
+            webhook_id: "wh".into(),
+            url: "https://example.com/hook".into(),
+            types: None,
+            status: WebhookStatus::Enabled,
+            disabled_reason: None,
+            created_at_ms: 0,
+        };
+        let new = NewWebhook {
+            webhook,
+            secret: Secret::new("whsec_c2VjcmV0"),
+        };
+        store
+            .webhooks()
+            .create_webhook(merchant.pk, new)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut after = Vec::new();
+        for batch in &batches {
+            let settlement = Settlement {
+                source: Source::Retries,
+                attempts: batch.clone(),
+            };
+            store
+                .webhooks()
+                .settle("owner", plan(vec![settlement], &rules))
+                .await
+                .unwrap();
+            after.push(endpoint_state(url, store.as_ref(), merchant.pk).await);
+        }
+        store.close().await;
+        states.push(after);
+    }
+    assert_eq!(states[0], states[1], "SQLite and PostgreSQL disagree");
+    let failing: Vec<&Value> = states[0].iter().map(|s| &s["failing_since"]).collect();
+    assert_eq!(failing, [&json!(1_000), &json!(3_000), &json!(3_000), &json!(3_000)]);
+    assert_eq!(states[0][3]["status"], "DISABLED");
+    assert_eq!(states[0][3]["disabled_reason"], "gone");
+    assert_eq!(states[0][3]["log"].as_array().unwrap().len(), 5);
+}
