@@ -381,3 +381,35 @@ async fn both_engines_store_a_settle_plan_alike() {
     assert_eq!(states[0][3]["disabled_reason"], "gone");
     assert_eq!(states[0][3]["log"].as_array().unwrap().len(), 5);
 }
+
+/// A window's 410 disables the endpoint while its other attempts fail: enabled again at once, it
+/// gets only the events appended after the enable, none of that window's failures again.
+#[tokio::test]
+async fn after_a_410_and_an_enable_only_later_events_are_sent() {
+    let app = webhook_app().await;
+    let receiver = Receiver::start().await;
+    let (id, _) = app
+        .webhook(&format!("{}/gone-then-slow", receiver.base), Value::Null)
+        .await;
+    app.create((0..8).map(warehouse).collect()).await;
+    wait_until("the 410 disables the endpoint", || async {
+        app.webhook_of(&id).await["status"] == "DISABLED"
+    })
+    .await;
+    let enabled = app.post("/v1/webhook/enable", &json!({"webhook_id": id})).await;
+    assert_eq!(enabled.status, 200, "{:#}", enabled.body);
+    wait_until("the window's 8 attempts are recorded", || async {
+        app.attempts(&id).await.len() == 8
+    })
+    .await;
+    app.create(vec![warehouse(100)]).await;
+    let got = receiver.wait_for("gone-then-slow", 9).await;
+    let last: Value = serde_json::from_str(&got[8].body).unwrap();
+    assert_eq!(last["merchant_location_id"], "wh-100");
+    tokio::time::sleep(3 * SCHEDULE).await;
+    assert_eq!(
+        receiver.at("gone-then-slow").len(),
+        9,
+        "none of the disabling window's events was tried again"
+    );
+}

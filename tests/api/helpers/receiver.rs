@@ -54,6 +54,13 @@ async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: H
             StatusCode::OK.into_response()
         }
         "down" => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        // 410 at once, then 500 after a second to the next seven, then 204.
+        "gone-then-slow" if earlier == 0 => StatusCode::GONE.into_response(),
+        "gone-then-slow" if earlier < 8 => {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            StatusCode::INTERNAL_SERVER_ERROR.into_response()
+        }
+        "gone-then-slow" => StatusCode::NO_CONTENT.into_response(),
         // Answers its first request 410 and every other 500.
         "gone-first" if earlier == 0 => StatusCode::GONE.into_response(),
         "gone-first" => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
