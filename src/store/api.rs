@@ -117,6 +117,23 @@ impl ReadOn {
     }
 }
 
+/// A merchant as the operator lists it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MerchantRow {
+    pub merchant_id: String,
+    pub name: String,
+    pub created_at_ms: i64,
+}
+
+/// A key as the operator lists it: never its secret.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRow {
+    pub key_id: String,
+    pub scope: KeyScope,
+    pub created_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+}
+
 /// A stored, unrevoked API key.
 #[derive(Clone, Debug)]
 pub struct StoredKey {
@@ -206,6 +223,13 @@ pub trait Store: Send + Sync + 'static {
 
     /// How many merchants exist.
     async fn merchant_count(&self) -> Result<u64, StoreError>;
+
+    /// Every merchant, oldest first (the operator's `merchant list`).
+    async fn list_merchants(&self) -> Result<Vec<MerchantRow>, StoreError>;
+
+    /// The merchant's keys, oldest first, revoked ones included (never a secret); `None` when no
+    /// merchant has that public id (the operator's `key list`).
+    async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError>;
 
     /// Stores a new key for the merchant with public id `key.merchant_id` (`NotFound` if none).
     async fn insert_key(&self, key: NewKey) -> Result<(), StoreError>;

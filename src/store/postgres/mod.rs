@@ -50,8 +50,8 @@ use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMe
 use tokio_postgres::NoTls;
 
 use super::api::{
-    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, ReadOn, ReadReplicas, Store,
-    StoreError, StoredKey, WriteFor, now_ms,
+    Approval, Imported, KeyRow, KeyScope, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
+    ReadReplicas, Store, StoreError, StoredKey, WriteFor, now_ms,
 };
 use super::event_signal::EventSignal;
 use super::migrate;
@@ -379,6 +379,52 @@ impl Store for PgStore {
         let client = self.pool.get().await?;
         let n: i64 = client.query_one("SELECT count(*) FROM merchants", &[]).await?.get(0);
         Ok(n.unsigned_abs())
+    }
+
+    async fn list_merchants(&self) -> Result<Vec<MerchantRow>, StoreError> {
+        let client = self.pool.get().await?;
+        let rows = client
+            .query(
+                "SELECT id, name, created_at FROM merchants ORDER BY created_at, pk",
+                &[],
+            )
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| MerchantRow {
+                merchant_id: r.get(0),
+                name: r.get(1),
+                created_at_ms: r.get(2),
+            })
+            .collect())
+    }
+
+    async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
+        let client = self.pool.get().await?;
+        let Some(merchant) = client
+            .query_opt("SELECT pk FROM merchants WHERE id = $1", &[&merchant_id])
+            .await?
+        else {
+            return Ok(None);
+        };
+        let pk: i64 = merchant.get(0);
+        let rows = client
+            .query(
+                "SELECT key_id, scope, created_at, revoked_at FROM api_keys WHERE merchant_pk = $1 \
+                 ORDER BY created_at, key_id",
+                &[&pk],
+            )
+            .await?;
+        Ok(Some(
+            rows.iter()
+                .map(|r| KeyRow {
+                    key_id: r.get(0),
+                    scope: KeyScope::from_stored(r.get(1)),
+                    created_at_ms: r.get(2),
+                    revoked_at_ms: r.get(3),
+                })
+                .collect(),
+        ))
     }
 
     async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {

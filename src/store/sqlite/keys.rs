@@ -8,7 +8,8 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::store::api::StoredKey;
+use crate::store::api::{KeyRow, KeyScope, MerchantRow, StoreError, StoredKey};
+use rusqlite::OptionalExtension;
 
 /// Verified API keys, each with the version of the database it was read at.
 ///
@@ -104,4 +105,38 @@ impl KeyCache {
             entries.insert(key_id.to_owned(), (version, key));
         }
     }
+}
+
+/// Every merchant, oldest first.
+pub(super) fn merchants(conn: &rusqlite::Connection) -> Result<Vec<MerchantRow>, StoreError> {
+    let mut stmt = conn.prepare_cached("SELECT id, name, created_at FROM merchants ORDER BY created_at, pk")?;
+    let rows = stmt.query_map([], |r| {
+        Ok(MerchantRow {
+            merchant_id: r.get(0)?,
+            name: r.get(1)?,
+            created_at_ms: r.get(2)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The merchant's keys, oldest first; `None` when there is no such merchant.
+pub(super) fn keys_of(conn: &rusqlite::Connection, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
+    let pk: Option<i64> = conn
+        .prepare_cached("SELECT pk FROM merchants WHERE id = ?1")?
+        .query_row([merchant_id], |r| r.get(0))
+        .optional()?;
+    let Some(pk) = pk else { return Ok(None) };
+    let mut stmt = conn.prepare_cached(
+        "SELECT key_id, scope, created_at, revoked_at FROM api_keys WHERE merchant_pk = ?1 ORDER BY created_at, key_id",
+    )?;
+    let rows = stmt.query_map([pk], |r| {
+        Ok(KeyRow {
+            key_id: r.get(0)?,
+            scope: KeyScope::from_stored(&r.get::<_, String>(1)?),
+            created_at_ms: r.get(2)?,
+            revoked_at_ms: r.get(3)?,
+        })
+    })?;
+    Ok(Some(rows.collect::<Result<_, _>>()?))
 }

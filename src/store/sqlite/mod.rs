@@ -51,8 +51,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    Approval, Imported, KeyScope, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, ReadOn, Store, StoreError,
-    StoredKey, WriteFor, now_ms,
+    Approval, Imported, KeyRow, KeyScope, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
+    Store, StoreError, StoredKey, WriteFor, now_ms,
 };
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -240,6 +240,15 @@ impl Store for SqliteStore {
             .read(|c| Ok(c.query_row("SELECT count(*) FROM merchants", [], |r| r.get::<_, i64>(0))?))
             .await
             .map(|n| n.unsigned_abs())
+    }
+
+    async fn list_merchants(&self) -> Result<Vec<MerchantRow>, StoreError> {
+        self.readers.read(keys::merchants).await
+    }
+
+    async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
+        let merchant_id = merchant_id.to_owned();
+        self.readers.snapshot(move |c| keys::keys_of(c, &merchant_id)).await
     }
 
     async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {

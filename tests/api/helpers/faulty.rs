@@ -159,6 +159,12 @@ impl Store for FaultyStore {
     ) -> Result<Result<Imported, Vec<Problem>>, StoreError> {
         self.inner.import_categories(parsed, mode).await
     }
+    async fn list_merchants(&self) -> Result<Vec<storefront::store::MerchantRow>, StoreError> {
+        self.inner.list_merchants().await
+    }
+    async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<storefront::store::KeyRow>>, StoreError> {
+        self.inner.list_keys(merchant_id).await
+    }
     async fn close(&self) {
         self.inner.close().await;
     }

@@ -18,9 +18,7 @@ use crate::client::push::{self, PushArgs};
 use crate::config::{DatabaseArgs, LogFormat, ServeArgs};
 use crate::domain::category::import::{self, Format, Mode};
 use crate::domain::category::order;
-use crate::domain::field_error::FieldError;
-use crate::domain::location::batch::quarantine_issue;
-use crate::store::{self, Approval, DatabaseUrl, Store, StoreError};
+use crate::store::{self, DatabaseUrl, Store, StoreError};
 
 /// `println!` that never panics: a server whose stdout was closed (a pipe whose reader went
 /// away) keeps serving; what it would have printed is lost, which is all that can happen to it.
@@ -36,6 +34,8 @@ macro_rules! warn_user {
         let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
 }
+
+mod operator;
 
 /// How long in-flight requests may run on after a shutdown signal.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -133,6 +133,12 @@ pub enum MerchantCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Every merchant, oldest first: id, name, created.
+    List {
+        /// One JSON object per line: {"merchant_id", "name", "created_at"}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -166,6 +172,14 @@ pub enum KeyCommand {
     },
     /// Revoke an API key by its key_id; it is refused from the next request on.
     Revoke { key_id: String },
+    /// A merchant's keys, oldest first: key id, scope, created, revoked or not (never the key).
+    List {
+        #[arg(long)]
+        merchant: String,
+        /// One JSON object per line: {"key_id", "scope", "created_at", "revoked_at"}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs the parsed command line. `push` and `pull` say their own exit code (CONTRACT §11); every
@@ -245,77 +259,19 @@ async fn run_local(url: &DatabaseUrl, command: Command) -> anyhow::Result<()> {
             .await
         }
         Command::Locations(LocationsCommand::Quarantined { json }) => {
-            with_store(url, |store| async move {
-                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                let found = store.quarantined_locations().await?;
-                for q in &found {
-                    let issue = q
-                        .neighbour_location_id
-                        .as_deref()
-                        .map(|by| quarantine_issue("latitude".to_owned(), by));
-                    if json {
-                        #[derive(serde::Serialize)]
-                        struct Line<'a> {
-                            location_id: &'a str,
-                            merchant_id: &'a str,
-                            merchant_location_id: Option<&'a str>,
-                            name: &'a str,
-                            issue: Option<FieldError>,
-                            neighbour_location_id: Option<&'a str>,
-                        }
-                        let line = Line {
-                            location_id: &q.location_id,
-                            merchant_id: &q.merchant_id,
-                            merchant_location_id: q.merchant_location_id.as_deref(),
-                            name: &q.name,
-                            issue,
-                            neighbour_location_id: q.neighbour_location_id.as_deref(),
-                        };
-                        writeln!(out, "{}", serde_json::to_string(&line)?)?;
-                    } else {
-                        writeln!(
-                            out,
-                            "{}  merchant {}  {:?} ({})  near {}",
-                            q.location_id,
-                            q.merchant_id,
-                            q.name,
-                            q.merchant_location_id.as_deref().unwrap_or("no merchant_location_id"),
-                            q.neighbour_location_id.as_deref().unwrap_or("?"),
-                        )?;
-                    }
-                }
-                if !json {
-                    writeln!(out, "{} quarantined location(s)", found.len())?;
-                }
-                out.flush()?;
-                Ok(())
-            })
-            .await
+            with_existing_store(url, |store| operator::quarantined(store, json)).await
         }
         Command::Locations(LocationsCommand::Approve { location_id }) => {
-            with_store(url, |store| async move {
-                match store.approve_location(&location_id).await? {
-                    Approval::Approved { version } => {
-                        say!("approved location {location_id}: ACTIVE, version {version}");
-                        Ok(())
-                    }
-                    Approval::NotQuarantined(status) => {
-                        bail!("location {location_id} is {status}, not QUARANTINE: nothing changed")
-                    }
-                    Approval::NotFound => bail!("no location with id {location_id}"),
-                }
-            })
-            .await
+            with_existing_store(url, |store| operator::approve(store, location_id)).await
         }
         Command::Key(KeyCommand::Revoke { key_id }) => {
-            with_store(url, |store| async move {
-                if !store.revoke_key(&key_id).await? {
-                    bail!("no active key with key_id {key_id}");
-                }
-                say!("revoked key {key_id}");
-                Ok(())
-            })
-            .await
+            with_existing_store(url, |store| operator::revoke(store, key_id)).await
+        }
+        Command::Key(KeyCommand::List { merchant, json }) => {
+            with_existing_store(url, |store| operator::list_keys(store, merchant, json)).await
+        }
+        Command::Merchant(MerchantCommand::List { json }) => {
+            with_existing_store(url, |store| operator::list_merchants(store, json)).await
         }
     }
 }
@@ -330,6 +286,24 @@ where
     let result = f(Arc::clone(&store)).await;
     store.close().await;
     result
+}
+
+/// As `with_store`, for the commands that only read or review: a SQLite file that does not exist
+/// is refused (a message naming it, exit 1) rather than created empty.
+async fn with_existing_store<F, Fut>(url: &DatabaseUrl, f: F) -> anyhow::Result<()>
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    if let DatabaseUrl::Sqlite(path) = url
+        && !path.exists()
+    {
+        bail!(
+            "no database at {}: give the service's with --database sqlite://FILE (or STOREFRONT_DATABASE)",
+            path.display()
+        );
+    }
+    with_store(url, f).await
 }
 
 /// Imports a file's text; prints what it did, or every problem and fails.
@@ -446,7 +420,7 @@ fn lock_database(path: &Path) -> anyhow::Result<File> {
 }
 
 /// The built-in demo taxonomy (`scripts/gen-demo-taxonomy.py` writes it).
-const DEMO_TAXONOMY: &str = include_str!("../assets/demo-taxonomy.json");
+const DEMO_TAXONOMY: &str = include_str!("../../assets/demo-taxonomy.json");
 
 /// `serve --demo`: on an empty database, the demo taxonomy and the merchant `demo` with its
 /// locations (`demo::seed_locations`). Each part is
@@ -493,10 +467,19 @@ async fn seed_demo(state: &AppState, addr: std::net::SocketAddr) -> anyhow::Resu
         say!("The pickup-point widget with the demo's points:");
         say!("    http://{addr}/widget/#key={}", storefront.api_key);
     } else {
-        say!(
-            "This database already has merchants, so no demo key was printed; issue one with \
-             `storefront key issue --merchant <merchant_id>`."
-        );
+        // The demo merchant's id, so that a key can be issued (its keys were shown once).
+        let merchants = store.list_merchants().await?;
+        match merchants.iter().find(|m| m.name == "demo") {
+            Some(demo) => say!(
+                "This database already has the demo merchant (merchant_id {id}); its key was shown \
+                 only when it was created. Issue another with:\n    storefront key issue --merchant {id}",
+                id = demo.merchant_id
+            ),
+            None => say!(
+                "This database already has merchants, so no demo was created; list them with \
+                 `storefront merchant list` and issue a key with `storefront key issue --merchant <merchant_id>`."
+            ),
+        }
     }
     Ok(())
 }
