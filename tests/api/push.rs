@@ -413,6 +413,18 @@ async fn field_errors_come_back_at_their_row_and_column() {
         "{syntax}"
     );
     assert!(app.records().await.is_empty());
+    // Without --report the failures are said all the same: each row, its column, code and why.
+    let run = app.push(&[path_arg(&bad)]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    for expected in [
+        "row 2, column latitude: INVALID_TYPE: ",
+        "row 3, column limits.weight: NEGATIVE_VALUE: ",
+        "row 5, column working_schedule.monday: INVALID_TIME_RANGE: schedule.time_end: ",
+        "row 6, column individual_schedule: INVALID_TYPE: ",
+    ] {
+        assert!(run.stderr.contains(expected), "{expected} in {}", run.stderr);
+    }
+    assert!(!run.stderr.contains("more failed row"), "{}", run.stderr);
 }
 
 #[tokio::test]

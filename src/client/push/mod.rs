@@ -32,7 +32,7 @@ use super::{Exit, format_of};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use chunk::push_chunk;
 use missing::archive_missing;
-use report::{Outcome, Progress, ReportFile, RowReport, Tally};
+use report::{FirstFailures, Outcome, Progress, ReportFile, RowReport, Tally};
 
 #[derive(Args, Debug)]
 pub struct PushArgs {
@@ -144,6 +144,7 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
         next_seq: 0,
         next_write: 0,
         tally: Tally::default(),
+        failures: FirstFailures::default(),
         named_ids: HashSet::new(),
         named_mlids: HashSet::new(),
         report: report.as_mut(),
@@ -177,6 +178,7 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
     }
     let read = reader.await.map_err(|e| Exit::Failed(anyhow!(e)))?;
     let (tally, named_ids, named_mlids) = (flow.tally.clone(), flow.named_ids, flow.named_mlids);
+    let failures = flow.failures;
     progress.finish();
     if let Some(report) = report {
         report.finish().map_err(Exit::Failed)?;
@@ -208,6 +210,9 @@ async fn push(args: PushArgs) -> Result<ExitCode, Exit> {
         }
     }
     let _ = writeln!(std::io::stdout(), "{summary}");
+    for line in failures.lines(args.report.as_deref()) {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
     Ok(if bad { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
@@ -245,6 +250,7 @@ struct Flow<'a> {
     next_seq: u64,
     next_write: u64,
     tally: Tally,
+    failures: FirstFailures,
     named_ids: HashSet<String>,
     named_mlids: HashSet<String>,
     report: Option<&'a mut ReportFile>,
@@ -283,6 +289,7 @@ impl Flow<'_> {
             self.next_write += 1;
             for report in reports {
                 self.tally.add(report.outcome);
+                self.failures.add(&report);
                 if self.track_names {
                     self.named_ids.extend(report.location_id.clone());
                     self.named_mlids.extend(report.merchant_location_id.clone());

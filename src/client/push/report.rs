@@ -56,6 +56,53 @@ pub struct RowReport {
     pub errors: Vec<RowError>,
 }
 
+/// The first rows that failed (or whose outcome is unknown), said after the summary so that a push
+/// without `--report` still says which rows and why; the rest are counted.
+#[derive(Default)]
+pub struct FirstFailures {
+    lines: Vec<String>,
+    rows: u64,
+}
+
+impl FirstFailures {
+    /// How many failed rows are shown.
+    const SHOWN: u64 = 5;
+
+    pub fn add(&mut self, report: &RowReport) {
+        if !matches!(report.outcome, Outcome::Failed | Outcome::Unknown) {
+            return;
+        }
+        self.rows += 1;
+        if self.rows > Self::SHOWN {
+            return;
+        }
+        if report.errors.is_empty() {
+            self.lines
+                .push(format!("row {}: {}", report.row, report.outcome.as_str()));
+        }
+        for e in &report.errors {
+            let column = if e.field.is_empty() { "(row)" } else { &e.field };
+            self.lines.push(format!(
+                "row {}, column {column}: {}: {}",
+                report.row, e.code, e.message
+            ));
+        }
+    }
+
+    /// The lines to print: each shown row's errors, then how many more rows failed.
+    pub fn lines(&self, report: Option<&Path>) -> Vec<String> {
+        let mut lines = self.lines.clone();
+        if self.rows > Self::SHOWN {
+            let every = report.map_or_else(
+                || "--report FILE lists every row".to_owned(),
+                |p| format!("{} lists every row", p.display()),
+            );
+            lines.push(format!("… and {} more failed row(s); {every}", self.rows - Self::SHOWN));
+        }
+        lines
+    }
+}
+
 /// The `--report` file.
 pub enum ReportFile {
     Csv(Box<csv::Writer<File>>),
@@ -197,5 +244,36 @@ impl Progress {
         if let Some(ticker) = self.ticker {
             ticker.abort();
         }
+    }
+}
+
+#[cfg(test)]
+mod first_failures_tests {
+    use super::*;
+
+    fn failed(row: u64) -> RowReport {
+        RowReport {
+            row,
+            merchant_location_id: None,
+            location_id: None,
+            outcome: Outcome::Failed,
+            errors: vec![RowError::new("name", "REQUIRED", "name is required")],
+        }
+    }
+
+    #[test]
+    fn the_first_five_failed_rows_are_said_and_the_rest_counted() {
+        let mut f = FirstFailures::default();
+        let mut created = failed(1);
+        created.outcome = Outcome::Created;
+        f.add(&created);
+        for row in 2..=9 {
+            f.add(&failed(row));
+        }
+        let lines = f.lines(None);
+        assert_eq!(lines.len(), 6);
+        assert_eq!(lines[0], "row 2, column name: REQUIRED: name is required");
+        assert_eq!(lines[5], "… and 3 more failed row(s); --report FILE lists every row");
+        assert!(FirstFailures::default().lines(None).is_empty());
     }
 }
