@@ -32,7 +32,9 @@ const KEYS: [&str; 4] = ["near", "radius_m", "filter", "pagination"];
 /// Finds the authenticated merchant's locations that can serve a buyer near a point.
 ///
 /// Only `ACTIVE` locations within `radius_m` of `near` that meet every filter condition, nearest
-/// first (`distance_m`, rounded to the metre), then oldest first. With a storefront key the page
+/// first (`distance_m`, rounded to the metre), then oldest first. A storefront key finds only what
+/// a buyer may see: locations that are a `PICKUP_POINT` or a `CLICK_AND_COLLECT` point, never a
+/// warehouse alone (`filter.location_types` narrows that further). With a storefront key the page
 /// may be read on a PostgreSQL replica within `--replica-max-lag` of the primary (CONTRACT §19). Follow `next_cursor` with the same
 /// question for the next page: every match is reachable, none is skipped, however many lie nearer.
 #[utoipa::path(
@@ -67,6 +69,10 @@ pub async fn search(
         limit,
         cursor,
     } = request;
+    let filter = SearchFilter {
+        buyers_only: scope.buyers_only(),
+        ..filter
+    };
     let query = SearchQuery::new(merchant.pk, near, radius, filter, limit);
     let digest = query.digest(&merchant.id);
     let query = query.after(cursor_position::<Hit>(cursor.as_deref(), &state.cursors, &digest)?);
@@ -245,6 +251,7 @@ fn parse_filter(filter: &Map<String, Value>) -> Result<SearchFilter, ApiError> {
         accepts_returns,
         parcel,
         open_at,
+        buyers_only: false,
     })
 }
 

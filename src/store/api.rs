@@ -50,6 +50,12 @@ impl KeyScope {
         }
     }
 
+    /// Whether this key's searches find only what a buyer may see (CONTRACT §22): a key published
+    /// in a web page never tells where the merchant's warehouses are.
+    pub fn buyers_only(self) -> bool {
+        self == KeyScope::Storefront
+    }
+
     /// Where this key's searches read (CONTRACT §19): a buyer's on a replica, a merchant's where
     /// it writes.
     pub fn search_reads(self) -> ReadFrom {

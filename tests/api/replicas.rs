@@ -125,6 +125,15 @@ impl Replicated {
     }
 }
 
+/// A pickup point where `warehouse(n)` stands, named as it (`wh-n`): a storefront key's search
+/// finds nothing else (CONTRACT §22).
+fn point(n: u32) -> Value {
+    let w = warehouse(n);
+    let p = with(pickup_point(n), "/latitude", Some(w["latitude"].clone()));
+    let p = with(p, "/longitude", Some(w["longitude"].clone()));
+    with(p, "/merchant_location_id", Some(w["merchant_location_id"].clone()))
+}
+
 fn ids(page: &Value) -> Vec<String> {
     page["results"]
         .as_array()
@@ -142,7 +151,7 @@ fn near_of(item: &Value) -> (f64, f64) {
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn a_storefront_search_reads_the_replica_and_the_primary_once_the_replica_is_too_far_behind() {
     let r = Replicated::start().await;
-    let first = warehouse(1);
+    let first = point(1);
     let near = near_of(&first);
     create(&r.server.base, &r.key, &[first]).await;
     // Streamed to the replica and read there.
@@ -161,7 +170,7 @@ async fn a_storefront_search_reads_the_replica_and_the_primary_once_the_replica_
         assert!(Instant::now() < deadline, "replay did not pause");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let second = with(warehouse(2), "/latitude", Some(json!(near.0 + 0.001)));
+    let second = with(point(2), "/latitude", Some(json!(near.0 + 0.001)));
     create(&r.server.base, &r.key, &[second]).await;
     let created = Instant::now();
     // At once: the storefront search reads the paused replica (well within the bound), a full
@@ -216,7 +225,7 @@ async fn a_storefront_search_reads_the_replica_and_the_primary_once_the_replica_
 async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_side() {
     let r = Replicated::start().await;
     let items: Vec<Value> = (1..=30)
-        .map(|n| with(warehouse(n), "/latitude", Some(json!(10.0 + f64::from(n) * 0.0005))))
+        .map(|n| with(point(n), "/latitude", Some(json!(10.0 + f64::from(n) * 0.0005))))
         .collect();
     let near = (10.0, 37.6);
     create(&r.server.base, &r.key, &items).await;

@@ -50,7 +50,9 @@ fn forbidden(location_id: &str) -> Vec<(&'static str, Value)> {
 #[tokio::test]
 async fn a_storefront_key_searches_and_lists_categories_and_is_refused_everything_else() {
     let app = TestApp::spawn().await;
-    let created = app.create(vec![warehouse(1)]).await;
+    let point = with(pickup_point(1), "/latitude", Some(json!(10.0)));
+    let point = with(point, "/longitude", Some(json!(37.6)));
+    let created = app.create(vec![point]).await;
     let id = created[0]["location_id"].as_str().unwrap().to_owned();
     let (key, _) = app.storefront_key().await;
 
@@ -82,7 +84,7 @@ async fn a_storefront_key_searches_and_lists_categories_and_is_refused_everythin
     // Nothing was changed: one location, as created.
     let records = app.walk_locations(&app.key, &json!({}), 10).await;
     assert_eq!(records.len(), 1);
-    assert_eq!(records[0]["name"], "Warehouse 1");
+    assert_eq!(records[0]["name"], "Pickup point 1");
     assert_eq!(records[0]["status"], "ACTIVE");
     assert_eq!(records[0]["version"], 1);
     // The merchant's full key still calls everything.
@@ -297,4 +299,40 @@ async fn answers_and_errors_to_an_allowed_origin_carry_the_cors_headers() {
     let answer = app.post(CATEGORIES, &json!({})).await;
     assert_eq!(access_control_headers(&answer), Vec::<String>::new());
     assert!(header(&answer, "vary").is_none_or(|v| !v.contains("Origin")));
+}
+
+/// Buyers see pickup points only (CONTRACT §22): a storefront key's search never finds a location
+/// that is only a warehouse, also when its filter asks for warehouses; a full key's finds it.
+#[tokio::test]
+async fn a_storefront_key_never_finds_a_warehouse() {
+    let app = TestApp::spawn().await;
+    let at = |item: Value, metres: f64| {
+        let item = with(item, "/latitude", Some(json!(10.0 + metres / 111_000.0)));
+        with(item, "/longitude", Some(json!(37.6)))
+    };
+    // Far enough apart that neither is quarantined by the other.
+    app.create(vec![at(warehouse(1), 0.0), at(pickup_point(2), 500.0)])
+        .await;
+    let (key, _) = app.storefront_key().await;
+    let ids = |answer: &Answer| -> Vec<String> {
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+        answer.body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let buyer = app.post_as(SEARCH, &key, &near()).await;
+    assert_eq!(ids(&buyer), ["pp-2"], "the warehouse is the nearer, and not shown");
+    let mut warehouses = near();
+    warehouses["filter"] = json!({"location_types": ["WAREHOUSE"]});
+    assert!(ids(&app.post_as(SEARCH, &key, &warehouses).await).is_empty());
+    let mut either = near();
+    either["filter"] = json!({"location_types": ["WAREHOUSE", "PICKUP_POINT"]});
+    assert_eq!(ids(&app.post_as(SEARCH, &key, &either).await), ["pp-2"]);
+    let merchant = app.post(SEARCH, &near()).await;
+    assert_eq!(ids(&merchant), ["wh-1", "pp-2"], "a full key finds every type");
+    let merchant = app.post(SEARCH, &warehouses).await;
+    assert_eq!(ids(&merchant), ["wh-1"]);
 }

@@ -33,7 +33,7 @@ fn ring_sql(hours: bool) -> String {
         "SELECT l.* FROM UNNEST($2::int8[], $3::int8[]) AS r(lo, hi) CROSS JOIN LATERAL \
          (SELECT seq, latitude, longitude{hours} FROM locations \
           WHERE merchant_pk = $1 AND status = $4 AND cell BETWEEN r.lo AND r.hi \
-          AND (flags & $5) <> 0 AND (flags & $6) = $6 \
+          AND (flags & $5) <> 0 AND (flags & $6) = $6 AND (flags & $11) <> 0 \
           AND fit_a >= $7 AND fit_b >= $8 AND fit_c >= $9 AND fit_w >= $10 OFFSET 0) l"
     )
 }
@@ -79,7 +79,7 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
     while let Some(ranges) = walk.next_ring() {
         let (firsts, lasts): (Vec<i64>, Vec<i64>) = ranges.into_iter().unzip();
         let status = Status::Active.as_str();
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 10] = [
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 11] = [
             &q.merchant_pk(),
             &firsts,
             &lasts,
@@ -90,6 +90,7 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
             &test.fit[1],
             &test.fit[2],
             &test.fit[3],
+            &test.visible,
         ];
         let ring = query(client, &sql, &params);
         let rows = if begun {

@@ -15,7 +15,7 @@ fn range_sql(hours: bool) -> String {
     format!(
         "SELECT seq, latitude, longitude{} FROM locations INDEXED BY locations_search \
          WHERE merchant_pk = ?1 AND status = ?2 AND cell BETWEEN ?3 AND ?4 \
-         AND (flags & ?5) <> 0 AND (flags & ?6) = ?6 \
+         AND (flags & ?5) <> 0 AND (flags & ?6) = ?6 AND (flags & ?11) <> 0 \
          AND fit_a >= ?7 AND fit_b >= ?8 AND fit_c >= ?9 AND fit_w >= ?10",
         if hours { ", hours" } else { "" }
     )
@@ -40,6 +40,7 @@ pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage,
                 test.fit[1],
                 test.fit[2],
                 test.fit[3],
+                test.visible,
             ])?;
             while let Some(row) = rows.next()? {
                 let opening = match hours {

@@ -80,16 +80,25 @@ pub struct SearchFilter {
     pub accepts_returns: Option<bool>,
     pub parcel: Option<Parcel>,
     pub open_at: Option<LocalTime>,
+    /// Only what a buyer may see (CONTRACT §22, a storefront key's search): locations that are a
+    /// pickup point or a click-and-collect point, never a warehouse alone.
+    pub buyers_only: bool,
 }
 
-/// What the index scan tests of each entry: `flags & any != 0`, `flags & all == all`, and each
-/// sorted limit `≥` the parcel's (zeros when no parcel is asked for).
+/// What the index scan tests of each entry: `flags & any != 0`, `flags & visible != 0`,
+/// `flags & all == all`, and each sorted limit `≥` the parcel's (zeros when no parcel is asked
+/// for). `visible` is a second set of types (a buyer's: pickup or click-and-collect), apart from
+/// the filter's `any`: `["WAREHOUSE", "PICKUP_POINT"]` for a buyer is neither mask alone.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct IndexTest {
     pub any: i64,
+    pub visible: i64,
     pub all: i64,
     pub fit: [f64; 4],
 }
+
+/// The types a buyer may see: a pickup point or a click-and-collect point (CONTRACT §22).
+pub const BUYER_TYPES: TypeSet = TypeSet::PICKUP_POINT.union(TypeSet::CLICK_AND_COLLECT);
 
 impl SearchFilter {
     pub fn index_test(&self) -> IndexTest {
@@ -99,6 +108,11 @@ impl SearchFilter {
         all |= self.accepts_returns.map_or(0, returns_bit);
         IndexTest {
             any: self.types.map_or(TYPE_BITS, |t| t.bits()),
+            visible: if self.buyers_only {
+                BUYER_TYPES.bits()
+            } else {
+                TYPE_BITS
+            },
             all,
             fit: self
                 .parcel
@@ -249,6 +263,11 @@ impl SearchQuery {
         let test = f.index_test();
         h.update(test.any.to_be_bytes());
         h.update(test.all.to_be_bytes());
+        // Hashed only when it narrows: a full key's cursors stay what they were.
+        if f.buyers_only {
+            h.update(b"buyers");
+            h.update(test.visible.to_be_bytes());
+        }
         h.update([u8::from(f.parcel.is_some())]);
         for n in test.fit {
             h.update(n.to_bits().to_be_bytes());
