@@ -27,13 +27,19 @@ const BEGIN: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONL
 /// and the generic plan of the prepared statement (which knows neither the merchant nor how many
 /// ranges) scans every `ACTIVE` location of the merchant and tests each against every range,
 /// rather than one index range scan a range.
-fn ring_sql(hours: bool) -> String {
+fn ring_sql(hours: bool, hides_types: bool) -> String {
     let hours = if hours { ", hours" } else { "" };
+    // A search that hides no type tests a constant, once.
+    let visible = if hides_types {
+        "(flags & $11) <> 0"
+    } else {
+        "$11::int8 <> 0"
+    };
     format!(
         "SELECT l.* FROM UNNEST($2::int8[], $3::int8[]) AS r(lo, hi) CROSS JOIN LATERAL \
          (SELECT seq, latitude, longitude{hours} FROM locations \
           WHERE merchant_pk = $1 AND status = $4 AND cell BETWEEN r.lo AND r.hi \
-          AND (flags & $5) <> 0 AND (flags & $6) = $6 AND (flags & $11) <> 0 \
+          AND (flags & $5) <> 0 AND (flags & $6) = $6 AND {visible} \
           AND fit_a >= $7 AND fit_b >= $8 AND fit_c >= $9 AND fit_w >= $10 OFFSET 0) l"
     )
 }
@@ -72,8 +78,8 @@ impl Drop for Snapshot {
 async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError> {
     let mut walk = Walk::new(q);
     let hours = walk.needs_hours();
-    let sql = ring_sql(hours);
     let test = q.filter().index_test();
+    let sql = ring_sql(hours, test.hides_types());
     let begin = format!("{BEGIN}{GENERIC_PLANS}");
     let mut begun = false;
     while let Some(ranges) = walk.next_ring() {

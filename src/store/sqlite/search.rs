@@ -11,11 +11,13 @@ use crate::store::api::StoreError;
 
 /// One key range of the merchant's `ACTIVE` locations that pass the index test: every column from
 /// the index (covering), or the opening hours from the row as well.
-fn range_sql(hours: bool) -> String {
+fn range_sql(hours: bool, hides_types: bool) -> String {
+    // A search that hides no type tests a constant: SQLite evaluates it once, not per entry.
+    let visible = if hides_types { "(flags & ?11) <> 0" } else { "?11 <> 0" };
     format!(
         "SELECT seq, latitude, longitude{} FROM locations INDEXED BY locations_search \
          WHERE merchant_pk = ?1 AND status = ?2 AND cell BETWEEN ?3 AND ?4 \
-         AND (flags & ?5) <> 0 AND (flags & ?6) = ?6 AND (flags & ?11) <> 0 \
+         AND (flags & ?5) <> 0 AND (flags & ?6) = ?6 AND {visible} \
          AND fit_a >= ?7 AND fit_b >= ?8 AND fit_c >= ?9 AND fit_w >= ?10",
         if hours { ", hours" } else { "" }
     )
@@ -26,7 +28,7 @@ pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage,
     let mut walk = Walk::new(query);
     let hours = walk.needs_hours();
     let test = query.filter().index_test();
-    let mut range = tx.prepare_cached(&range_sql(hours))?;
+    let mut range = tx.prepare_cached(&range_sql(hours, test.hides_types()))?;
     while let Some(ranges) = walk.next_ring() {
         for (first, last) in ranges {
             let mut rows = range.query(params![

@@ -97,6 +97,14 @@ pub struct IndexTest {
     pub fit: [f64; 4],
 }
 
+impl IndexTest {
+    /// Whether `visible` excludes some type (a buyer's search): otherwise every entry passes it,
+    /// and the engines leave the test out of the scan.
+    pub fn hides_types(&self) -> bool {
+        self.visible != TYPE_BITS
+    }
+}
+
 /// The types a buyer may see: a pickup point or a click-and-collect point (CONTRACT §22).
 pub const BUYER_TYPES: TypeSet = TypeSet::PICKUP_POINT.union(TypeSet::CLICK_AND_COLLECT);
 
