@@ -6,31 +6,11 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use storefront::app::Settings;
-use storefront::domain::webhook::RetrySchedule;
-use storefront::rate_limit::Rate;
-use storefront::webhooks::WebhookSettings;
-use storefront::webhooks::address::Reach;
 
 use crate::helpers::*;
 
 /// The retry schedule of `webhook_app`: what "three times the schedule" waits for.
 const SCHEDULE: Duration = Duration::from_millis(900);
-
-fn settings() -> Settings {
-    Settings {
-        rate: Rate::Off,
-        webhooks: WebhookSettings {
-            retry: RetrySchedule::parse("300ms,300ms,300ms").unwrap(),
-            disable_after: Duration::from_secs(3600),
-            reach: Reach {
-                allow_http: true,
-                allow_private: true,
-            },
-        },
-        ..Settings::default()
-    }
-}
 
 /// How many times each `webhook-id` reached `path`.
 fn ids_at(receiver: &Receiver, path: &str) -> HashMap<String, usize> {
@@ -49,9 +29,9 @@ fn ids_at(receiver: &Receiver, path: &str) -> HashMap<String, usize> {
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn two_instances_deliver_each_event_once_to_a_slow_receiver() {
     let _ = postgres_admin_url().expect("set STOREFRONT_TEST_POSTGRES");
-    let a = TestApp::spawn_with_settings(settings()).await;
+    let a = TestApp::spawn_with_settings(webhook_settings()).await;
     let dir = tempfile::tempdir().unwrap();
-    let b = TestApp::spawn_configured(open_store(a.db_url()).await, dir, settings()).await;
+    let b = TestApp::spawn_configured(open_store(a.db_url()).await, dir, webhook_settings()).await;
     let receiver = Receiver::start().await;
     let (slow_id, _) = a.webhook(&format!("{}/slow-5000", receiver.base), Value::Null).await;
     a.create((0..64).map(warehouse).collect()).await;
@@ -128,19 +108,21 @@ async fn no_attempt_after_a_delete_with_attempts_in_flight() {
         .await;
     app.create((0..8).map(warehouse).collect()).await;
     receiver.wait_for("slowfail-1000", 8).await;
+    delete_then_nothing_more(&app, &receiver, "slowfail-1000", &id).await;
+}
+
+/// Deletes the endpoint `id` while its attempts to `path` are in flight: once their results are
+/// in its log, and for three times the retry schedule after, nothing more reaches the receiver.
+async fn delete_then_nothing_more(app: &TestApp, receiver: &Receiver, path: &str, id: &str) {
     let deleted = app.post("/v1/webhook/delete", &json!({"webhook_id": id})).await;
     assert_eq!(deleted.status, 200, "{:#}", deleted.body);
-    let at_delete = receiver.at("slowfail-1000").len();
+    let at_delete = receiver.at(path).len();
     wait_until("the attempts in flight are recorded", || async {
-        app.attempts(&id).await.len() == 8
+        app.attempts(id).await.len() == at_delete
     })
     .await;
     tokio::time::sleep(3 * SCHEDULE).await;
-    assert_eq!(
-        receiver.at("slowfail-1000").len(),
-        at_delete,
-        "nothing after the delete's answer"
-    );
+    assert_eq!(receiver.at(path).len(), at_delete, "nothing after the delete's answer");
 }
 
 /// A retry in flight when its endpoint is deleted: its failure writes no retry row, and the
@@ -155,19 +137,7 @@ async fn a_retry_in_flight_at_a_delete_schedules_nothing() {
     app.create(vec![warehouse(1)]).await;
     // The second request is the first retry, answered in 500 ms: delete meanwhile.
     receiver.wait_for("slowfail-500", 2).await;
-    let answer = app.post("/v1/webhook/delete", &json!({"webhook_id": id})).await;
-    assert_eq!(answer.status, 200, "{:#}", answer.body);
-    let at_delete = receiver.at("slowfail-500").len();
-    wait_until("the retry's result is recorded", || async {
-        app.attempts(&id).await.len() == at_delete
-    })
-    .await;
-    tokio::time::sleep(3 * SCHEDULE).await;
-    assert_eq!(
-        receiver.at("slowfail-500").len(),
-        at_delete,
-        "nothing after the delete's answer"
-    );
+    delete_then_nothing_more(&app, &receiver, "slowfail-500", &id).await;
 }
 
 /// SIGTERM with attempts in flight to a receiver answering after 3 s: the server lets them end

@@ -7,7 +7,7 @@ mod server;
 
 pub use cluster::Cluster;
 pub use faulty::{Fault, FaultyStore, faulty_app};
-pub use receiver::{Receiver, signed_by, wait_until, webhook_app};
+pub use receiver::{Receiver, signed_by, wait_until, webhook_app, webhook_settings};
 pub use server::{BIN, Server, create, merchant_create, merchant_create_at, storefront, storefront_at};
 use std::net::SocketAddr;
 use std::sync::Arc;

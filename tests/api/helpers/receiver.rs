@@ -117,9 +117,10 @@ impl Receiver {
     }
 }
 
-/// A server whose webhooks may call the test's receivers on loopback over http, retrying fast.
-pub async fn webhook_app() -> TestApp {
-    TestApp::spawn_with_settings(Settings {
+/// Settings whose webhooks may call the test's receivers on loopback over http, retrying fast
+/// (300 ms, three times).
+pub fn webhook_settings() -> Settings {
+    Settings {
         rate: Rate::Off,
         webhooks: WebhookSettings {
             retry: RetrySchedule::parse("300ms,300ms,300ms").unwrap(),
@@ -130,8 +131,12 @@ pub async fn webhook_app() -> TestApp {
             },
         },
         ..Settings::default()
-    })
-    .await
+    }
+}
+
+/// A server with `webhook_settings`.
+pub async fn webhook_app() -> TestApp {
+    TestApp::spawn_with_settings(webhook_settings()).await
 }
 
 impl TestApp {
