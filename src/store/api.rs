@@ -96,7 +96,7 @@ pub struct ReadReplicas {
 
 impl std::fmt::Debug for ReadReplicas {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let urls: Vec<String> = self.urls.iter().map(|url| super::redact(url)).collect();
+        let urls: Vec<String> = self.urls.iter().map(|url| super::redact::redact(url)).collect();
         f.debug_struct("ReadReplicas")
             .field("urls", &urls)
             .field("max_lag", &self.max_lag)

@@ -21,52 +21,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::webhook_api::{Settled, Settlement, Source};
-use crate::domain::webhook::{Attempt, DisabledReason, Outcome, RetrySchedule};
-
-/// What becomes of an endpoint's failing clock (`failing_since`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failing {
-    /// Not failing: an attempt was delivered, and none failed after it.
-    Clear,
-    /// Failing since this time, unless it already was (no attempt was delivered).
-    SinceUnlessSet(i64),
-    /// Failing since this time: the first failure after a delivery.
-    Since(i64),
-}
-
-/// A delivery to be tried again.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Retry {
-    pub webhook_id: String,
-    pub sequence: i64,
-    pub merchant_pk: i64,
-    /// Attempts made so far.
-    pub attempts: i64,
-    pub at_ms: i64,
-    pub appended_at_ms: i64,
-}
-
-/// What a batch of attempts writes.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SettlePlan {
-    /// Every attempt, by endpoint, in the order made.
-    pub attempts: Vec<(String, Attempt)>,
-    /// A window's failed events, to be tried again: stored only while the window's claim stands
-    /// (`claimed_through`) and the endpoint is enabled.
-    pub new_retries: Vec<(Retry, i64)>,
-    /// Retry rows tried again later (while the owner holds them).
-    pub rescheduled: Vec<Retry>,
-    /// Retry rows delivered or given up: deleted (while the owner holds them).
-    pub done: Vec<(String, i64)>,
-    /// Each endpoint's failing clock.
-    pub failing: Vec<(String, Failing)>,
-    /// Endpoints disabled, and why: their pending deliveries are dropped.
-    pub disable: Vec<(String, DisabledReason)>,
-    /// Windows settled: the endpoint, its `claimed_through`, and where `delivered_through` moves
-    /// (none: nowhere; the claim is only released).
-    pub windows: Vec<(String, i64, Option<i64>)>,
-}
+use super::webhook_api::{Failing, Retry, SettlePlan, Settled, Settlement, Source};
+use crate::domain::webhook::{DisabledReason, Outcome, RetrySchedule};
 
 /// The rules' settings: the retry schedule, and how long an endpoint may fail before it is
 /// disabled.

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::domain::webhook::Attempt;
 
 fn schedule() -> RetrySchedule {
     RetrySchedule(vec![Duration::from_secs(5), Duration::from_secs(300)])

@@ -14,6 +14,7 @@ use reqwest::{Client, Url};
 use async_trait::async_trait;
 
 use super::address::{Reach, refused};
+use super::config::{Clock, SystemClock};
 use super::sign::signatures;
 use crate::domain::webhook::{ATTEMPT_TIMEOUT, MAX_ANSWER_BYTES};
 use crate::errors::ErrorChain;
@@ -134,7 +135,7 @@ impl Sender {
                 )
             });
         }
-        let timestamp = super::Clock::now_ms(&super::SystemClock) / 1000;
+        let timestamp = Clock::now_ms(&SystemClock) / 1000;
         let signature = signatures(d.secrets, d.event_id, timestamp, d.body)?;
         // Each address in turn while it cannot be connected to; an address that connected and
         // then failed ends the attempt (the receiver may have the event).
@@ -158,8 +159,14 @@ impl Sender {
     }
 }
 
+/// How an attempt is made: over HTTP (`send::Sender`), or by a test's fake.
 #[async_trait]
-impl super::Transport for Sender {
+pub trait Transport: Send + Sync + 'static {
+    async fn send(&self, delivery: Delivery<'_>, reach: Reach) -> Sent;
+}
+
+#[async_trait]
+impl Transport for Sender {
     async fn send(&self, delivery: Delivery<'_>, reach: Reach) -> Sent {
         Sender::send(self, delivery, reach).await
     }

@@ -22,8 +22,8 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::send::{Delivery, Sender};
-use super::{Clock, SystemClock, Transport, WebhookSettings, jitter};
+use super::config::{Clock, SystemClock, WebhookSettings, jitter};
+use super::send::{Delivery, Sender, Transport};
 use crate::domain::webhook::{Attempt, Outcome};
 use crate::errors::ErrorChain;
 use crate::store::settle_plan::{self, SettleRules};

@@ -31,6 +31,7 @@ mod changes;
 mod events;
 mod groups;
 mod locations;
+mod merchants;
 mod rate;
 mod replicas;
 mod search;
@@ -382,49 +383,11 @@ impl Store for PgStore {
     }
 
     async fn list_merchants(&self) -> Result<Vec<MerchantRow>, StoreError> {
-        let client = self.pool.get().await?;
-        let rows = client
-            .query(
-                "SELECT id, name, created_at FROM merchants ORDER BY created_at, pk",
-                &[],
-            )
-            .await?;
-        Ok(rows
-            .iter()
-            .map(|r| MerchantRow {
-                merchant_id: r.get(0),
-                name: r.get(1),
-                created_at_ms: r.get(2),
-            })
-            .collect())
+        merchants::list_merchants(&self.pool).await
     }
 
     async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
-        let client = self.pool.get().await?;
-        let Some(merchant) = client
-            .query_opt("SELECT pk FROM merchants WHERE id = $1", &[&merchant_id])
-            .await?
-        else {
-            return Ok(None);
-        };
-        let pk: i64 = merchant.get(0);
-        let rows = client
-            .query(
-                "SELECT key_id, scope, created_at, revoked_at FROM api_keys WHERE merchant_pk = $1 \
-                 ORDER BY created_at, key_id",
-                &[&pk],
-            )
-            .await?;
-        Ok(Some(
-            rows.iter()
-                .map(|r| KeyRow {
-                    key_id: r.get(0),
-                    scope: KeyScope::from_stored(r.get(1)),
-                    created_at_ms: r.get(2),
-                    revoked_at_ms: r.get(3),
-                })
-                .collect(),
-        ))
+        merchants::list_keys(&self.pool, merchant_id).await
     }
 
     async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {
