@@ -27,7 +27,7 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{
-    categories, changes, cors, events, gate, locations, openapi, ops, request_id, search, webhooks, widget,
+    categories, changes, cors, events, gate, locations, openapi, ops, redelivery, request_id, search, webhooks, widget,
 };
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
@@ -145,6 +145,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/webhook/enable", post(webhooks::enable))
         .route("/v1/webhook/rotate_secret", post(webhooks::rotate_secret))
         .route("/v1/webhook/deliveries", post(webhooks::deliveries))
+        .route("/v1/webhook/resend", post(redelivery::resend))
+        .route("/v1/webhook/recover", post(redelivery::recover))
+        .route("/v1/webhook/test", post(redelivery::test))
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::merchant_gate));
     Router::new()
         .merge(storefront)
@@ -302,6 +305,8 @@ pub async fn serve(
     let stopping = tokio_util::sync::CancellationToken::new();
     let deliver = tokio::spawn(crate::webhooks::deliver(
         state.store.webhooks(),
+        state.by_hand.transport(),
+        state.by_hand.places(),
         state.settings.webhooks.clone(),
         stopping.clone(),
     ));

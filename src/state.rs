@@ -17,6 +17,9 @@ use crate::rate_limit::shared::Peers;
 use crate::rate_limit::{Budget, Sharing};
 use crate::store::event_signal::EventSignal;
 use crate::store::{Store, StoreError};
+use crate::webhooks::by_hand::ByHand;
+use crate::webhooks::places::Places;
+use crate::webhooks::send::Sender;
 
 /// When a request's store work must be done by: a margin before its time cap, so that a write
 /// begun in time is committed before the request is answered 500.
@@ -67,6 +70,8 @@ pub struct Services {
     pub bodies: BodyBudgets,
     /// Where feed requests wait for their merchant's next event (CONTRACT §18.2).
     pub events: Arc<EventSignal>,
+    /// Resends and tests (CONTRACT §20): the delivery worker's transport and places.
+    pub by_hand: Arc<ByHand>,
     pub settings: Settings,
 }
 
@@ -112,6 +117,11 @@ impl AppState {
             in_flight: Arc::new(Semaphore::new(settings.max_in_flight)),
             bodies: BodyBudgets::default(),
             events,
+            by_hand: Arc::new(ByHand::new(
+                Arc::new(Sender::default()),
+                Arc::new(Places::default()),
+                settings.webhooks.clone(),
+            )),
             settings,
         })))
     }

@@ -171,6 +171,41 @@ pub fn render(event_id: &str, sequence: i64, change: &Change) -> String {
     json
 }
 
+/// The test event of CONTRACT §20: an event object of type `webhook.test`, in no log (its
+/// `sequence` and its location's keys `null`), that occurred at `at_ms`.
+pub fn render_test(event_id: &str, at_ms: i64) -> String {
+    #[derive(Serialize)]
+    struct TestEvent<'a> {
+        event_id: &'a str,
+        sequence: Option<i64>,
+        #[serde(rename = "type")]
+        kind: &'static str,
+        occurred_at: &'a str,
+        location_id: Option<&'a str>,
+        merchant_location_id: Option<&'a str>,
+        version: Option<i64>,
+        status: Option<&'a str>,
+        previous_status: Option<&'a str>,
+    }
+    let at = timestamp(at_ms);
+    let event = TestEvent {
+        event_id,
+        sequence: None,
+        kind: TEST_TYPE,
+        occurred_at: std::str::from_utf8(&at).unwrap_or_default(),
+        location_id: None,
+        merchant_location_id: None,
+        version: None,
+        status: None,
+        previous_status: None,
+    };
+    // Serialising plain strings and nulls into a string cannot fail.
+    serde_json::to_string(&event).unwrap_or_else(|_| "{}".into())
+}
+
+/// The type of the test event (CONTRACT §20): sent by `POST /v1/webhook/test` only, never in a log.
+pub const TEST_TYPE: &str = "webhook.test";
+
 /// A new event id: `evt_` and a time-ordered UUID.
 pub fn new_event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())
@@ -240,6 +275,24 @@ pub fn prunable_through(rows: &[(i64, i64)], cutoff_ms: i64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_test_event_has_the_keys_of_an_event_with_no_location() {
+        assert_eq!(
+            render_test("evt_1", 1_764_320_400_000),
+            r#"{"event_id":"evt_1","sequence":null,"type":"webhook.test","occurred_at":"2025-11-28T09:00:00.000Z","location_id":null,"merchant_location_id":null,"version":null,"status":null,"previous_status":null}"#
+        );
+    }
+
+    #[test]
+    fn times_with_an_offset_parse_and_others_do_not() {
+        use crate::domain::wire::parse_timestamp;
+        assert_eq!(parse_timestamp("2025-11-28T09:00:00Z"), Some(1_764_320_400_000));
+        assert_eq!(parse_timestamp("2025-11-28T12:00:00.5+03:00"), Some(1_764_320_400_500));
+        assert_eq!(parse_timestamp("2025-11-28T09:00:00"), None, "no offset");
+        assert_eq!(parse_timestamp("2025-11-28"), None);
+        assert_eq!(parse_timestamp("yesterday"), None);
+    }
 
     #[test]
     fn an_event_is_rendered_from_its_change_with_its_keys_in_order() {

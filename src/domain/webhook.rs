@@ -50,6 +50,16 @@ wire_enum! {
     }
 }
 
+wire_enum! {
+    /// What made an attempt (CONTRACT §20): the schedule (a recovery's attempts included), a
+    /// person's resend, or a test.
+    pub enum Trigger {
+        Automatic => "automatic",
+        Resend => "resend",
+        Test => "test",
+    }
+}
+
 /// An endpoint as the API shows it (never its secret).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Webhook {
@@ -83,19 +93,21 @@ pub struct Attempt {
     /// Its place in the endpoint's attempts (newest first by it).
     pub id: i64,
     pub event_id: String,
-    pub sequence: i64,
+    /// The event's place in its merchant's log (none for a test event, which has none).
+    pub sequence: Option<i64>,
     pub attempt: i64,
     pub attempted_at_ms: i64,
     pub outcome: Outcome,
     pub http_status: Option<i64>,
     pub error: Option<String>,
     pub duration_ms: i64,
+    pub trigger: Trigger,
 }
 
 impl Serialize for Attempt {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let at = timestamp(self.attempted_at_ms);
-        let mut a = s.serialize_struct("Attempt", 8)?;
+        let mut a = s.serialize_struct("Attempt", 9)?;
         a.serialize_field("event_id", &self.event_id)?;
         a.serialize_field("sequence", &self.sequence)?;
         a.serialize_field("attempt", &self.attempt)?;
@@ -104,6 +116,7 @@ impl Serialize for Attempt {
         a.serialize_field("http_status", &self.http_status)?;
         a.serialize_field("error", &self.error)?;
         a.serialize_field("duration_ms", &self.duration_ms)?;
+        a.serialize_field("trigger", &self.trigger)?;
         a.end()
     }
 }

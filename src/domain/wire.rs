@@ -133,6 +133,13 @@ pub fn timestamp(ms: i64) -> [u8; 24] {
     out
 }
 
+/// An RFC 3339 time with an offset (`2026-11-22T09:30:00Z`, `2026-11-22T12:30:00+03:00`) as
+/// Unix milliseconds; none for anything else.
+pub fn parse_timestamp(text: &str) -> Option<i64> {
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339).ok()?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).ok()
+}
+
 /// The first 16 bytes of a SHA-256: the digest a cursor carries of the question it was issued for
 /// (its merchant and filter), so that it is bound to them.
 pub fn digest16(h: sha2::Sha256) -> [u8; 16] {

@@ -7,6 +7,7 @@ use utoipa::ToSchema;
 use super::schemas::PaginationRequest;
 use crate::domain::event::EventType;
 use crate::domain::location::Status;
+use crate::domain::webhook::{Outcome, Trigger};
 
 /// Which events a feed reads.
 #[derive(Deserialize, ToSchema)]
@@ -149,8 +150,74 @@ pub struct WebhookIdRequest {
 #[allow(dead_code)]
 pub struct DeliveriesRequest {
     webhook_id: String,
+    /// Only these attempts; null or absent: every one. A cursor is bound to the filter it was
+    /// issued with.
+    filter: Option<AttemptFilterInput>,
     /// `limit` 1..1000 (default 100).
     pagination: Option<PaginationRequest>,
+}
+
+/// Which attempts the deliveries log answers (CONTRACT §20).
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct AttemptFilterInput {
+    /// Only the attempts that ended so; null: either.
+    outcome: Option<Outcome>,
+    /// Only the attempts of this event (or test event); null: every event.
+    event_id: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct ResendRequest {
+    webhook_id: String,
+    /// An event the endpoint was to receive: of the merchant, still kept, of a type it takes,
+    /// appended after it was created.
+    event_id: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub struct RecoverRequest {
+    /// An enabled endpoint.
+    webhook_id: String,
+    /// RFC 3339 with an offset: the events that occurred at or after it.
+    #[schema(format = DateTime)]
+    since: String,
+    /// RFC 3339 with an offset, after `since`: the events that occurred before it; null or
+    /// absent: now.
+    #[schema(format = DateTime)]
+    until: Option<String>,
+}
+
+/// The test event (CONTRACT §20): sent by `POST /v1/webhook/test` only, never in the feed, never
+/// retried; the keys of an event, in its order, with no location.
+#[derive(Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct TestEvent {
+    /// A new id for each test.
+    event_id: String,
+    /// Always null: a test event is in no log.
+    sequence: Option<i64>,
+    /// Always `webhook.test`.
+    #[serde(rename = "type")]
+    #[schema(pattern = "^webhook\\.test$")]
+    kind: String,
+    /// When the test was sent.
+    occurred_at: String,
+    /// Always null.
+    location_id: Option<String>,
+    /// Always null.
+    merchant_location_id: Option<String>,
+    /// Always null.
+    version: Option<i64>,
+    /// Always null.
+    status: Option<Status>,
+    /// Always null.
+    previous_status: Option<Status>,
 }
 
 /// One delivery attempt.
@@ -158,18 +225,20 @@ pub struct DeliveriesRequest {
 #[allow(dead_code)]
 pub struct AttemptObject {
     event_id: String,
-    sequence: i64,
+    /// The event's sequence; null for a test event.
+    sequence: Option<i64>,
     /// 1 for the first.
     #[schema(minimum = 1)]
     attempt: i64,
     attempted_at: String,
-    /// `delivered` or `failed`.
-    outcome: String,
+    outcome: Outcome,
     /// The receiver's status, when it answered.
     http_status: Option<i64>,
     /// Why it failed, in words.
     error: Option<String>,
     duration_ms: i64,
+    /// What made it: the schedule (a recovery's attempts included), a resend, or a test.
+    trigger: Trigger,
 }
 
 #[derive(Deserialize, ToSchema)]

@@ -13,6 +13,7 @@ pub mod locations;
 pub mod openapi;
 pub mod ops;
 pub mod paging;
+pub mod redelivery;
 pub mod request_id;
 pub mod schemas;
 pub mod search;

@@ -15,13 +15,14 @@ use super::event_schemas::*;
 use super::locations as create;
 use super::schemas::*;
 use super::search;
-use super::{events, webhooks};
+use super::{events, redelivery, webhooks};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::event::EventType;
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::location::Status;
 use crate::domain::location::batch::ItemResult;
 use crate::domain::location::change::ChangeResult;
+use crate::domain::webhook::{Outcome, Trigger};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -34,7 +35,7 @@ use crate::domain::location::change::ChangeResult;
     paths(
         create::create, create::list, search::search, changes::update, changes::archive, changes::restore, list::list,
         events::feed, webhooks::create, webhooks::list, webhooks::delete, webhooks::enable, webhooks::rotate_secret,
-        webhooks::deliveries
+        webhooks::deliveries, redelivery::resend, redelivery::recover, redelivery::test
     ),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
@@ -44,7 +45,8 @@ use crate::domain::location::change::ChangeResult;
         SearchResult, SearchPaginationResponse, EventType, EventFilter, FeedStart, EventFeedRequest, Event,
         FeedPagination, EventFeedResponse, EmptyRequest, WebhookObject, WebhookCreateRequest, WebhookIdRequest, DeliveriesRequest,
         AttemptObject, AttemptPagination, webhooks::WebhookAnswer, webhooks::WebhookWithSecret, webhooks::WebhookList,
-        webhooks::AttemptPage
+        webhooks::AttemptPage, AttemptFilterInput, ResendRequest, RecoverRequest, TestEvent, Outcome, Trigger,
+        redelivery::DeliveryAnswer, redelivery::RecoverAnswer
     )),
     modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),
@@ -198,7 +200,61 @@ pub fn document() -> serde_json::Value {
             body.required = Some(utoipa::openapi::Required::False);
         }
     }
-    with_limits(&doc)
+    let mut value = with_limits(&doc);
+    if let Some(root) = value.as_object_mut() {
+        root.insert("webhooks".to_owned(), received());
+    }
+    value
+}
+
+/// The top-level `webhooks` of OpenAPI 3.1: what a merchant's endpoint receives (CONTRACT §18.3,
+/// §20), so that a receiver's types can be generated from the document too.
+fn received() -> serde_json::Value {
+    use serde_json::json;
+    let header = |name: &str, description: &str| {
+        json!({"name": name, "in": "header", "required": true, "description": description,
+               "schema": {"type": "string"}})
+    };
+    let headers = json!([
+        header(
+            "webhook-id",
+            "The event's event_id: the same for every attempt of it (deduplicate by it)."
+        ),
+        header("webhook-timestamp", "The attempt's Unix time in seconds."),
+        header(
+            "webhook-signature",
+            "`v1,` and the base64 of the HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}` keyed with \
+             the secret's bytes (the base64 after `whsec_`); two such signatures separated by a space for 24 \
+             hours after a rotation. Verify with a Standard Webhooks library."
+        ),
+    ]);
+    let responses = json!({
+        "2XX": {"description": "Received: answered within 15 s, the event is delivered."},
+        "410": {"description": "Gone: the endpoint is disabled at once."},
+        "default": {"description": "Any other answer (or none within 15 s) fails the attempt: it is retried on the \
+                                    schedule (at least a 429's or 503's Retry-After)."}
+    });
+    let operation = |id: &str, summary: &str, schema: &str| {
+        json!({"post": {
+            "operationId": id, "summary": summary, "tags": ["webhooks"], "security": [],
+            "parameters": headers.clone(),
+            "requestBody": {"required": true, "content": {"application/json":
+                {"schema": {"$ref": format!("#/components/schemas/{schema}")}}}},
+            "responses": responses.clone()
+        }})
+    };
+    json!({
+        "locationEvent": operation(
+            "receiveLocationEvent",
+            "An event of the merchant's locations, sent to each enabled endpoint that takes its type",
+            "Event"
+        ),
+        "webhookTest": operation(
+            "receiveTestEvent",
+            "A test event, sent by POST /v1/webhook/test",
+            "TestEvent"
+        )
+    })
 }
 
 /// The document with every limit the code checks written into the request schemas, from the

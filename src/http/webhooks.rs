@@ -11,13 +11,15 @@ use super::error::{ApiError, ErrorCode};
 use super::events::parse_types;
 use super::extract::JsonBody;
 use super::gate::Merchant;
-use super::paging::{PageSize, cursor_position, parse_pagination, section};
-use crate::domain::webhook::{Attempt, MAX_WEBHOOKS, ROTATION_OVERLAP, Webhook, WebhookStatus};
+use super::paging::{
+    PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
+};
+use crate::domain::webhook::{Attempt, MAX_WEBHOOKS, Outcome, ROTATION_OVERLAP, Webhook, WebhookStatus};
 use crate::pagination::BeforeAttempt;
 use crate::state::AppState;
 use crate::store::MerchantRef;
 use crate::store::ReadOn;
-use crate::store::webhook_api::AttemptsQuery;
+use crate::store::webhook_api::{AttemptFilter, AttemptsQuery};
 use crate::store::webhook_api::{NewWebhook, WebhookChange};
 use crate::webhooks::address::check_url;
 use crate::webhooks::sign::new_secret;
@@ -28,12 +30,12 @@ const ATTEMPTS_PAGE: PageSize = PageSize {
     max: 1000,
 };
 
-fn invalid(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
+pub(super) fn invalid(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
     ApiError::new(ErrorCode::InvalidRequest, message).field(field)
 }
 
 /// The body as an object with no key but `keys`.
-fn object(body: Value, keys: &[&str]) -> Result<Map<String, Value>, ApiError> {
+pub(super) fn object(body: Value, keys: &[&str]) -> Result<Map<String, Value>, ApiError> {
     let Value::Object(body) = body else {
         return Err(invalid("", "the request body must be a JSON object"));
     };
@@ -47,14 +49,14 @@ fn object(body: Value, keys: &[&str]) -> Result<Map<String, Value>, ApiError> {
 }
 
 /// `webhook_id`: a string (`INVALID_REQUEST` otherwise).
-fn webhook_id(body: &Map<String, Value>) -> Result<String, ApiError> {
+pub(super) fn webhook_id(body: &Map<String, Value>) -> Result<String, ApiError> {
     body.get("webhook_id")
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| invalid("webhook_id", "webhook_id is required: the id of one of your webhooks"))
 }
 
-fn not_found() -> ApiError {
+pub(super) fn not_found() -> ApiError {
     ApiError::unknown_id("webhook_id", "no webhook of this merchant has this webhook_id")
 }
 
@@ -241,14 +243,49 @@ pub struct AttemptPage {
     pagination: Value,
 }
 
-/// The digest an attempts cursor carries: the merchant and the endpoint.
-fn attempts_digest(merchant_id: &str, webhook_id: &str) -> [u8; 16] {
+/// The digest an attempts cursor carries: the merchant, the endpoint and the filter (a cursor is
+/// bound to the filter it was issued for, CONTRACT §5.3). An unfiltered log's cursors are those
+/// issued before the filter existed.
+fn attempts_digest(merchant_id: &str, webhook_id: &str, filter: &AttemptFilter) -> [u8; 16] {
     let mut h = Sha256::new();
     h.update(b"attempts/v1\0");
     h.update(merchant_id.as_bytes());
     h.update([0]);
     h.update(webhook_id.as_bytes());
+    if *filter != AttemptFilter::default() {
+        h.update(b"\0filter\0");
+        h.update(filter.outcome.map_or("", |o| o.as_str()).as_bytes());
+        h.update([0]);
+        h.update(filter.event_id.as_deref().unwrap_or("\0").as_bytes());
+    }
     crate::domain::wire::digest16(h)
+}
+
+/// The deliveries log's `filter` (CONTRACT §20): `outcome` (`delivered`, `failed` or null) and
+/// `event_id` (a string or null); another key, or a value of another kind, `INVALID_FILTER`.
+fn parse_attempt_filter(filter: Option<Map<String, Value>>) -> Result<AttemptFilter, ApiError> {
+    let Some(filter) = filter else {
+        return Ok(AttemptFilter::default());
+    };
+    reject_unknown_filter_keys(&filter, &["outcome", "event_id"])?;
+    let outcome = filter_value(&filter, "outcome")
+        .map(|v| {
+            v.as_str().and_then(Outcome::from_wire).ok_or_else(|| {
+                invalid_filter(
+                    "filter.outcome",
+                    "filter.outcome must be \"delivered\", \"failed\" or null",
+                )
+            })
+        })
+        .transpose()?;
+    let event_id = filter_value(&filter, "event_id")
+        .map(|v| {
+            v.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| invalid_filter("filter.event_id", "filter.event_id must be a string or null"))
+        })
+        .transpose()?;
+    Ok(AttemptFilter { outcome, event_id })
 }
 
 /// An endpoint's delivery attempts, newest first.
@@ -267,10 +304,11 @@ pub async fn deliveries(
     Merchant(merchant): Merchant,
     body: JsonBody,
 ) -> Result<Json<AttemptPage>, ApiError> {
-    let mut body = object(body.parse()?, &["webhook_id", "pagination"])?;
+    let mut body = object(body.parse()?, &["webhook_id", "filter", "pagination"])?;
     let id = webhook_id(&body)?;
+    let filter = parse_attempt_filter(section(&mut body, "filter")?)?;
     let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, ATTEMPTS_PAGE)?;
-    let digest = attempts_digest(&merchant.id, &id);
+    let digest = attempts_digest(&merchant.id, &id, &filter);
     let before = cursor_position::<BeforeAttempt>(cursor.as_deref(), &state.cursors, &digest)?;
     let mut attempts = state
         .store
@@ -280,6 +318,7 @@ pub async fn deliveries(
             webhook_id: id.clone(),
             before: before.map(|b| b.0),
             limit,
+            filter,
         })
         .await?
         .ok_or_else(not_found)?;

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 
 pub use super::error::StoreError;
 use super::event_signal::EventSignal;
+use super::redelivery_api::RedeliveryStore;
 use super::webhook_api::WebhookStore;
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
@@ -294,6 +295,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// What is stored of webhooks (CONTRACT §18.3).
     fn webhooks(&self) -> Arc<dyn WebhookStore>;
+
+    /// Resends, tests and recoveries (CONTRACT §20).
+    fn redeliveries(&self) -> Arc<dyn RedeliveryStore>;
 
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;

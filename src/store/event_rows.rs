@@ -3,9 +3,11 @@
 //! endpoint's claimed rows become deliveries (its secrets, its types, where its window ends).
 //! Each engine only binds its rows to these types.
 
+use super::api::stored_word;
 use super::error::StoreError;
-use super::webhook_api::{Due, Window, signing_secrets};
+use super::webhook_api::{AttemptFilter, Due, Window, signing_secrets};
 use crate::domain::event::{self, Change, EventTypes};
+use crate::domain::webhook::{Attempt, Outcome, Trigger};
 
 /// A row of either engine, as the readers here take it (each engine binds its own row type).
 pub trait Columns {
@@ -20,6 +22,9 @@ pub trait Columns {
 /// `e`).
 pub const EVENT_COLUMNS: &str = "e.sequence, e.event_id, e.type, e.appended_at, e.location_id, \
      e.merchant_location_id, e.version, e.status, e.previous_status";
+
+/// How many columns [`EVENT_COLUMNS`] has.
+pub const EVENT_WIDTH: usize = 9;
 
 /// An event as stored: its change's columns (an event is rendered when read or delivered).
 #[derive(Clone, Debug)]
@@ -123,15 +128,22 @@ impl ClaimedEndpoint {
         })
     }
 
-    /// The window of its next `events` (read after its `delivered_through`, in sequence order):
-    /// the deliveries of the types it takes, through the last event read, or through the log's
-    /// end `last_sequence` when none was read (events dropped by retention before they were sent).
-    pub fn window(&self, events: &[StoredEvent], last_sequence: i64, now_ms: i64) -> Result<Window, StoreError> {
-        let through = events.last().map_or(last_sequence, |e| e.sequence);
+    /// The window of its next `events` (read after its `delivered_through`, in sequence order,
+    /// each with whether it was delivered to it already: by a resend, CONTRACT §20, or by an
+    /// instance whose claim lapsed before it settled): the deliveries of the types it takes not
+    /// yet delivered, through the last event read, or through the log's end `last_sequence` when
+    /// none was read (events dropped by retention before they were sent).
+    pub fn window(
+        &self,
+        events: &[(StoredEvent, bool)],
+        last_sequence: i64,
+        now_ms: i64,
+    ) -> Result<Window, StoreError> {
+        let through = events.last().map_or(last_sequence, |(e, _)| e.sequence);
         let dues = events
             .iter()
-            .filter(|e| self.takes(e.code))
-            .map(|e| self.due(e, 0, now_ms))
+            .filter(|(e, delivered)| self.takes(e.code) && !delivered)
+            .map(|(e, _)| self.due(e, 0, now_ms))
             .collect::<Result<_, _>>()?;
         Ok(Window {
             webhook_id: self.webhook_id.clone(),
@@ -146,8 +158,60 @@ impl ClaimedEndpoint {
 pub const ENDPOINT_COLUMNS: &str = "w.webhook_id, w.merchant_pk, w.url, w.secret, w.old_secret, \
      w.old_secret_until, w.failing_since, w.types";
 
+/// Whether event `e` was delivered to endpoint `{mark}{n}` already: a column after
+/// [`EVENT_COLUMNS`] in a window's read (through `delivery_attempts_by_event`).
+pub fn delivered_column(mark: char, n: usize) -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.webhook_id = {mark}{n} AND a.event_id = e.event_id \
+         AND a.outcome = 'delivered')"
+    )
+}
+
 /// How many columns [`ENDPOINT_COLUMNS`] has.
 pub const ENDPOINT_WIDTH: usize = 8;
+
+/// An attempt's columns, in the order [`read_attempt`] reads them.
+pub const ATTEMPT_COLUMNS: &str =
+    "id, event_id, sequence, attempt, attempted_at, outcome, http_status, error, duration_ms, made_by";
+
+/// An attempt of the endpoints' log, read with [`ATTEMPT_COLUMNS`].
+pub fn read_attempt<R: Columns>(r: &R) -> Result<Attempt, StoreError>
+where
+    StoreError: From<R::Error>,
+{
+    Ok(Attempt {
+        id: r.int(0)?,
+        event_id: r.text(1)?,
+        sequence: r.opt_int(2)?,
+        attempt: r.int(3)?,
+        attempted_at_ms: r.int(4)?,
+        outcome: stored_word(&r.text(5)?, "outcome", Outcome::from_wire)?,
+        http_status: r.opt_int(6)?,
+        error: r.opt_text(7)?,
+        duration_ms: r.int(8)?,
+        trigger: stored_word(&r.text(9)?, "made_by", Trigger::from_wire)?,
+    })
+}
+
+/// A page of an endpoint's attempts, newest first, for `filter`: the parameters are the endpoint
+/// (1), below which id (2), how many (3), then the outcome and the event id where the filter has
+/// them, numbered on; `mark` is the engine's parameter mark (`?` or `$`). Each filter is read
+/// through its own index (`delivery_attempts_by_outcome`, `_by_event`).
+pub fn attempts_sql(filter: &AttemptFilter, mark: char) -> String {
+    let mut sql =
+        format!("SELECT {ATTEMPT_COLUMNS} FROM delivery_attempts WHERE webhook_id = {mark}1 AND id < {mark}2");
+    let mut n = 3;
+    if filter.outcome.is_some() {
+        n += 1;
+        sql.push_str(&format!(" AND outcome = {mark}{n}"));
+    }
+    if filter.event_id.is_some() {
+        n += 1;
+        sql.push_str(&format!(" AND event_id = {mark}{n}"));
+    }
+    sql.push_str(&format!(" ORDER BY id DESC LIMIT {mark}3"));
+    sql
+}
 
 #[cfg(test)]
 mod tests {
@@ -186,13 +250,18 @@ mod tests {
         let archived: EventTypes = [EventType::Archived].into_iter().collect();
         let e = endpoint(Some(archived), None);
         let events = [
-            event(4, EventType::Created),
-            event(5, EventType::Archived),
-            event(6, EventType::Created),
+            (event(4, EventType::Created), false),
+            (event(5, EventType::Archived), false),
+            (event(6, EventType::Created), false),
+            (event(7, EventType::Archived), true),
         ];
         let w = e.window(&events, 9, 0).unwrap();
-        assert_eq!(w.through, 6);
-        assert_eq!(w.dues.iter().map(|d| d.sequence).collect::<Vec<_>>(), [5]);
+        assert_eq!(w.through, 7);
+        assert_eq!(
+            w.dues.iter().map(|d| d.sequence).collect::<Vec<_>>(),
+            [5],
+            "of its type, and not delivered already"
+        );
         assert_eq!(
             e.window(&[], 9, 0).unwrap().through,
             9,

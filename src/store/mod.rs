@@ -10,6 +10,8 @@ pub mod group;
 pub mod migrate;
 pub mod postgres;
 mod redact;
+pub mod redelivery_api;
+pub mod redelivery_sql;
 pub mod settle_plan;
 pub mod sqlite;
 pub mod webhook_api;

@@ -64,7 +64,7 @@ pub fn plan(batch: Vec<Settlement>, rules: &SettleRules<'_>) -> SettlePlan {
     }
     let disable_after = i64::try_from(rules.disable_after.as_millis()).unwrap_or(i64::MAX);
     for (webhook_id, mut made) in by_endpoint {
-        made.sort_by_key(|m| (m.settled.attempt.attempted_at_ms, m.settled.attempt.sequence));
+        made.sort_by_key(|m| (m.settled.attempt.attempted_at_ms, m.settled.sequence));
         let failing = failing_clock(&made);
         let claimed_since = made.iter().filter_map(|m| m.settled.failing_since_ms).min();
         let since_after = match failing {
@@ -124,7 +124,7 @@ fn next_of(s: &Settled, from_window: Option<i64>, schedule: &RetrySchedule, plan
     };
     let retry = |at_ms| Retry {
         webhook_id: s.webhook_id.clone(),
-        sequence: a.sequence,
+        sequence: s.sequence,
         merchant_pk: s.merchant_pk,
         attempts: a.attempt,
         at_ms,
@@ -135,7 +135,7 @@ fn next_of(s: &Settled, from_window: Option<i64>, schedule: &RetrySchedule, plan
         (Some(at), None) => plan.rescheduled.push(retry(at)),
         // A window's delivered or given-up event needs nothing: the window moves past it.
         (None, Some(_)) => {}
-        (None, None) => plan.done.push((s.webhook_id.clone(), a.sequence)),
+        (None, None) => plan.done.push((s.webhook_id.clone(), s.sequence)),
     }
 }
 

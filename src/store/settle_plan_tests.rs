@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::domain::webhook::Attempt;
+use crate::domain::webhook::{Attempt, Trigger};
 
 fn schedule() -> RetrySchedule {
     RetrySchedule(vec![Duration::from_secs(5), Duration::from_secs(300)])
@@ -24,17 +24,19 @@ fn made(w: &str, sequence: i64, attempt: i64, at: i64, status: Option<i64>) -> S
         webhook_id: w.into(),
         merchant_pk: 7,
         appended_at_ms: 1,
+        sequence,
         failing_since_ms: None,
         attempt: Attempt {
             id: 0,
             event_id: format!("e{sequence}"),
-            sequence,
+            sequence: Some(sequence),
             attempt,
             attempted_at_ms: at,
             outcome: if delivered { Outcome::Delivered } else { Outcome::Failed },
             http_status: status,
             error: (!delivered).then(|| "failed".to_owned()),
             duration_ms: 10,
+            trigger: Trigger::Automatic,
         },
         retry_after: None,
         ended_at_ms: at + 10,

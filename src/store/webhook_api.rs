@@ -14,7 +14,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::error::StoreError;
-use crate::domain::webhook::{Attempt, DisabledReason, Webhook};
+use crate::domain::webhook::{Attempt, DisabledReason, Outcome, Webhook};
 use crate::secret::Secret;
 
 /// A new endpoint, with its secret.
@@ -99,13 +99,22 @@ pub struct ClaimRequest<'a> {
     pub skip: &'a [String],
 }
 
-/// A page of an endpoint's attempts: the merchant's endpoint, below which attempt, how many.
+/// A page of an endpoint's attempts: the merchant's endpoint, below which attempt, how many, of
+/// which outcome and event.
 #[derive(Clone, Debug)]
 pub struct AttemptsQuery {
     pub merchant_pk: i64,
     pub webhook_id: String,
     pub before: Option<i64>,
     pub limit: usize,
+    pub filter: AttemptFilter,
+}
+
+/// The deliveries log's filter (CONTRACT §20): an outcome, an event (none: any).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AttemptFilter {
+    pub outcome: Option<Outcome>,
+    pub event_id: Option<String>,
 }
 
 /// The claims an owner holds, to extend by `hold`.
@@ -152,6 +161,8 @@ pub struct Settled {
     pub webhook_id: String,
     pub merchant_pk: i64,
     pub appended_at_ms: i64,
+    /// The event's place in its merchant's log.
+    pub sequence: i64,
     /// The endpoint's `failing_since` when the delivery was claimed.
     pub failing_since_ms: Option<i64>,
     pub attempt: Attempt,

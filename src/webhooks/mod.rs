@@ -9,7 +9,9 @@
 //! own places only, and no request's.
 
 pub mod address;
+pub mod by_hand;
 pub mod config;
+pub mod places;
 pub mod send;
 pub mod sign;
 pub mod worker;

@@ -18,25 +18,20 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{Clock, SystemClock, WebhookSettings, jitter};
-use super::send::{Delivery, Sender, Transport};
-use crate::domain::webhook::{Attempt, Outcome};
+use super::places::{PER_ENDPOINT, Places};
+use super::send::{Delivery, Transport};
+use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::errors::ErrorChain;
 use crate::store::settle_plan::{self, SettleRules};
 use crate::store::webhook_api::{
     ClaimRequest, Due, Held as HeldClaims, Settled, Settlement, Source, WebhookStore, Window,
 };
 
-/// Most attempts of one endpoint in flight on one instance (a window's, or its retries'): a
-/// receiver is not sent more at once than a small server takes, and a dead one holds no more.
-pub const PER_ENDPOINT: usize = 8;
-/// Most attempts in flight on one instance: eight endpoints' worth. Each holds a connection and
-/// a few KiB; the bound keeps a backlog from opening thousands of sockets at once.
-pub const PER_INSTANCE: usize = 64;
 /// How long a claim holds unless extended: a dead instance's claims are taken over this long
 /// after its last extension.
 pub const CLAIM: Duration = Duration::from_secs(30);
@@ -70,24 +65,22 @@ pub struct Worker {
     settings: WebhookSettings,
     /// Who this worker is, in its claims.
     owner: String,
-    /// Places taken, by endpoint.
-    places: Mutex<HashMap<String, usize>>,
-    /// Rung when places are given back.
-    freed: Notify,
+    /// The places in flight, shared with the attempts made by hand.
+    places: Arc<Places>,
     held: Mutex<Held>,
     stop: CancellationToken,
     settle: mpsc::Sender<Settlement>,
 }
 
 /// Delivers until `stop` is cancelled, then lets what is in flight end and records it.
-pub async fn deliver(store: Arc<dyn WebhookStore>, settings: WebhookSettings, stop: CancellationToken) {
-    let (worker, queue) = Worker::new(
-        store,
-        Arc::new(Sender::default()),
-        Arc::new(SystemClock),
-        settings,
-        stop,
-    );
+pub async fn deliver(
+    store: Arc<dyn WebhookStore>,
+    transport: Arc<dyn Transport>,
+    places: Arc<Places>,
+    settings: WebhookSettings,
+    stop: CancellationToken,
+) {
+    let (worker, queue) = Worker::new(store, transport, Arc::new(SystemClock), places, settings, stop);
     worker.run(queue).await;
 }
 
@@ -100,6 +93,7 @@ impl Worker {
         store: Arc<dyn WebhookStore>,
         transport: Arc<dyn Transport>,
         clock: Arc<dyn Clock>,
+        places: Arc<Places>,
         settings: WebhookSettings,
         stop: CancellationToken,
     ) -> (Arc<Worker>, mpsc::Receiver<Settlement>) {
@@ -111,8 +105,7 @@ impl Worker {
             clock,
             settings,
             owner: token.iter().map(|b| format!("{b:02x}")).collect(),
-            places: Mutex::default(),
-            freed: Notify::new(),
+            places,
             held: Mutex::default(),
             stop,
             settle,
@@ -140,7 +133,7 @@ impl Worker {
             tokio::select! {
                 () = self.stop.cancelled() => {}
                 () = tokio::time::sleep(wait) => {}
-                () = self.freed.notified(), if !wait.is_zero() => {}
+                () = self.places.freed(), if !wait.is_zero() => {}
             }
         }
         while tasks.join_next().await.is_some() {}
@@ -153,14 +146,7 @@ impl Worker {
     /// One turn: claims what there is room for and starts its attempts; how many claims it took
     /// (0 when there was no room or nothing was due).
     pub async fn turn(self: &Arc<Self>, tasks: &mut JoinSet<()>) -> Result<usize, crate::store::StoreError> {
-        let (free, busy) = {
-            let places = lock(&self.places);
-            let taken: usize = places.values().sum();
-            (
-                PER_INSTANCE.saturating_sub(taken),
-                places.keys().cloned().collect::<Vec<_>>(),
-            )
-        };
+        let (free, busy) = self.places.free_and_busy();
         // Retries take a place each and windows `PER_ENDPOINT`: together never more than is free.
         let retries = free.min(PER_ENDPOINT);
         let windows = (free - retries) / PER_ENDPOINT;
@@ -181,34 +167,18 @@ impl Worker {
             .await?;
         let found = claimed.windows.len() + claimed.retries.len();
         for window in claimed.windows {
-            self.take(&window.webhook_id, PER_ENDPOINT);
+            self.places.take(&window.webhook_id, PER_ENDPOINT);
             lock(&self.held).windows.insert(window.webhook_id.clone(), now);
             tasks.spawn(Arc::clone(self).deliver_window(window));
         }
         for due in claimed.retries {
-            self.take(&due.webhook_id, 1);
+            self.places.take(&due.webhook_id, 1);
             lock(&self.held)
                 .retries
                 .insert((due.webhook_id.clone(), due.sequence), now);
             tasks.spawn(Arc::clone(self).deliver_retry(due));
         }
         Ok(found)
-    }
-
-    fn take(&self, endpoint: &str, places: usize) {
-        *lock(&self.places).entry(endpoint.to_owned()).or_default() += places;
-    }
-
-    fn give_back(&self, endpoint: &str, places: usize) {
-        let mut map = lock(&self.places);
-        if let Some(n) = map.get_mut(endpoint) {
-            *n = n.saturating_sub(places);
-            if *n == 0 {
-                map.remove(endpoint);
-            }
-        }
-        drop(map);
-        self.freed.notify_one();
     }
 
     /// Whether an attempt under a claim held since `held_since` may start now: not stopping, and
@@ -241,7 +211,7 @@ impl Worker {
         let settled_through = if attempts.len() == total {
             Some(through)
         } else {
-            attempts.iter().map(|s| s.attempt.sequence).max()
+            attempts.iter().map(|s| s.sequence).max()
         };
         let settlement = Settlement {
             source: Source::Window {
@@ -255,7 +225,7 @@ impl Worker {
         // holds the claims back (the queue is bounded). The claim stays held (and extended) until
         // they are written.
         let _ = self.settle.send(settlement).await;
-        self.give_back(&webhook_id, PER_ENDPOINT);
+        self.places.give_back(&webhook_id, PER_ENDPOINT);
     }
 
     async fn deliver_retry(self: Arc<Self>, due: Due) {
@@ -272,7 +242,7 @@ impl Worker {
             // Not attempted: its claim lapses and it is claimed again.
             lock(&self.held).retries.remove(&key);
         }
-        self.give_back(&key.0, 1);
+        self.places.give_back(&key.0, 1);
     }
 
     /// One attempt, as it ended.
@@ -300,17 +270,19 @@ impl Worker {
             webhook_id: due.webhook_id,
             merchant_pk: due.merchant_pk,
             appended_at_ms: due.appended_at_ms,
+            sequence: due.sequence,
             failing_since_ms: due.failing_since_ms,
             attempt: Attempt {
                 id: 0,
                 event_id: due.event_id,
-                sequence: due.sequence,
+                sequence: Some(due.sequence),
                 attempt: due.attempts + 1,
                 attempted_at_ms: attempted_at,
                 outcome,
                 http_status: sent.status.map(i64::from),
                 error: sent.error,
                 duration_ms: i64::try_from(sent.took.as_millis()).unwrap_or(i64::MAX),
+                trigger: Trigger::Automatic,
             },
             retry_after: sent.retry_after,
             ended_at_ms: ended_at,
@@ -343,9 +315,7 @@ impl Worker {
         for s in &batch {
             match &s.source {
                 Source::Window { webhook_id, .. } => windows.push(webhook_id.clone()),
-                Source::Retries => {
-                    retries.extend(s.attempts.iter().map(|a| (a.webhook_id.clone(), a.attempt.sequence)))
-                }
+                Source::Retries => retries.extend(s.attempts.iter().map(|a| (a.webhook_id.clone(), a.sequence))),
             }
         }
         let rules = SettleRules {

@@ -4,13 +4,14 @@
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use super::*;
 use crate::domain::webhook::Webhook;
 use crate::store::StoreError;
 use crate::store::webhook_api::{AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange};
 use crate::webhooks::address::Reach;
+use crate::webhooks::places::PER_INSTANCE;
 use crate::webhooks::send::Sent;
 
 /// Hands out the claims it is given once, records extensions and plans.
@@ -153,6 +154,7 @@ fn start(
         Arc::clone(store) as Arc<dyn WebhookStore>,
         Arc::clone(transport) as Arc<dyn Transport>,
         Arc::clone(clock) as Arc<dyn Clock>,
+        Arc::new(Places::default()),
         WebhookSettings::default(),
         stop.clone(),
     );

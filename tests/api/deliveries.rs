@@ -2,7 +2,6 @@
 //! with a slow receiver, nothing sent to a disabled or deleted endpoint, and a stop that loses no
 //! attempt's result.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -11,16 +10,6 @@ use crate::helpers::*;
 
 /// The retry schedule of `webhook_app`: what "three times the schedule" waits for.
 const SCHEDULE: Duration = Duration::from_millis(900);
-
-/// How many times each `webhook-id` reached `path`.
-fn ids_at(receiver: &Receiver, path: &str) -> HashMap<String, usize> {
-    let mut ids = HashMap::new();
-    for got in receiver.at(path) {
-        *ids.entry(got.headers["webhook-id"].to_str().unwrap().to_owned())
-            .or_default() += 1;
-    }
-    ids
-}
 
 /// Two instances on one PostgreSQL database, a receiver answering each delivery after 5 s: a
 /// window of 64 (8 rounds of 5 s) outlasts a 30 s claim unless its owner extends it. Every event
@@ -40,7 +29,7 @@ async fn two_instances_deliver_each_event_once_to_a_slow_receiver() {
         a.attempts(&slow_id).await.len() >= 64
     })
     .await;
-    let slow = ids_at(&receiver, "slow-5000");
+    let slow = receiver.ids_at("slow-5000");
     assert_eq!(slow.len(), 64);
     assert!(slow.values().all(|n| *n == 1), "sent twice: {slow:?}");
     assert_eq!(a.attempts(&slow_id).await.len(), 64, "one attempt recorded for each");
@@ -64,7 +53,7 @@ async fn two_instances_deliver_each_event_once_to_a_slow_receiver() {
         64,
         "nothing more to the deleted endpoint"
     );
-    let fast = ids_at(&receiver, "slow-300");
+    let fast = receiver.ids_at("slow-300");
     assert_eq!(fast.len(), 200);
     assert!(fast.values().all(|n| *n == 1), "sent twice: {fast:?}");
     assert_eq!(a.attempts(&id).await.len(), 200, "one attempt recorded for each");
@@ -197,7 +186,7 @@ async fn a_stop_records_the_attempts_in_flight_and_a_restart_sends_nothing_again
     assert_eq!(attempts.len(), 8, "every attempt in flight was recorded: {log:#}");
     assert!(attempts.iter().all(|a| a["outcome"] == "delivered"));
     tokio::time::sleep(3 * SCHEDULE + Duration::from_secs(1)).await;
-    let ids = ids_at(&receiver, "slow-3000");
+    let ids = receiver.ids_at("slow-3000");
     assert_eq!(ids.len(), 8);
     assert!(ids.values().all(|n| *n == 1), "sent again after the restart: {ids:?}");
 }
@@ -231,6 +220,7 @@ async fn endpoint_state(url: &str, store: &dyn storefront::store::Store, merchan
             webhook_id: "wh".into(),
             before: None,
             limit: 100,
+            filter: Default::default(),
         })
         .await
         .unwrap()
@@ -262,7 +252,7 @@ async fn endpoint_state(url: &str, store: &dyn storefront::store::Store, merchan
 #[tokio::test]
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn both_engines_store_a_settle_plan_alike() {
-    use storefront::domain::webhook::{Attempt, Outcome, RetrySchedule, Webhook, WebhookStatus};
+    use storefront::domain::webhook::{Attempt, Outcome, RetrySchedule, Trigger, Webhook, WebhookStatus};
     use storefront::secret::Secret;
     use storefront::store::settle_plan::{SettleRules, plan};
     use storefront::store::webhook_api::{NewWebhook, Settled, Settlement, Source};
@@ -275,11 +265,12 @@ async fn both_engines_store_a_settle_plan_alike() {
         webhook_id: "wh".into(),
         merchant_pk: 0,
         appended_at_ms: 0,
+        sequence: event,
         failing_since_ms: None,
         attempt: Attempt {
             id: 0,
             event_id: format!("evt_{event}"),
-            sequence: event,
+            sequence: Some(event),
             attempt: n,
             attempted_at_ms: at,
             outcome: if status < 300 {
@@ -290,6 +281,7 @@ async fn both_engines_store_a_settle_plan_alike() {
             http_status: Some(status),
             error: (status >= 300).then(|| format!("answered {status}")),
             duration_ms: 5,
+            trigger: Trigger::Automatic,
         },
         retry_after: None,
         ended_at_ms: at + 5,

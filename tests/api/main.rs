@@ -26,6 +26,8 @@ mod properties;
 mod push;
 mod push_faults;
 mod quarantine_changes;
+mod recovery;
+mod redelivery;
 mod replicas;
 mod request;
 mod search;

@@ -169,7 +169,8 @@ async fn each_event_is_delivered_once_signed_as_the_feed_reads_it() {
     let attempts = app.attempts(&all).await;
     for a in &attempts {
         let keys: Vec<&String> = a.as_object().unwrap().keys().collect();
-        assert_eq!(keys.len(), 8, "{a:#}");
+        assert_eq!(keys.len(), 9, "{a:#}");
+        assert_eq!(a["trigger"], "automatic");
         assert_eq!(a["outcome"], "delivered");
         assert_eq!(a["attempt"], 1);
         assert_eq!(a["http_status"], 204);

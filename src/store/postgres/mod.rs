@@ -32,7 +32,9 @@ mod events;
 mod groups;
 mod locations;
 mod merchants;
+mod migrations;
 mod rate;
+mod redelivery;
 mod replicas;
 mod search;
 mod sql;
@@ -56,6 +58,7 @@ use super::api::{
 };
 use super::event_signal::EventSignal;
 use super::migrate;
+use super::redelivery_api::RedeliveryStore;
 use super::webhook_api::WebhookStore;
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -67,20 +70,6 @@ use crate::domain::location::listing::{LocationPage, LocationQuery};
 use crate::domain::location::search::{SearchPage, SearchQuery};
 use crate::rate_limit::shared::Ledger;
 
-const MIGRATIONS: &[&str] = &[
-    include_str!("../../../migrations/postgres/0001_init.sql"),
-    include_str!("../../../migrations/postgres/0002_categories.sql"),
-    include_str!("../../../migrations/postgres/0003_location_records.sql"),
-    include_str!("../../../migrations/postgres/0004_write_path.sql"),
-    include_str!("../../../migrations/postgres/0005_search.sql"),
-    include_str!("../../../migrations/postgres/0006_key_scope.sql"),
-    include_str!("../../../migrations/postgres/0007_rate_budgets.sql"),
-    include_str!("../../../migrations/postgres/0008_drop_band.sql"),
-    include_str!("../../../migrations/postgres/0009_search_by_cell.sql"),
-    include_str!("../../../migrations/postgres/0010_events.sql"),
-    include_str!("../../../migrations/postgres/0011_compact_events.sql"),
-    include_str!("../../../migrations/postgres/0012_claim_owner.sql"),
-];
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
 /// Connections per instance, unless `STOREFRONT_PG_POOL_SIZE` says otherwise.
@@ -248,9 +237,12 @@ impl PgStore {
             .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[])
             .await?
             .get(0);
-        migrate::refuse_newer(i64::from(applied), MIGRATIONS.len())?;
+        migrate::refuse_newer(i64::from(applied), migrations::MIGRATIONS.len())?;
         let mut name_neighbours = false;
-        for (version, sql) in (1_i32..).zip(MIGRATIONS).skip(usize::try_from(applied).unwrap_or(0)) {
+        for (version, sql) in (1_i32..)
+            .zip(migrations::MIGRATIONS)
+            .skip(usize::try_from(applied).unwrap_or(0))
+        {
             tx.batch_execute(sql).await?;
             if version == migrate::RECORD_MIGRATION as i32 {
                 locations::upgrade_records(&tx).await?;
@@ -337,6 +329,12 @@ impl Store for PgStore {
     }
 
     fn webhooks(&self) -> Arc<dyn WebhookStore> {
+        Arc::new(webhooks::PgWebhooks {
+            pool: self.pool.clone(),
+        })
+    }
+
+    fn redeliveries(&self) -> Arc<dyn RedeliveryStore> {
         Arc::new(webhooks::PgWebhooks {
             pool: self.pool.clone(),
         })

@@ -11,16 +11,19 @@ use tokio_postgres::Row;
 use super::events::stored_event;
 use super::sql::lock_merchant;
 use crate::domain::event::EventTypes;
-use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
+use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, stored_word};
-use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
+use crate::store::event_rows::{
+    ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, attempts_sql, delivered_column,
+    read_attempt,
+};
 use crate::store::webhook_api::{
     AttemptsQuery, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange,
     WebhookStore, Window, window_size,
 };
 
 /// The database's clock, in Unix milliseconds: claims are held and expire by it.
-const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::int8";
+pub(super) const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::int8";
 
 fn millis(d: std::time::Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
@@ -83,14 +86,15 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
         let events = tx
             .query(
                 &format!(
-                    "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.sequence > $2 \
-                     ORDER BY e.sequence LIMIT $3"
+                    "SELECT {EVENT_COLUMNS}, {} FROM events e WHERE e.merchant_pk = $1 AND e.sequence > $2 \
+                     ORDER BY e.sequence LIMIT $3",
+                    delivered_column('$', 4)
                 ),
-                &[&endpoint.merchant_pk, &after, &size],
+                &[&endpoint.merchant_pk, &after, &size, &endpoint.webhook_id],
             )
             .await?
             .iter()
-            .map(|r| stored_event(r, 0))
+            .map(|r| Ok::<_, StoreError>((stored_event(r, 0)?, r.try_get::<_, bool>(EVENT_WIDTH)?)))
             .collect::<Result<Vec<_>, _>>()?;
         let window = endpoint.window(&events, last, req.now_ms)?;
         tx.execute(
@@ -140,20 +144,6 @@ async fn claim_retries(client: &impl GenericClient, req: &ClaimRequest<'_>) -> R
         .collect()
 }
 
-fn attempt_of(r: &Row) -> Result<Attempt, StoreError> {
-    Ok(Attempt {
-        id: r.get(0),
-        event_id: r.get(1),
-        sequence: r.get(2),
-        attempt: i64::from(r.get::<_, i32>(3)),
-        attempted_at_ms: r.get(4),
-        outcome: stored_word(r.get(5), "outcome", Outcome::from_wire)?,
-        http_status: r.get::<_, Option<i32>>(6).map(i64::from),
-        error: r.get(7),
-        duration_ms: r.get(8),
-    })
-}
-
 #[async_trait]
 impl WebhookStore for PgWebhooks {
     async fn create_webhook(&self, merchant_pk: i64, new: NewWebhook) -> Result<Option<Webhook>, StoreError> {
@@ -175,7 +165,7 @@ impl WebhookStore for PgWebhooks {
         // Only the events appended from now on are sent to it (the merchant's lock holds its writes).
         tx.execute(
             "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at, \
-             delivered_through, claimed_through) SELECT $1, $2, $3, $4, $5, $6, $7, l, l FROM \
+             delivered_through, claimed_through, created_through) SELECT $1, $2, $3, $4, $5, $6, $7, l, l, l FROM \
              (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = $2) AS log",
             &[
                 &w.webhook_id,
@@ -269,14 +259,19 @@ impl WebhookStore for PgWebhooks {
         if known.is_none() {
             return Ok(None);
         }
-        let rows = client
-            .query(
-                "SELECT id, event_id, sequence, attempt, attempted_at, outcome, http_status, error, duration_ms \
-                 FROM delivery_attempts WHERE webhook_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3",
-                &[&webhook_id, &before.unwrap_or(i64::MAX), &(limit as i64 + 1)],
-            )
-            .await?;
-        rows.iter().map(attempt_of).collect::<Result<Vec<_>, _>>().map(Some)
+        let sql = attempts_sql(&page.filter, '$');
+        let before = before.unwrap_or(i64::MAX);
+        let limit = limit as i64 + 1;
+        let outcome = page.filter.outcome.map(|o| o.as_str());
+        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> = vec![&webhook_id, &before, &limit];
+        if let Some(outcome) = &outcome {
+            params.push(outcome);
+        }
+        if let Some(event_id) = &page.filter.event_id {
+            params.push(event_id);
+        }
+        let rows = client.query(&sql, &params).await?;
+        rows.iter().map(read_attempt).collect::<Result<Vec<_>, _>>().map(Some)
     }
 
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
@@ -380,7 +375,7 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
     if !plan.attempts.is_empty() {
         let ids: Vec<&str> = plan.attempts.iter().map(|(w, _)| w.as_str()).collect();
         let events: Vec<&str> = plan.attempts.iter().map(|(_, a)| a.event_id.as_str()).collect();
-        let sequences: Vec<i64> = plan.attempts.iter().map(|(_, a)| a.sequence).collect();
+        let sequences: Vec<Option<i64>> = plan.attempts.iter().map(|(_, a)| a.sequence).collect();
         let numbers: Vec<i32> = plan.attempts.iter().map(|(_, a)| int4(a.attempt)).collect();
         let at: Vec<i64> = plan.attempts.iter().map(|(_, a)| a.attempted_at_ms).collect();
         let outcomes: Vec<&str> = plan.attempts.iter().map(|(_, a)| a.outcome.as_str()).collect();

@@ -25,6 +25,7 @@ mod events;
 mod keys;
 mod locations;
 mod readers;
+mod redelivery;
 mod schema;
 mod search;
 mod webhooks;
@@ -62,6 +63,7 @@ use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::domain::location::listing::{LocationPage, LocationQuery};
 use crate::domain::location::search::{SearchPage, SearchQuery};
+use crate::store::redelivery_api::RedeliveryStore;
 use crate::store::webhook_api::WebhookStore;
 
 pub struct SqliteStore {
@@ -76,6 +78,14 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
+    /// The webhook tables' SQL, on the writer and the read connections.
+    fn webhook_sql(&self) -> webhooks::SqliteWebhooks {
+        webhooks::SqliteWebhooks {
+            jobs: Arc::clone(&self.jobs),
+            readers: Arc::clone(&self.readers),
+        }
+    }
+
     /// Opens the database file, creating and migrating it when needed, and starts the writer.
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
         let path = path.to_path_buf();
@@ -301,10 +311,11 @@ impl Store for SqliteStore {
     }
 
     fn webhooks(&self) -> Arc<dyn WebhookStore> {
-        Arc::new(webhooks::SqliteWebhooks {
-            jobs: Arc::clone(&self.jobs),
-            readers: Arc::clone(&self.readers),
-        })
+        Arc::new(self.webhook_sql())
+    }
+
+    fn redeliveries(&self) -> Arc<dyn RedeliveryStore> {
+        Arc::new(self.webhook_sql())
     }
 
     async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError> {

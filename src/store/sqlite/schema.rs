@@ -36,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0007_events.sql"),
     include_str!("../../../migrations/sqlite/0008_compact_events.sql"),
     include_str!("../../../migrations/sqlite/0009_claim_owner.sql"),
+    include_str!("../../../migrations/sqlite/0010_redelivery.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;

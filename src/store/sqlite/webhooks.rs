@@ -11,9 +11,12 @@ use super::events::stored_event;
 use super::readers::ReadPool;
 use super::writer::{Jobs, write};
 use crate::domain::event::EventTypes;
-use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Outcome, Webhook, WebhookStatus};
+use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, WebhookStatus};
 use crate::store::api::{StoreError, now_ms};
-use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, StoredEvent};
+use crate::store::event_rows::{
+    ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, StoredEvent, attempts_sql,
+    delivered_column, read_attempt,
+};
 use crate::store::webhook_api::{
     AttemptsQuery, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange,
     WebhookStore, Window, window_size,
@@ -62,8 +65,9 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
         })?
         .collect::<Result<_, _>>()?;
     let mut events = tx.prepare_cached(&format!(
-        "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
-         ORDER BY e.sequence LIMIT ?3"
+        "SELECT {EVENT_COLUMNS}, {} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
+         ORDER BY e.sequence LIMIT ?3",
+        delivered_column('?', 4)
     ))?;
     let mut claim = tx.prepare_cached(
         "UPDATE webhooks SET claimed_through = ?2, claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1",
@@ -74,8 +78,10 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
         .filter(|(e, ..)| !req.skip.contains(&e.webhook_id));
     for (endpoint, after, last) in fresh.take(req.windows) {
         let size = window_size(endpoint.failing_since_ms.is_some());
-        let rows: Vec<StoredEvent> = events
-            .query_map(params![endpoint.merchant_pk, after, size], |r| stored_event(r, 0))?
+        let rows: Vec<(StoredEvent, bool)> = events
+            .query_map(params![endpoint.merchant_pk, after, size, endpoint.webhook_id], |r| {
+                Ok((stored_event(r, 0)?, r.get(EVENT_WIDTH)?))
+            })?
             .collect::<Result<_, _>>()?;
         let window = endpoint.window(&rows, last, req.now_ms)?;
         claim.execute(params![window.webhook_id, window.through, until_ms, req.owner])?;
@@ -143,9 +149,8 @@ impl WebhookStore for SqliteWebhooks {
             // Only the events appended from now on are sent to it.
             tx.execute(
                 "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at, \
-                 delivered_through, claimed_through) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, \
-                 (SELECT coalesce(max(last_sequence), 0) FROM event_logs WHERE merchant_pk = ?2), \
-                 (SELECT coalesce(max(last_sequence), 0) FROM event_logs WHERE merchant_pk = ?2))",
+                 delivered_through, claimed_through, created_through) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, l, l, l \
+                 FROM (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = ?2)",
                 params![
                     w.webhook_id,
                     merchant_pk,
@@ -218,7 +223,7 @@ impl WebhookStore for SqliteWebhooks {
 
     async fn attempts(&self, page: AttemptsQuery) -> Result<Option<Vec<Attempt>>, StoreError> {
         let (merchant_pk, before, limit) = (page.merchant_pk, page.before, page.limit);
-        let webhook_id = page.webhook_id;
+        let (webhook_id, filter) = (page.webhook_id, page.filter);
         self.readers
             .snapshot(move |c| {
                 let known = c
@@ -228,24 +233,23 @@ impl WebhookStore for SqliteWebhooks {
                 if known.is_none() {
                     return Ok(None);
                 }
-                let mut stmt = c.prepare_cached(
-                    "SELECT id, event_id, sequence, attempt, attempted_at, outcome, http_status, error, duration_ms \
-                     FROM delivery_attempts WHERE webhook_id = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
-                )?;
-                let rows = stmt.query_map(params![webhook_id, before.unwrap_or(i64::MAX), limit as i64 + 1], |r| {
-                    Ok(Attempt {
-                        id: r.get(0)?,
-                        event_id: r.get(1)?,
-                        sequence: r.get(2)?,
-                        attempt: r.get(3)?,
-                        attempted_at_ms: r.get(4)?,
-                        outcome: super::column::word(r, 5, "outcome", Outcome::from_wire)?,
-                        http_status: r.get(6)?,
-                        error: r.get(7)?,
-                        duration_ms: r.get(8)?,
-                    })
-                })?;
-                Ok(Some(rows.collect::<Result<_, _>>()?))
+                let mut stmt = c.prepare_cached(&attempts_sql(&filter, '?'))?;
+                let limit = limit as i64 + 1;
+                let before = before.unwrap_or(i64::MAX);
+                let outcome = filter.outcome.map(|o| o.as_str());
+                let mut params: Vec<&dyn rusqlite::ToSql> = vec![&webhook_id, &before, &limit];
+                if let Some(outcome) = &outcome {
+                    params.push(outcome);
+                }
+                if let Some(event_id) = &filter.event_id {
+                    params.push(event_id);
+                }
+                let mut rows = stmt.query(params.as_slice())?;
+                let mut attempts = Vec::new();
+                while let Some(row) = rows.next()? {
+                    attempts.push(read_attempt(row)?);
+                }
+                Ok(Some(attempts))
             })
             .await
     }

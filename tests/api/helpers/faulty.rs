@@ -129,6 +129,10 @@ impl Store for FaultyStore {
         self.inner.webhooks()
     }
 
+    fn redeliveries(&self) -> Arc<dyn storefront::store::redelivery_api::RedeliveryStore> {
+        self.inner.redeliveries()
+    }
+
     fn event_signal(&self) -> Arc<storefront::store::event_signal::EventSignal> {
         self.inner.event_signal()
     }

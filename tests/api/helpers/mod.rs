@@ -7,7 +7,9 @@ mod server;
 
 pub use cluster::Cluster;
 pub use faulty::{Fault, FaultyStore, faulty_app};
-pub use receiver::{Receiver, signed_by, wait_until, webhook_app, webhook_settings};
+pub use receiver::{
+    Receiver, counter, event_ids, events, now_rfc3339, signed_by, wait_until, webhook_app, webhook_settings,
+};
 pub use server::{BIN, Server, create, merchant_create, merchant_create_at, storefront, storefront_at};
 use std::net::SocketAddr;
 use std::sync::Arc;

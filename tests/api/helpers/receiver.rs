@@ -33,6 +33,8 @@ pub struct Received {
 pub struct Receiver {
     pub got: Arc<Mutex<Vec<Received>>>,
     pub base: String,
+    /// While set, `switch` and `switch-slow` answer 500.
+    pub down: Arc<std::sync::atomic::AtomicBool>,
 }
 
 async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: HeaderMap, body: String) -> Response {
@@ -74,6 +76,22 @@ async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: H
                 StatusCode::INTERNAL_SERVER_ERROR.into_response()
             }
         }
+        // 204 at first, 410 to every later request.
+        "ok-then-gone" if earlier == 0 => StatusCode::NO_CONTENT.into_response(),
+        "ok-then-gone" => StatusCode::GONE.into_response(),
+        // 500 at first, 204 to every later request.
+        "fail-once" if earlier == 0 => StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+        // 500 while the receiver is down, else 204 (`switch-slow`: after 1.5 s).
+        "switch" | "switch-slow" => {
+            if path == "switch-slow" {
+                tokio::time::sleep(Duration::from_millis(1500)).await;
+            }
+            if r.down.load(std::sync::atomic::Ordering::SeqCst) {
+                StatusCode::INTERNAL_SERVER_ERROR.into_response()
+            } else {
+                StatusCode::NO_CONTENT.into_response()
+            }
+        }
         // Fails its first two requests, then recovers.
         "flaky" if earlier < 2 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         _ => StatusCode::NO_CONTENT.into_response(),
@@ -92,6 +110,21 @@ impl Receiver {
             .with_state(receiver.clone());
         tokio::spawn(async move { axum::serve(listener, app).await });
         receiver
+    }
+
+    /// How many times each `webhook-id` reached `path`.
+    pub fn ids_at(&self, path: &str) -> std::collections::HashMap<String, usize> {
+        let mut ids = std::collections::HashMap::new();
+        for got in self.at(path) {
+            *ids.entry(got.headers["webhook-id"].to_str().unwrap().to_owned())
+                .or_default() += 1;
+        }
+        ids
+    }
+
+    /// Sets whether `switch` is down.
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn at(&self, path: &str) -> Vec<Received> {
@@ -200,4 +233,40 @@ pub async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, mut c
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("{what} did not happen within a minute");
+}
+
+/// The merchant's events, oldest first.
+pub async fn events(app: &TestApp) -> Vec<Value> {
+    let page = app
+        .post("/v1/location/events", &json!({"pagination": {"limit": 1000}}))
+        .await;
+    assert_eq!(page.status, 200, "{:#}", page.body);
+    page.body["events"].as_array().unwrap().clone()
+}
+
+pub fn event_ids(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A counter's value in `/metrics` (0 before it was first counted). The tests of one process
+/// share the recorder: a test checks that it grew by at least what it did.
+pub async fn counter(app: &TestApp, line_start: &str) -> f64 {
+    app.get_text("/metrics")
+        .await
+        .lines()
+        .filter(|l| l.starts_with(line_start))
+        .filter_map(|l| l.rsplit_once(' ').and_then(|(_, v)| v.parse::<f64>().ok()))
+        .sum()
+}
+
+/// Now, as RFC 3339 with milliseconds.
+pub fn now_rfc3339() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    String::from_utf8(storefront::domain::wire::timestamp(ms).to_vec()).unwrap()
 }

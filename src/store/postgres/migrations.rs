@@ -1,0 +1,18 @@
+//! The PostgreSQL schema's migrations, in the order they are applied (each once, recorded by
+//! its number; a database migrated by a newer build is refused).
+
+pub(super) const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/postgres/0001_init.sql"),
+    include_str!("../../../migrations/postgres/0002_categories.sql"),
+    include_str!("../../../migrations/postgres/0003_location_records.sql"),
+    include_str!("../../../migrations/postgres/0004_write_path.sql"),
+    include_str!("../../../migrations/postgres/0005_search.sql"),
+    include_str!("../../../migrations/postgres/0006_key_scope.sql"),
+    include_str!("../../../migrations/postgres/0007_rate_budgets.sql"),
+    include_str!("../../../migrations/postgres/0008_drop_band.sql"),
+    include_str!("../../../migrations/postgres/0009_search_by_cell.sql"),
+    include_str!("../../../migrations/postgres/0010_events.sql"),
+    include_str!("../../../migrations/postgres/0011_compact_events.sql"),
+    include_str!("../../../migrations/postgres/0012_claim_owner.sql"),
+    include_str!("../../../migrations/postgres/0013_redelivery.sql"),
+];

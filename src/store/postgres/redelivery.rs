@@ -1,0 +1,209 @@
+//! Getting deliveries back on PostgreSQL (CONTRACT §20): the reads of a resend and a test, the
+//! record of an attempt made by hand, and a recovery in one transaction that holds the endpoint's
+//! row (not the merchant's lock: its writes go on meanwhile), a statement per batch of sequences.
+
+use async_trait::async_trait;
+use deadpool_postgres::GenericClient;
+
+use super::events::stored_event;
+use super::webhooks::{DB_NOW, PgWebhooks};
+use crate::domain::event::EventTypes;
+use crate::domain::webhook::{Attempt, Outcome, Trigger};
+use crate::store::api::StoreError;
+use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
+use crate::store::redelivery_api::{
+    Bisect, RECOVER_BATCH, Recovered, Recovery, RedeliveryStore, Resendable, Target, recovery_bounds,
+};
+use crate::store::redelivery_sql;
+use crate::store::webhook_api::signing_secrets;
+
+/// The merchant's endpoint that is not deleted: its columns, where its merchant's log stood when
+/// it was created, whether it is enabled and its `delivered_through` (`lock`: held until the
+/// transaction ends).
+async fn endpoint(
+    c: &impl GenericClient,
+    merchant_pk: i64,
+    webhook_id: &str,
+    lock: bool,
+) -> Result<Option<(ClaimedEndpoint, i64, bool, i64)>, StoreError> {
+    let sql = format!(
+        "SELECT {ENDPOINT_COLUMNS}, w.created_through, w.status = 'ENABLED', w.delivered_through FROM webhooks w \
+         WHERE w.webhook_id = $1 AND w.merchant_pk = $2 AND w.deleted_at IS NULL{}",
+        if lock { " FOR UPDATE" } else { "" }
+    );
+    let Some(r) = c.query_opt(&sql, &[&webhook_id, &merchant_pk]).await? else {
+        return Ok(None);
+    };
+    Ok(Some((
+        ClaimedEndpoint::read(&r)?,
+        r.try_get(ENDPOINT_WIDTH)?,
+        r.try_get(ENDPOINT_WIDTH + 1)?,
+        r.try_get(ENDPOINT_WIDTH + 2)?,
+    )))
+}
+
+/// Runs a bisection of the merchant's log to its end.
+async fn bisect(c: &impl GenericClient, merchant_pk: i64, mut b: Bisect) -> Result<i64, StoreError> {
+    let probe = c.prepare(&redelivery_sql::probe('$')).await?;
+    while let Some(sequence) = b.probe() {
+        let at: Option<i64> = c.query_opt(&probe, &[&merchant_pk, &sequence]).await?.map(|r| r.get(0));
+        b.answer(at);
+    }
+    Ok(b.found())
+}
+
+#[async_trait]
+impl RedeliveryStore for PgWebhooks {
+    async fn test_target(&self, merchant_pk: i64, webhook_id: &str, now_ms: i64) -> Result<Option<Target>, StoreError> {
+        let client = self.pool.get().await?;
+        Ok(endpoint(&client, merchant_pk, webhook_id, false)
+            .await?
+            .map(|(e, ..)| Target {
+                webhook_id: e.webhook_id,
+                url: e.url,
+                secrets: signing_secrets(e.secret, e.old_secret, e.old_secret_until, now_ms),
+            }))
+    }
+
+    async fn resendable(
+        &self,
+        merchant_pk: i64,
+        webhook_id: &str,
+        event_id: &str,
+        now_ms: i64,
+    ) -> Result<Resendable, StoreError> {
+        let client = self.pool.get().await?;
+        let Some((endpoint, created_through, ..)) = endpoint(&client, merchant_pk, webhook_id, false).await? else {
+            return Ok(Resendable::NoWebhook);
+        };
+        let event = client
+            .query_opt(
+                &format!("SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.event_id = $2"),
+                &[&merchant_pk, &event_id],
+            )
+            .await?
+            .map(|r| stored_event(&r, 0))
+            .transpose()?;
+        let Some(event) = event.filter(|e| e.sequence > created_through && endpoint.takes(e.code)) else {
+            return Ok(Resendable::NoEvent);
+        };
+        let attempts: i64 = client
+            .query_one(
+                "SELECT count(*) FROM delivery_attempts WHERE webhook_id = $1 AND event_id = $2",
+                &[&webhook_id, &event_id],
+            )
+            .await?
+            .get(0);
+        Ok(Resendable::Due(endpoint.due(&event, attempts, now_ms)?))
+    }
+
+    async fn record_by_hand(&self, webhook_id: &str, attempt: Attempt) -> Result<Attempt, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let number = i32::try_from(attempt.attempt).unwrap_or(i32::MAX);
+        let status = attempt.http_status.and_then(|s| i32::try_from(s).ok());
+        let id: i64 = tx
+            .query_one(
+                "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
+                 http_status, error, duration_ms, made_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
+                 RETURNING id",
+                &[
+                    &webhook_id,
+                    &attempt.event_id,
+                    &attempt.sequence,
+                    &number,
+                    &attempt.attempted_at_ms,
+                    &attempt.outcome.as_str(),
+                    &status,
+                    &attempt.error,
+                    &attempt.duration_ms,
+                    &attempt.trigger.as_str(),
+                ],
+            )
+            .await?
+            .get(0);
+        // A delivered resend settles its event: no retry of it is made (a window that reaches it
+        // finds it delivered).
+        if attempt.trigger == Trigger::Resend && attempt.outcome == Outcome::Delivered {
+            tx.execute(
+                "DELETE FROM deliveries WHERE webhook_id = $1 AND sequence = $2",
+                &[&webhook_id, &attempt.sequence],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Attempt { id, ..attempt })
+    }
+
+    async fn recover(&self, recovery: Recovery) -> Result<Recovered, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let Some((endpoint, created_through, enabled, delivered_through)) =
+            endpoint(&tx, recovery.merchant_pk, &recovery.webhook_id, true).await?
+        else {
+            return Ok(Recovered::NoWebhook);
+        };
+        if !enabled {
+            return Ok(Recovered::Disabled);
+        }
+        let log = tx
+            .query_opt(
+                "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1",
+                &[&recovery.merchant_pk],
+            )
+            .await?;
+        let Some(log) = log else {
+            return Ok(Recovered::Pending(0));
+        };
+        let (last, pruned): (i64, i64) = (log.try_get(0)?, log.try_get(1)?);
+        let (from, to) = recovery_bounds(&recovery, created_through.max(pruned) + 1, last + 1);
+        let (from, to) = (
+            bisect(&tx, recovery.merchant_pk, from).await?,
+            bisect(&tx, recovery.merchant_pk, to).await?,
+        );
+        let types = endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits()));
+        let count = tx.prepare(&redelivery_sql::count('$')).await?;
+        let insert = tx.prepare(&redelivery_sql::insert('$', DB_NOW)).await?;
+        let mut recovered = 0;
+        let mut batch = from;
+        while batch < to {
+            let end = (batch + RECOVER_BATCH).min(to);
+            let n: i64 = tx
+                .query_one(
+                    &count,
+                    &[
+                        &recovery.merchant_pk,
+                        &batch,
+                        &end,
+                        &recovery.since_ms,
+                        &recovery.until_ms,
+                        &types,
+                        &recovery.webhook_id,
+                    ],
+                )
+                .await?
+                .get(0);
+            recovered += n;
+            if n > 0 && batch <= delivered_through {
+                tx.execute(
+                    &insert,
+                    &[
+                        &recovery.merchant_pk,
+                        &batch,
+                        &end,
+                        &recovery.since_ms,
+                        &recovery.until_ms,
+                        &types,
+                        &recovery.webhook_id,
+                        &delivered_through,
+                        &recovery.now_ms,
+                    ],
+                )
+                .await?;
+            }
+            batch = end;
+        }
+        tx.commit().await?;
+        Ok(Recovered::Pending(u64::try_from(recovered).unwrap_or(0)))
+    }
+}

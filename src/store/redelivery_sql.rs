@@ -1,0 +1,40 @@
+//! The SQL of a recovery (CONTRACT §20), written once for both engines (`mark`: `?` or `$`):
+//! the events of one batch that a recovery takes, counted, and made retry rows where the endpoint
+//! has settled them. The parameters, in order: the merchant (1), the batch's sequences from (2)
+//! and before (3), the times from (4) and before (5), the endpoint's type bits (6) and id (7),
+//! its `delivered_through` (8), and when the rows are due (9).
+
+/// The events of a batch a recovery takes: of the merchant, in the batch, appended in the
+/// window, of a type the endpoint takes, not delivered to it already (`delivery_attempts_by_event`).
+fn taken(mark: char) -> String {
+    format!(
+        "FROM events e WHERE e.merchant_pk = {mark}1 AND e.sequence >= {mark}2 AND e.sequence < {mark}3 \
+         AND e.appended_at >= {mark}4 AND e.appended_at < {mark}5 AND ((CAST({mark}6 AS bigint) >> e.type) & 1) = 1 \
+         AND NOT EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.webhook_id = {mark}7 \
+         AND a.event_id = e.event_id AND a.outcome = 'delivered')"
+    )
+}
+
+/// How many events of the batch the recovery takes (parameters 1 to 7).
+pub fn count(mark: char) -> String {
+    format!("SELECT count(*) {}", taken(mark))
+}
+
+/// Retry rows, due at once with their attempts counted from 0, of the events the recovery takes
+/// that the endpoint has settled (through its `delivered_through`; the later ones its windows
+/// send). A row already there starts its schedule again, unless an attempt of it is being made
+/// (its claim holds past `now`: that attempt is the one made at once).
+pub fn insert(mark: char, now: &str) -> String {
+    format!(
+        "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
+         SELECT {mark}7, e.sequence, e.merchant_pk, 0, {mark}9, e.appended_at {} AND e.sequence <= {mark}8 \
+         ON CONFLICT (webhook_id, sequence) DO UPDATE SET attempts = 0, next_attempt_at = excluded.next_attempt_at \
+         WHERE deliveries.claim_until < {now}",
+        taken(mark)
+    )
+}
+
+/// One event's `appended_at` by its sequence: a bisection's probe (parameters: merchant, sequence).
+pub fn probe(mark: char) -> String {
+    format!("SELECT appended_at FROM events WHERE merchant_pk = {mark}1 AND sequence = {mark}2")
+}

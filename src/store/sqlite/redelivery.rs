@@ -1,0 +1,186 @@
+//! Getting deliveries back on SQLite (CONTRACT §20): the reads of a resend and a test on the read
+//! connections, the record of an attempt made by hand and a recovery each in one transaction of
+//! the writer (a recovery's statements a batch of sequences each).
+
+use async_trait::async_trait;
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::events::stored_event;
+use super::webhooks::SqliteWebhooks;
+use super::writer::write;
+use crate::domain::event::EventTypes;
+use crate::domain::webhook::{Attempt, Outcome, Trigger};
+use crate::store::api::StoreError;
+use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
+use crate::store::redelivery_api::{
+    Bisect, RECOVER_BATCH, Recovered, Recovery, RedeliveryStore, Resendable, Target, recovery_bounds,
+};
+use crate::store::redelivery_sql;
+use crate::store::webhook_api::signing_secrets;
+
+/// The merchant's endpoint that is not deleted, and where its merchant's log stood when it was
+/// created.
+fn endpoint(c: &Connection, merchant_pk: i64, webhook_id: &str) -> Result<Option<(ClaimedEndpoint, i64)>, StoreError> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {ENDPOINT_COLUMNS}, w.created_through FROM webhooks w \
+             WHERE w.webhook_id = ?1 AND w.merchant_pk = ?2 AND w.deleted_at IS NULL"
+    ))?
+    .query_row(params![webhook_id, merchant_pk], |r| {
+        Ok((ClaimedEndpoint::read(r)?, r.get(ENDPOINT_WIDTH)?))
+    })
+    .optional()?)
+}
+
+/// Runs a bisection of the merchant's log to its end.
+fn bisect(tx: &Connection, merchant_pk: i64, mut b: Bisect) -> Result<i64, StoreError> {
+    let mut probe = tx.prepare_cached(&redelivery_sql::probe('?'))?;
+    while let Some(sequence) = b.probe() {
+        let at: Option<i64> = probe
+            .query_row(params![merchant_pk, sequence], |r| r.get(0))
+            .optional()?;
+        b.answer(at);
+    }
+    Ok(b.found())
+}
+
+#[async_trait]
+impl RedeliveryStore for SqliteWebhooks {
+    async fn test_target(&self, merchant_pk: i64, webhook_id: &str, now_ms: i64) -> Result<Option<Target>, StoreError> {
+        let webhook_id = webhook_id.to_owned();
+        self.readers
+            .read(move |c| {
+                Ok(endpoint(c, merchant_pk, &webhook_id)?.map(|(e, _)| Target {
+                    webhook_id: e.webhook_id,
+                    url: e.url,
+                    secrets: signing_secrets(e.secret, e.old_secret, e.old_secret_until, now_ms),
+                }))
+            })
+            .await
+    }
+
+    async fn resendable(
+        &self,
+        merchant_pk: i64,
+        webhook_id: &str,
+        event_id: &str,
+        now_ms: i64,
+    ) -> Result<Resendable, StoreError> {
+        let (webhook_id, event_id) = (webhook_id.to_owned(), event_id.to_owned());
+        self.readers
+            .snapshot(move |c| {
+                let Some((endpoint, created_through)) = endpoint(c, merchant_pk, &webhook_id)? else {
+                    return Ok(Resendable::NoWebhook);
+                };
+                let event = c
+                    .prepare_cached(&format!(
+                        "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.event_id = ?2"
+                    ))?
+                    .query_row(params![merchant_pk, event_id], |r| stored_event(r, 0))
+                    .optional()?;
+                let Some(event) = event.filter(|e| e.sequence > created_through && endpoint.takes(e.code)) else {
+                    return Ok(Resendable::NoEvent);
+                };
+                let attempts: i64 = c
+                    .prepare_cached("SELECT count(*) FROM delivery_attempts WHERE webhook_id = ?1 AND event_id = ?2")?
+                    .query_row(params![webhook_id, event_id], |r| r.get(0))?;
+                Ok(Resendable::Due(endpoint.due(&event, attempts, now_ms)?))
+            })
+            .await
+    }
+
+    async fn record_by_hand(&self, webhook_id: &str, attempt: Attempt) -> Result<Attempt, StoreError> {
+        let webhook_id = webhook_id.to_owned();
+        write(&self.jobs, move |tx| {
+            let id: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
+                     http_status, error, duration_ms, made_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+                     RETURNING id",
+                )?
+                .query_row(
+                    params![
+                        webhook_id,
+                        attempt.event_id,
+                        attempt.sequence,
+                        attempt.attempt,
+                        attempt.attempted_at_ms,
+                        attempt.outcome.as_str(),
+                        attempt.http_status,
+                        attempt.error,
+                        attempt.duration_ms,
+                        attempt.trigger.as_str()
+                    ],
+                    |r| r.get(0),
+                )?;
+            // A delivered resend settles its event: no retry of it is made (a window that reaches
+            // it finds it delivered).
+            if attempt.trigger == Trigger::Resend && attempt.outcome == Outcome::Delivered {
+                tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?
+                    .execute(params![webhook_id, attempt.sequence])?;
+            }
+            Ok(Attempt { id, ..attempt })
+        })
+        .await
+    }
+
+    async fn recover(&self, recovery: Recovery) -> Result<Recovered, StoreError> {
+        write(&self.jobs, move |tx| {
+            let Some((endpoint, created_through)) = endpoint(tx, recovery.merchant_pk, &recovery.webhook_id)? else {
+                return Ok(Recovered::NoWebhook);
+            };
+            let (enabled, delivered_through): (bool, i64) = tx
+                .prepare_cached("SELECT status = 'ENABLED', delivered_through FROM webhooks WHERE webhook_id = ?1")?
+                .query_row([&recovery.webhook_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            if !enabled {
+                return Ok(Recovered::Disabled);
+            }
+            let log: Option<(i64, i64)> = tx
+                .prepare_cached("SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = ?1")?
+                .query_row([recovery.merchant_pk], |r| Ok((r.get(0)?, r.get(1)?)))
+                .optional()?;
+            let Some((last, pruned)) = log else {
+                return Ok(Recovered::Pending(0));
+            };
+            let (from, to) = recovery_bounds(&recovery, created_through.max(pruned) + 1, last + 1);
+            let (from, to) = (
+                bisect(tx, recovery.merchant_pk, from)?,
+                bisect(tx, recovery.merchant_pk, to)?,
+            );
+            let types = endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits()));
+            let mut count = tx.prepare_cached(&redelivery_sql::count('?'))?;
+            let mut insert = tx.prepare_cached(&redelivery_sql::insert('?', "?9"))?;
+            let mut recovered = 0;
+            let mut batch = from;
+            while batch < to {
+                let end = (batch + RECOVER_BATCH).min(to);
+                let taken = params![
+                    recovery.merchant_pk,
+                    batch,
+                    end,
+                    recovery.since_ms,
+                    recovery.until_ms,
+                    types,
+                    recovery.webhook_id
+                ];
+                let n: i64 = count.query_row(taken, |r| r.get(0))?;
+                recovered += n;
+                if n > 0 && batch <= delivered_through {
+                    insert.execute(params![
+                        recovery.merchant_pk,
+                        batch,
+                        end,
+                        recovery.since_ms,
+                        recovery.until_ms,
+                        types,
+                        recovery.webhook_id,
+                        delivered_through,
+                        recovery.now_ms
+                    ])?;
+                }
+                batch = end;
+            }
+            Ok(Recovered::Pending(u64::try_from(recovered).unwrap_or(0)))
+        })
+        .await
+    }
+}

@@ -1,0 +1,89 @@
+//! Attempts made by hand (CONTRACT §20): a resend or a test is one attempt through the very
+//! transport the worker uses (the same signing, public-address rule and 15 s), made while it holds
+//! a place of its endpoint (`places`: it counts against the bound on attempts in flight), and
+//! counted in `webhook_attempts_total{outcome}` (not in `webhook_delivery_seconds`: it is no
+//! event's delivery after its commit).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::config::{Clock, SystemClock, WebhookSettings};
+use super::places::Places;
+use super::send::{Delivery, Transport};
+use crate::domain::webhook::{Attempt, Outcome, Trigger};
+use crate::secret::Secret;
+
+/// What to send by hand, to whom.
+pub struct HandMade<'a> {
+    pub webhook_id: &'a str,
+    pub url: &'a str,
+    pub secrets: &'a [Secret],
+    pub event_id: &'a str,
+    pub body: &'a str,
+    /// The event's sequence (none for a test event).
+    pub sequence: Option<i64>,
+    /// Its number among the attempts of the event to the endpoint.
+    pub attempt: i64,
+    pub trigger: Trigger,
+}
+
+/// The attempts made by hand, sharing the worker's transport and places.
+pub struct ByHand {
+    transport: Arc<dyn Transport>,
+    places: Arc<Places>,
+    settings: WebhookSettings,
+}
+
+impl ByHand {
+    pub fn new(transport: Arc<dyn Transport>, places: Arc<Places>, settings: WebhookSettings) -> Self {
+        ByHand {
+            transport,
+            places,
+            settings,
+        }
+    }
+
+    /// Makes the attempt once a place of its endpoint is free; none when no place was free by
+    /// `wait_until`. The attempt, as it ended (its `id` is given when it is recorded).
+    pub async fn attempt(&self, made: HandMade<'_>, wait_until: Instant) -> Option<Attempt> {
+        let place = self.places.wait_for_one(made.webhook_id, wait_until).await?;
+        let attempted_at = SystemClock.now_ms();
+        let delivery = Delivery {
+            url: made.url,
+            event_id: made.event_id,
+            body: made.body,
+            secrets: made.secrets,
+        };
+        let sent = self.transport.send(delivery, self.settings.reach).await;
+        drop(place);
+        let outcome = if sent.delivered() {
+            Outcome::Delivered
+        } else {
+            Outcome::Failed
+        };
+        metrics::counter!("webhook_attempts_total", "outcome" => outcome.as_str()).increment(1);
+        Some(Attempt {
+            id: 0,
+            event_id: made.event_id.to_owned(),
+            sequence: made.sequence,
+            attempt: made.attempt,
+            attempted_at_ms: attempted_at,
+            outcome,
+            http_status: sent.status.map(i64::from),
+            error: sent.error,
+            duration_ms: i64::try_from(sent.took.as_millis()).unwrap_or(i64::MAX),
+            trigger: made.trigger,
+        })
+    }
+
+    /// The places this instance's attempts share: the worker's.
+    pub fn places(&self) -> Arc<Places> {
+        Arc::clone(&self.places)
+    }
+
+    /// The transport both make their attempts through.
+    pub fn transport(&self) -> Arc<dyn Transport> {
+        Arc::clone(&self.transport)
+    }
+}
