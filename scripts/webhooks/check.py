@@ -20,13 +20,15 @@ FAST = ["--webhook-allow-private", "--webhook-allow-http", "--webhook-retry-sche
 
 
 class Receiver:
-    """Records every delivery verified with the secrets given; answers 503 while `down`."""
+    """Records every delivery verified with the secrets given; answers 503 while `down`, 410
+    while `gone`."""
 
     def __init__(self):
         self.secrets = []
         self.verified = []  # (webhook-id, event)
         self.unverified = 0
         self.down = False
+        self.gone = False
         self.delay = 0.0
         self.lock = threading.Lock()
         receiver = self
@@ -40,8 +42,8 @@ class Receiver:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 if receiver.delay:
                     time.sleep(receiver.delay)
-                if receiver.down:
-                    self.send_response(503)
+                if receiver.down or receiver.gone:
+                    self.send_response(410 if receiver.gone else 503)
                     self.end_headers()
                     return
                 event = None
@@ -66,6 +68,10 @@ class Receiver:
     def ids(self):
         with self.lock:
             return [i for i, _ in self.verified]
+
+    def times(self, event_id):
+        with self.lock:
+            return sum(1 for i, _ in self.verified if i == event_id)
 
 
 class Server:
@@ -173,6 +179,36 @@ def sqlite_run():
     wait("every event pending at the kill delivered after the restart", lambda: set(pending) <= set(receiver.ids()))
     assert receiver.unverified == 0, receiver.unverified
     print(f"   killed with {len(pending)} events pending: all delivered after the restart, every one verified")
+
+    # CONTRACT §20: a test event and a resend, verified; a recovery, then SIGKILL right after its answer.
+    webhook_id = hook["webhook"]["webhook_id"]
+    test = post(server.base, key, "/v1/webhook/test", {"webhook_id": webhook_id})["delivery"]
+    event = next(e for i, e in receiver.verified if i == test["event_id"])
+    assert test["trigger"] == "test" and test["outcome"] == "delivered", test
+    assert event["type"] == "webhook.test" and event["sequence"] is None and event["location_id"] is None, event
+    resent = post(server.base, key, "/v1/webhook/resend", {"webhook_id": webhook_id, "event_id": pending[0]})
+    assert resent["delivery"]["trigger"] == "resend" and resent["delivery"]["outcome"] == "delivered", resent
+    assert receiver.times(pending[0]) >= 2
+    print("   a test event and a resend: delivered and verified")
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+    receiver.gone = True
+    post(server.base, key, "/v1/location/create", {"locations": [warehouse("g0", 40, 30)]})
+    wait("the 410 disables the endpoint", lambda: post(server.base, key, "/v1/webhook/list", {})["webhooks"][0]
+         ["status"] == "DISABLED")
+    post(server.base, key, "/v1/location/create",
+         {"locations": [warehouse(f"g{n}", 40 + n * 0.01, 30) for n in range(1, 20)]})
+    missed, cursor = events_after(server.base, key, cursor)
+    missed = [i for i in missed if i not in pending]
+    receiver.gone = False
+    post(server.base, key, "/v1/webhook/enable", {"webhook_id": webhook_id})
+    recovered = post(server.base, key, "/v1/webhook/recover", {"webhook_id": webhook_id, "since": since})
+    server.kill()
+    assert recovered == {"recovered": len(missed)}, (recovered, len(missed))
+    server = Server(database)
+    wait("every recovered event delivered after a SIGKILL right after the recovery's answer",
+         lambda: set(missed) <= set(receiver.ids()))
+    assert receiver.unverified == 0, receiver.unverified
+    print(f"   {len(missed)} events recovered, killed right after the answer: all delivered after the restart")
     server.kill()
 
 
@@ -199,6 +235,29 @@ def postgres_run():
          lambda: set(ids) <= set(receiver.ids()), seconds=180)
     got = receiver.ids()
     print(f"   two instances, one killed: {len(ids)} events, all delivered ({len(got) - len(set(got))} twice)")
+
+    # CONTRACT §20: a recovery made through one instance is delivered once, by either.
+    a = Server(database)
+    webhook_id = hook["webhook"]["webhook_id"]
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+    receiver.delay = 0
+    receiver.gone = True
+    post(a.base, key, "/v1/location/create", {"locations": [warehouse("g0", 40, 30)]})
+    wait("the 410 disables the endpoint", lambda: post(b.base, key, "/v1/webhook/list", {})["webhooks"][0]
+         ["status"] == "DISABLED")
+    post(b.base, key, "/v1/location/create",
+         {"locations": [warehouse(f"g{n}", 40 + n * 0.01, 30) for n in range(1, 40)]})
+    missed, cursor = events_after(a.base, key, cursor)
+    receiver.gone = False
+    post(a.base, key, "/v1/webhook/enable", {"webhook_id": webhook_id})
+    recovered = post(a.base, key, "/v1/webhook/recover", {"webhook_id": webhook_id, "since": since})
+    assert recovered == {"recovered": len(missed)}, (recovered, len(missed))
+    wait("every recovered event delivered", lambda: set(missed) <= set(receiver.ids()))
+    time.sleep(2)
+    twice = [i for i in missed if receiver.times(i) != 1]
+    assert not twice, twice
+    print(f"   two instances: {len(missed)} events recovered through one, each delivered once")
+    a.kill()
     b.kill()
 
 
