@@ -11,6 +11,12 @@
   400,000 deliveries; deliveries/s from the push's start to the last delivery, the lag from each
   event's commit to its delivery (p50, p99, max, as the receiver saw them), and how long after the
   push ended the last delivery came. Goal: >= 2,000 deliveries/s, p99 lag <= 2 s.
+- `recover` (issue 47), on SQLite and on PostgreSQL: an endpoint whose receiver is down (nothing
+  listens on its port) while 100,000 events are appended for it and given up, then the receiver
+  started and one `POST /v1/webhook/recover` of all of them, while another merchant creates
+  (wrk, 2 connections, 200 locations a request): the recovery request's time (goal: < 2 s), that
+  merchant's create p99 during the recovery and the deliveries after it, beside the same creates
+  just before (goal: < 100 ms), and deliveries/s after the recovery (goal: >= 2,000/s).
 
 Each run on a fresh database and a freshly started server; the median of REPS runs is reported.
 """
@@ -48,15 +54,16 @@ def start(binary, db, extra=()):
 stop = bench.stop_process
 
 
-def merchant(binary, db):
-    out = subprocess.run([str(binary), "--log-format", "json", "--database", f"sqlite://{db}", "merchant", "create",
-                          "--name", "bench", "--json"], capture_output=True, text=True, check=True).stdout
+def merchant(binary, db, name="bench"):
+    url = db if str(db).startswith("postgres://") else f"sqlite://{db}"
+    out = subprocess.run([str(binary), "--log-format", "json", "--database", url, "merchant", "create",
+                          "--name", name, "--json"], capture_output=True, text=True, check=True).stdout
     return json.loads(out)["api_key"]
 
 
 class Receiver:
-    def __init__(self):
-        self.port = bench.free_port()
+    def __init__(self, port=None):
+        self.port = port or bench.free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc = subprocess.Popen([str(RECEIVER), f"127.0.0.1:{self.port}"], stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
@@ -214,6 +221,81 @@ def webhooks_run(workdir, receiver, rows=100_000, endpoints=4, pace=None):
             "lag_max_s": stats["lag_max_ms"] / 1000, "cpu_ms_per_delivery": cpu * 1000 / max(stats["deliveries"], 1)}
 
 
+def metric(base, name):
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    return None
+
+
+def push(base, key, rows, tag):
+    """`rows` locations of one merchant, in creates of 200, 4 at once."""
+    bodies = [json.dumps({"locations": [dict(bench.location(i), merchant_location_id=f"{tag}-{i}")
+                                        for i in range(s, min(s + 200, rows))]}).encode()
+              for s in range(0, rows, 200)]
+
+    def send(body):
+        req = urllib.request.Request(base + "/v1/location/create", data=body, method="POST",
+                                     headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            r.read()
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(send, bodies))
+
+
+def recover_run(engine, workdir, rows, pg=None):
+    """One recovery of `rows` given-up events (see the module's notes)."""
+    db = pg.fresh("recover") if engine == "postgres" else Path(workdir) / f"recover-{uuid.uuid4().hex[:6]}.db"
+    url = db if engine == "postgres" else f"sqlite://{db}"
+    key, other = merchant(BIN, db, "missed"), merchant(BIN, db, "other")
+    port = bench.free_port()
+    proc, base = bench.serve(BIN, url, WEBHOOK_FLAGS + ["--webhook-retry-schedule", "1ms"])
+    receiver = None
+    try:
+        webhook = bench.post(base, "/v1/webhook/create", key, {"url": f"http://127.0.0.1:{port}/missed"})
+        webhook_id = webhook["webhook"]["webhook_id"]
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 1))
+        push(base, key, rows, "r")
+        # Given up: nothing pending for two readings of the gauge in a row (it is read every 5 s).
+        zero = 0
+        while zero < 2:
+            time.sleep(5)
+            zero = zero + 1 if metric(base, "webhook_pending") == 0 else 0
+        receiver = Receiver(port)
+        script = ROOT / "benches/wrk/create.lua"
+        before = bench.wrk(base, 2, 10, script, [other, f"b{time.time_ns()}"])
+        during, took = {}, {}
+
+        def creates():
+            during.update(bench.wrk(base, 2, 15, script, [other, f"d{time.time_ns()}"]))
+
+        load = threading.Thread(target=creates)
+        load.start()
+        time.sleep(2)
+        t = time.time()
+        recovered = bench.post(base, "/v1/webhook/recover", key, {"webhook_id": webhook_id, "since": since})
+        took["s"] = time.time() - t
+        deadline = time.time() + 1800
+        while time.time() < deadline and receiver.stats()["unique"] < rows:
+            time.sleep(0.2)
+        stats = receiver.stats()
+        load.join()
+    finally:
+        stop(proc)
+        if receiver:
+            receiver.stop()
+        if engine != "postgres":
+            for suffix in ("", "-wal", "-shm"):
+                Path(str(db) + suffix).unlink(missing_ok=True)
+    assert recovered["recovered"] == rows, recovered
+    return {"recover_s": took["s"], "recovered": recovered["recovered"], "unique": stats["unique"],
+            "deliveries": stats["deliveries"], "per_s": stats["deliveries"] / max(stats["last_ms"] / 1000 - t, 1e-3),
+            "p99_before_ms": before["p99_us"] / 1000, "p99_during_ms": during["p99_us"] / 1000,
+            "creates_during": during["requests"]}
+
+
 def median(runs, key):
     return statistics.median(r[key] for r in runs)
 
@@ -229,9 +311,16 @@ def main():
     p.add_argument("--paced-rows", type=int, default=20_000, dest="paced_rows",
                    help="rows of the paced push (its lag when delivery keeps up)")
     p.add_argument("--pace", type=int, default=400, help="rows a second of the paced push")
+    p.add_argument("--recover-rows", type=int, default=100_000, dest="recover_rows",
+                   help="events given up, then recovered at once (the recover workload)")
+    p.add_argument("--only", choices=["recover"], help="only this workload (its own report)")
     p.add_argument("--out", default=str(ROOT / "target/bench/events.md"))
     cfg = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="events-bench-")
+    recover_lines = recover_report(cfg, workdir)
+    if cfg.only == "recover":
+        bench.write_report(cfg.out, recover_header(cfg) + recover_lines)
+        return
     receiver = Receiver()
     try:
         create = {"base": [], "ours": []}
@@ -283,8 +372,40 @@ def main():
         "",
         "Deliveries made during the create runs (ours): "
         + ", ".join(f"{r['delivered']:,}" for r in create["ours"]) + ".",
+        "",
+        *recover_lines,
     ]
     bench.write_report(cfg.out, lines)
+
+
+def recover_header(cfg):
+    machine = bench.machine()
+    return [f"Command: `python3 benches/events_bench.py {cfg.base} --only recover --reps {cfg.reps}`, "
+            f"{time.strftime('%Y-%m-%d')}, {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB, "
+            f"{machine['rustc']}.", ""]
+
+
+def recover_report(cfg, workdir):
+    """The recover workload on both engines: its table's lines."""
+    pg = bench.Postgres(workdir)
+    try:
+        runs = {engine: [recover_run(engine, workdir, cfg.recover_rows, pg) for _ in range(max(1, cfg.reps - 1))]
+                for engine in ("sqlite", "postgres")}
+    finally:
+        pg.stop()
+    verdict = lambda ok: "met" if ok else "**not met**"
+    lines = [f"Recover ({cfg.recover_rows:,} given-up events recovered at once; another merchant creating, "
+             "wrk 2 connections):", "",
+             "| engine | recovery request | creates p99 before / during | deliveries/s after | goals | verdict |",
+             "|---|---:|---:|---:|---|---|"]
+    for engine, rs in runs.items():
+        for r in rs:
+            bench.log(f"   recover {engine}: {r['recover_s']:.2f} s, p99 {r['p99_before_ms']:.0f} / "
+                      f"{r['p99_during_ms']:.0f} ms, {r['per_s']:,.0f} deliveries/s ({r['unique']:,} unique)")
+        took, p99, per_s = median(rs, "recover_s"), median(rs, "p99_during_ms"), median(rs, "per_s")
+        lines.append(f"| {engine} | {took:.2f} s | {median(rs, 'p99_before_ms'):.0f} / {p99:.0f} ms | {per_s:,.0f} "
+                     f"| < 2 s, p99 < 100 ms, >= 2,000/s | {verdict(took < 2 and p99 < 100 and per_s >= 2000)} |")
+    return lines
 
 
 if __name__ == "__main__":
