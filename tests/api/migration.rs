@@ -198,10 +198,12 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
     match url.strip_prefix("sqlite://") {
         Some(path) => {
             let conn = rusqlite::Connection::open(path).unwrap();
-            // Version 7's schema: the claims' owners (migration 9) came after it too.
+            // Version 7's schema: the claims' owners (migration 9) and the endpoints' first
+            // sequence (10) came after it too (10 rebuilds the attempts' table whatever it holds).
             conn.execute_batch(&format!(
                 "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
-                 ALTER TABLE deliveries DROP COLUMN claim_owner; PRAGMA user_version = 7"
+                 ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
+                 PRAGMA user_version = 7"
             ))
             .unwrap();
             for e in events {
@@ -219,7 +221,11 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
             client
                 .batch_execute(&format!(
                     "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
-                     ALTER TABLE deliveries DROP COLUMN claim_owner; DELETE FROM schema_migrations WHERE version >= 11"
+                     ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
+                     ALTER TABLE delivery_attempts DROP COLUMN made_by; \
+                     ALTER TABLE delivery_attempts ALTER COLUMN sequence SET NOT NULL; \
+                     DROP INDEX delivery_attempts_by_outcome, delivery_attempts_by_event; \
+                     DELETE FROM schema_migrations WHERE version >= 11"
                 ))
                 .await
                 .unwrap();
