@@ -27,7 +27,8 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{
-    categories, changes, cors, events, gate, locations, openapi, ops, redelivery, request_id, search, webhooks, widget,
+    categories, changes, console, cors, events, gate, locations, openapi, ops, redelivery, request_id, search,
+    webhooks, widget,
 };
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
@@ -165,6 +166,7 @@ pub fn router(state: AppState) -> Router {
                 ),
         )
         .merge(widget::routes())
+        .merge(console::routes())
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
@@ -250,15 +252,20 @@ fn security_headers(route: &str, headers: &mut axum::http::HeaderMap) {
                         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
     const WIDGET: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                           img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+    // CONTRACT §21: everything from this service, nothing inline, never framed.
+    const CONSOLE: &str = "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
+                           frame-ancestors 'none'";
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     let page = match route {
         "/widget/" => Some(WIDGET),
+        console if console.starts_with("/console/") => Some(CONSOLE),
         docs if docs.starts_with("/docs") => Some(DOCS),
         _ => None,
     };
     if let Some(policy) = page {
         headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(policy));
         headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+        headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
     }
 }
 

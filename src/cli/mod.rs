@@ -439,6 +439,9 @@ async fn seed_demo(state: &AppState, addr: std::net::SocketAddr) -> anyhow::Resu
         let locations = crate::demo::seed_locations(store, &merchant)
             .await
             .context("creating the demo locations")?;
+        crate::demo::seed_statuses(store, &merchant)
+            .await
+            .context("archiving demo locations")?;
         say!(
             "Demo merchant created (merchant_id {}). Its API key, shown only now:",
             issued.merchant_id
@@ -446,7 +449,11 @@ async fn seed_demo(state: &AppState, addr: std::net::SocketAddr) -> anyhow::Resu
         say!();
         say!("    {}", issued.api_key);
         say!();
-        say!("It has {locations} pickup points, lockers and stores around Moscow and Saint Petersburg.");
+        say!(
+            "It has {} pickup points, lockers and stores around Moscow and Saint Petersburg: 3 archived, \
+             one in quarantine 20 m from another.",
+            locations + 1
+        );
         say!("Try it:");
         say!(
             "    curl -s http://{}/v1/categories/list -H 'Authorization: Bearer {}' -H 'Content-Type: application/json' -d '{{\"pagination\":{{\"limit\":5}}}}'",
@@ -466,13 +473,17 @@ async fn seed_demo(state: &AppState, addr: std::net::SocketAddr) -> anyhow::Resu
         say!();
         say!("The pickup-point widget with the demo's points:");
         say!("    http://{addr}/widget/#key={}", storefront.api_key);
+        say!();
+        say!("The merchant's console (sign in with the API key above):");
+        say!("    http://{addr}/console/");
     } else {
         // The demo merchant's id, so that a key can be issued (its keys were shown once).
         let merchants = store.list_merchants().await?;
         match merchants.iter().find(|m| m.name == "demo") {
             Some(demo) => say!(
                 "This database already has the demo merchant (merchant_id {id}); its key was shown \
-                 only when it was created. Issue another with:\n    storefront key issue --merchant {id}",
+                 only when it was created. Issue another with:\n    storefront key issue --merchant {id}\n\
+                 The merchant's console: http://{addr}/console/",
                 id = demo.merchant_id
             ),
             None => say!(

@@ -1,8 +1,10 @@
 //! The HTTP layer: thin handlers over the domain and the store.
 
+pub mod assets;
 pub mod body;
 pub mod categories;
 pub mod changes;
+pub mod console;
 pub mod cors;
 pub mod error;
 pub mod event_schemas;

@@ -1,0 +1,180 @@
+// Locations (CONTRACT §21): the merchant's locations as POST /v1/location/list pages them, by
+// status, with the cursors forwards and back; a plan of the listed points; one location's record
+// in words, a quarantined one's neighbour named and drawn beside it, and Archive / Restore with
+// expected_version (a change meanwhile told in words, and the location shown as it now is).
+
+import { call, inWords } from './api.js';
+import { announce, fill, h, notice, table, when } from './dom.js';
+import { plan } from './plan.js';
+
+const STATUSES = ['ACTIVE', 'QUARANTINE', 'ARCHIVED'];
+const PAGE = 20;
+// Where the list stands: the status filter and the cursors of the pages walked to (null: first).
+const state = { status: '', cursors: [null] };
+
+export function showLocations(view) {
+  const select = h('select', { id: 'status-filter' },
+    h('option', { value: '' }, 'All'),
+    STATUSES.map((s) => h('option', { value: s }, s)));
+  select.value = state.status;
+  const body = h('div', { 'aria-live': 'polite' });
+  const previous = h('button', { type: 'button', class: 'secondary' }, 'Previous page');
+  const next = h('button', { type: 'button', class: 'secondary' }, 'Next page');
+  fill(view,
+    h('h1', {}, 'Locations'),
+    h('div', { class: 'controls' }, h('div', {}, h('label', { for: 'status-filter' }, 'Status'), select)),
+    body,
+    h('div', { class: 'controls' }, previous, next));
+  let page = null;
+  const load = async () => {
+    previous.disabled = true;
+    next.disabled = true;
+    const cursor = state.cursors[state.cursors.length - 1];
+    const filter = state.status ? { status: state.status } : null;
+    try {
+      page = await call('/v1/location/list', { filter, pagination: cursor ? { limit: PAGE, cursor } : { limit: PAGE } });
+    } catch (e) {
+      fill(body, notice(inWords(e), true));
+      previous.disabled = state.cursors.length < 2;
+      return;
+    }
+    const n = state.cursors.length;
+    const from = (n - 1) * PAGE + 1;
+    const shown = page.locations.length;
+    const rows = page.locations.map((l) => h('tr', {},
+      h('td', {}, h('a', { href: `#locations/${encodeURIComponent(l.location_id)}` }, l.name)),
+      h('td', { class: `status status-${l.status}` }, l.status),
+      h('td', { class: 'num' }, l.version),
+      h('td', {}, (l.location_types || []).join(', ')),
+      h('td', {}, l.merchant_location_id || '—'),
+      h('td', {}, when(l.updated_at))));
+    fill(body,
+      h('p', {}, shown === 0 ? 'No location matches.'
+        : `Locations ${from} to ${from + shown - 1} of ${page.pagination.total}.`),
+      h('div', { class: 'layout' },
+        table('Locations', [['Name'], ['Status'], ['Version', 'num'], ['Types'], ['Your id'], ['Updated']], rows),
+        plan(page.locations, 'Plan of the listed locations')));
+    previous.disabled = n < 2;
+    next.disabled = !page.pagination.has_next;
+    announce(`Page ${n} of the locations shown.`);
+  };
+  select.addEventListener('change', () => {
+    state.status = select.value;
+    state.cursors = [null];
+    load();
+  });
+  next.addEventListener('click', () => {
+    if (page && page.pagination.next_cursor) {
+      state.cursors.push(page.pagination.next_cursor);
+      load();
+    }
+  });
+  previous.addEventListener('click', () => {
+    if (state.cursors.length > 1) {
+      state.cursors.pop();
+      load();
+    }
+  });
+  load();
+}
+
+async function record(id) {
+  const page = await call('/v1/location/list', { filter: { location_ids: [id] } });
+  return page.locations[0] || null;
+}
+
+const DAYS = { MONDAY: 'Monday', TUESDAY: 'Tuesday', WEDNESDAY: 'Wednesday', THURSDAY: 'Thursday', FRIDAY: 'Friday',
+  SATURDAY: 'Saturday', SUNDAY: 'Sunday' };
+
+function hours(s) {
+  if (!s) return 'closed';
+  let text = `${s.time_start}–${s.time_end}`;
+  if (s.break) text += `, break ${s.break}`;
+  if (s.shipping_cutoff) text += `, orders shipped the same day until ${s.shipping_cutoff}`;
+  return text;
+}
+
+// A field's value in words.
+function words(key, value) {
+  if (value === null || value === undefined) return '—';
+  if (typeof value === 'boolean') return value ? 'Yes' : 'No';
+  if (key === 'created_at' || key === 'updated_at') return when(value);
+  if (key === 'limits') return `${value.length} × ${value.width} × ${value.height} cm, up to ${value.weight} kg`;
+  if (key === 'working_schedule') {
+    return h('ul', {}, value.map((d) => h('li', {}, `${DAYS[d.day] || d.day}: ${hours(d.schedule)}`)));
+  }
+  if (key === 'individual_schedule') {
+    return h('ul', {}, value.map((d) => h('li', {},
+      `${d.date}: ${d.is_works ? hours(d.schedule) : 'closed'}`)));
+  }
+  if (key === 'issue') return `${value.message} (${value.code} at ${value.field})`;
+  if (Array.isArray(value)) return value.length ? value.join(', ') : '—';
+  if (typeof value === 'object') {
+    return Object.entries(value).map(([k, v]) => `${k.replaceAll('_', ' ')}: ${v === null ? '—' : v}`).join('; ');
+  }
+  return String(value);
+}
+
+const LABELS = { location_id: 'Location id', merchant_location_id: 'Your id', is_accepts_returns: 'Accepts returns' };
+const label = (key) => LABELS[key] || key.charAt(0).toUpperCase() + key.slice(1).replaceAll('_', ' ');
+
+export function showLocation(view, id) {
+  const body = h('div', {});
+  fill(view, h('p', {}, h('a', { href: '#locations' }, 'All locations')), body);
+  const show = async (said) => {
+    let l;
+    try {
+      l = await record(id);
+    } catch (e) {
+      fill(body, h('h1', {}, 'Location'), notice(inWords(e), true));
+      return;
+    }
+    if (!l) {
+      fill(body, h('h1', {}, 'Location'), notice('No location of this merchant has this id.', true));
+      return;
+    }
+    const parts = [h('h1', {}, l.name), said || null];
+    if (l.status === 'QUARANTINE' && l.issue) {
+      const neighbourId = (l.issue.message.match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i) || [])[0];
+      let neighbour = null;
+      try { neighbour = neighbourId ? await record(neighbourId) : null; } catch { neighbour = null; }
+      parts.push(h('h2', {}, 'Why it is in quarantine'),
+        h('p', {}, l.issue.message),
+        neighbour
+          ? h('p', {}, 'Its neighbour: ',
+            h('a', { href: `#locations/${encodeURIComponent(neighbour.location_id)}` }, neighbour.name),
+            ` (${neighbour.status}).`)
+          : null,
+        plan(neighbour ? [l, neighbour] : [l], `Plan of ${l.name} and its neighbour`,
+          [l.location_id].concat(neighbour ? [neighbour.location_id] : [])));
+    }
+    const action = l.status === 'ARCHIVED' ? 'Restore' : 'Archive';
+    const button = h('button', { type: 'button', class: action === 'Archive' ? 'danger' : '' }, action);
+    button.addEventListener('click', () => change(action, l));
+    parts.push(h('div', { class: 'controls' }, button),
+      h('h2', {}, 'Its record'),
+      h('dl', { class: 'record' }, Object.entries(l).flatMap(([k, v]) => [h('dt', {}, label(k)), h('dd', {}, words(k, v))])));
+    fill(body, ...parts);
+  };
+  const change = async (action, l) => {
+    const path = action === 'Archive' ? '/v1/location/archive' : '/v1/location/restore';
+    let result;
+    try {
+      result = (await call(path, { locations: [{ location_id: l.location_id, expected_version: l.version }] })).locations[0];
+    } catch (e) {
+      await show(notice(inWords(e), true));
+      return;
+    }
+    const conflict = (result.errors || []).find((e) => e.field.endsWith('expected_version'));
+    if (conflict) {
+      await show(notice(`This location changed while you were looking at it (${conflict.message}). `
+        + 'Here it is as it now is: check it, then try again if you still want to.', true));
+    } else if (result.status === 'FAILED') {
+      await show(notice(`It could not be changed: ${result.errors.map((e) => e.message).join('; ')}.`, true));
+    } else {
+      await show(notice(`${action === 'Archive' ? 'Archived' : 'Restored'}: it is now ${result.status}, version ${result.version}.`));
+    }
+    announce(`${action}: done.`);
+  };
+  show();
+}

@@ -1,0 +1,227 @@
+// Webhooks (CONTRACT §21): the merchant's endpoints (URL, status, why disabled), adding one (its
+// secret shown once, with a copy button), and for each: a test event, a new secret, enabling,
+// deleting (after a confirmation); its deliveries (§20's log, filtered by outcome) with Resend on
+// each, and a recovery since a date and time. Every result in words.
+
+import { call, inWords } from './api.js';
+import { announce, fill, h, notice, table, when } from './dom.js';
+
+const REASONS = { gone: 'it answered 410 Gone', failing: 'none of its attempts succeeded for too long' };
+
+function secretShown(secret, what) {
+  const code = h('code', {}, secret);
+  const copy = h('button', { type: 'button', class: 'secondary' }, 'Copy secret');
+  const said = h('span', { role: 'status' });
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(secret);
+      said.textContent = 'Copied.';
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      said.textContent = 'Selected: copy it with your keyboard.';
+    }
+  });
+  return h('div', { class: 'notice' },
+    h('p', {}, `${what} Its secret is shown only now: keep it where your receiver verifies signatures.`),
+    h('p', { class: 'secret' }, code, copy, said));
+}
+
+// The outcome of a test or a resend, in words.
+function attempted(delivery, what) {
+  if (delivery.outcome === 'delivered') {
+    return notice(`${what} delivered: the receiver answered ${delivery.http_status} in ${delivery.duration_ms} ms.`);
+  }
+  return notice(`${what} not delivered: ${delivery.error || 'it failed'}.`, true);
+}
+
+// Asks to confirm in a dialog; resolves true for the confirming button.
+function confirmed(question, yes) {
+  return new Promise((resolve) => {
+    const ok = h('button', { type: 'button', class: 'danger' }, yes);
+    const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+    const dialog = h('dialog', { 'aria-labelledby': 'confirm-title' }, h('p', { id: 'confirm-title' }, question), ok, cancel);
+    const done = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
+    ok.addEventListener('click', () => done(true));
+    cancel.addEventListener('click', () => done(false));
+    dialog.addEventListener('cancel', () => done(false));
+    document.body.append(dialog);
+    dialog.showModal();
+    cancel.focus();
+  });
+}
+
+function endpointCard(w, refresh, said) {
+  const buttons = [];
+  const test = h('button', { type: 'button' }, 'Send test event');
+  test.addEventListener('click', async () => {
+    test.disabled = true;
+    try {
+      const { delivery } = await call('/v1/webhook/test', { webhook_id: w.webhook_id });
+      said(attempted(delivery, 'Test event'));
+    } catch (e) { said(notice(inWords(e), true)); }
+    test.disabled = false;
+  });
+  buttons.push(test);
+  const rotate = h('button', { type: 'button', class: 'secondary' }, 'Rotate secret');
+  rotate.addEventListener('click', async () => {
+    try {
+      const answer = await call('/v1/webhook/rotate_secret', { webhook_id: w.webhook_id });
+      said(secretShown(answer.secret, 'A new secret: for 24 hours deliveries carry both signatures, the new and the old.'));
+    } catch (e) { said(notice(inWords(e), true)); }
+  });
+  buttons.push(rotate);
+  if (w.status === 'DISABLED') {
+    const enable = h('button', { type: 'button' }, 'Enable');
+    enable.addEventListener('click', async () => {
+      try {
+        await call('/v1/webhook/enable', { webhook_id: w.webhook_id });
+        await refresh(notice(`Enabled: ${w.url} gets the events appended from now on (recover the earlier ones).`));
+      } catch (e) { said(notice(inWords(e), true)); }
+    });
+    buttons.push(enable);
+  }
+  const remove = h('button', { type: 'button', class: 'danger' }, 'Delete');
+  remove.addEventListener('click', async () => {
+    if (!(await confirmed(`Delete the endpoint ${w.url}? Nothing more is delivered to it.`, 'Delete endpoint'))) return;
+    try {
+      await call('/v1/webhook/delete', { webhook_id: w.webhook_id });
+      await refresh(notice(`Deleted: ${w.url}.`));
+    } catch (e) { said(notice(inWords(e), true)); }
+  });
+  buttons.push(remove);
+  return h('article', { class: 'endpoint', 'aria-label': w.url },
+    h('h2', {}, h('a', { href: `#webhooks/${encodeURIComponent(w.webhook_id)}` }, w.url)),
+    h('p', {}, h('span', { class: `status status-${w.status}` }, w.status),
+      w.status === 'DISABLED' ? ` because ${REASONS[w.disabled_reason] || w.disabled_reason}.` : '',
+      ` Takes ${w.types ? w.types.join(', ') : 'every event type'}; created ${when(w.created_at)}.`),
+    h('div', { class: 'controls' }, buttons));
+}
+
+export function showWebhooks(view) {
+  const url = h('input', { id: 'endpoint-url', type: 'url', inputmode: 'url', placeholder: 'https://shop.example/hooks/storefront' });
+  const add = h('button', { type: 'submit' }, 'Add endpoint');
+  const result = h('div', {});
+  const list = h('div', {});
+  const form = h('form', { novalidate: true },
+    h('label', { for: 'endpoint-url' }, 'Endpoint URL'), url, h('div', {}, add));
+  fill(view, h('h1', {}, 'Webhooks'),
+    h('p', {}, 'Your endpoints receive every event as it happens, signed with their secret (Standard Webhooks).'),
+    form, result, list);
+  const said = (node) => { fill(result, node); };
+  const refresh = async (message) => {
+    if (message) said(message);
+    try {
+      const { webhooks } = await call('/v1/webhook/list', {});
+      fill(list, webhooks.length === 0 ? h('p', {}, 'No endpoint yet.')
+        : webhooks.map((w) => endpointCard(w, refresh, said)));
+    } catch (e) { fill(list, notice(inWords(e), true)); }
+  };
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    add.disabled = true;
+    try {
+      const answer = await call('/v1/webhook/create', { url: url.value.trim() });
+      url.value = '';
+      await refresh(secretShown(answer.secret, `Added ${answer.webhook.url}.`));
+      announce('Endpoint added.');
+    } catch (e) {
+      said(notice(inWords(e), true));
+      url.focus();
+    }
+    add.disabled = false;
+  });
+  refresh();
+}
+
+const PAGE = 50;
+
+export function showWebhook(view, id) {
+  const result = h('div', {});
+  const log = h('div', {});
+  const outcome = h('select', { id: 'outcome-filter' },
+    h('option', { value: '' }, 'All'), h('option', { value: 'delivered' }, 'delivered'), h('option', { value: 'failed' }, 'failed'));
+  const since = h('input', { id: 'recover-since', type: 'datetime-local', step: 1 });
+  const recover = h('button', { type: 'submit' }, 'Recover');
+  const more = h('button', { type: 'button', class: 'secondary' }, 'Older deliveries');
+  const header = h('div', {});
+  fill(view, h('p', {}, h('a', { href: '#webhooks' }, 'All endpoints')), header, result,
+    h('form', { class: 'controls', id: 'recover-form' },
+      h('div', {}, h('label', { for: 'recover-since' }, 'Since'), since), recover),
+    h('h2', {}, 'Deliveries'),
+    h('div', { class: 'controls' }, h('div', {}, h('label', { for: 'outcome-filter' }, 'Outcome'), outcome)),
+    log, more);
+  const said = (node) => { fill(result, node); };
+  let cursor = null;
+  let rows = [];
+  const row = (d) => {
+    const cells = [
+      h('td', {}, when(d.attempted_at)),
+      h('td', {}, h('code', {}, d.event_id), d.sequence === null ? ' (test)' : ` (#${d.sequence})`),
+      h('td', { class: 'num' }, d.attempt),
+      h('td', { class: `outcome-${d.outcome}` }, d.outcome),
+      h('td', { class: 'num' }, d.http_status === null ? '—' : d.http_status),
+      h('td', {}, d.error || '—'),
+      h('td', {}, d.trigger),
+    ];
+    const resend = h('button', { type: 'button', class: 'secondary' }, 'Resend');
+    resend.addEventListener('click', async () => {
+      resend.disabled = true;
+      try {
+        const { delivery } = await call('/v1/webhook/resend', { webhook_id: id, event_id: d.event_id });
+        said(attempted(delivery, `Resent ${d.event_id}:`));
+        await load(true);
+      } catch (e) { said(notice(inWords(e), true)); }
+      resend.disabled = false;
+    });
+    cells.push(h('td', {}, d.sequence === null ? '—' : resend));
+    return h('tr', {}, cells);
+  };
+  const load = async (again) => {
+    if (again) { cursor = null; rows = []; }
+    const filter = outcome.value ? { outcome: outcome.value } : null;
+    try {
+      const page = await call('/v1/webhook/deliveries', {
+        webhook_id: id, filter, pagination: cursor ? { limit: PAGE, cursor } : { limit: PAGE } });
+      rows = rows.concat(page.deliveries);
+      cursor = page.pagination.next_cursor;
+      more.hidden = !page.pagination.has_next;
+      fill(log, rows.length === 0 ? h('p', {}, 'No delivery.')
+        : table('Deliveries', [['Time'], ['Event'], ['Attempt', 'num'], ['Outcome'], ['HTTP status', 'num'], ['Error'],
+          ['Trigger'], ['Action']], rows.map(row)));
+    } catch (e) { fill(log, notice(inWords(e), true)); }
+  };
+  const refresh = async (message) => {
+    if (message) said(message);
+    try {
+      const { webhooks } = await call('/v1/webhook/list', {});
+      const w = webhooks.find((x) => x.webhook_id === id);
+      if (!w) {
+        fill(header, h('h1', {}, 'Webhooks'), notice('No endpoint of this merchant has this id (deleted?).', true));
+        return;
+      }
+      fill(header, h('h1', {}, 'Webhooks'), endpointCard(w, refresh, said));
+    } catch (e) { fill(header, h('h1', {}, 'Webhooks'), notice(inWords(e), true)); }
+  };
+  outcome.addEventListener('change', () => load(true));
+  more.addEventListener('click', () => load(false));
+  view.querySelector('#recover-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const at = new Date(since.value);
+    if (!since.value || Number.isNaN(at.getTime())) {
+      said(notice('Enter the date and time from which to recover.', true));
+      since.focus();
+      return;
+    }
+    try {
+      const { recovered } = await call('/v1/webhook/recover', { webhook_id: id, since: at.toISOString() });
+      said(notice(`${recovered} event${recovered === 1 ? '' : 's'} recovered since ${when(at.toISOString())}: `
+        + 'each is delivered again from the start of the schedule.'));
+      announce(`${recovered} events recovered.`);
+    } catch (e) { said(notice(inWords(e), true)); }
+  });
+  refresh();
+  load(true);
+}
