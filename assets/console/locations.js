@@ -145,8 +145,9 @@ export function showLocation(view, id) {
             h('a', { href: `#locations/${encodeURIComponent(neighbour.location_id)}` }, neighbour.name),
             ` (${neighbour.status}).`)
           : null,
-        plan(neighbour ? [l, neighbour] : [l], `Plan of ${l.name} and its neighbour`,
-          [l.location_id].concat(neighbour ? [neighbour.location_id] : [])));
+        plan(neighbour ? [l, neighbour] : [l], `Plan of ${l.name} and its neighbour ${neighbour ? neighbour.name : ''}`,
+          neighbour ? { [l.location_id]: 'This location', [neighbour.location_id]: 'Its neighbour' }
+            : { [l.location_id]: 'This location' }));
     }
     const action = l.status === 'ARCHIVED' ? 'Restore' : 'Archive';
     const button = h('button', { type: 'button', class: action === 'Archive' ? 'danger' : '' }, action);

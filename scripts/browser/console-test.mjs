@@ -180,6 +180,9 @@ try {
   const first = await apiPage(null);
   await page.locator('table tbody tr').first().waitFor();
   check(JSON.stringify(await rowsOf(page)) === JSON.stringify(asRows(first)), 'the first page differs from the API\'s');
+  check(await page.locator('svg.plan circle').count() === first.locations.length, 'the plan does not draw the listed points');
+  await widthChecks(page, 'Locations', 1280);
+  await tabReachesEverything(page, 'Locations');
   const second = await apiPage(null, first.pagination.next_cursor);
   await page.getByRole('button', { name: 'Next page' }).click();
   await page.getByText(`Locations 21 to 40 of ${first.pagination.total}.`).waitFor();
@@ -196,8 +199,6 @@ try {
   const quarantined = (await apiPage({ status: 'QUARANTINE' })).locations[0];
   check(quarantined, 'the demo has no location in quarantine');
   await page.getByText('Locations 1 to 1 of 1.').waitFor();
-  await widthChecks(page, 'Locations', 1280);
-  await tabReachesEverything(page, 'Locations');
 
   // A quarantined location: its issue, its neighbour by name, both on the plan.
   await page.getByRole('link', { name: quarantined.name }).click();
