@@ -173,6 +173,35 @@ def feed_run(workdir, n, readers=4):
     return {"events_per_s": total / elapsed, "cpu_us_per_event": cpu * 1e6 / total}
 
 
+def webhooks_side_by_side(cfg, workdir):
+    """The webhooks workload on ours and on BASE, alternating, `reps` runs each: deliveries/s and
+    the lag, as ratios."""
+    global BIN
+    ours = BIN
+    receiver = Receiver()
+    runs = {"ours": [], "base": []}
+    try:
+        for rep in range(cfg.reps):
+            for kind, binary in (("base", Path(cfg.base)), ("ours", ours)):
+                BIN = binary
+                r = webhooks_run(workdir, receiver, cfg.rows)
+                bench.log(f"   webhooks {kind} #{rep + 1}: {r['per_s']:,.0f}/s, lag p99 {r['lag_p99_s']:.1f} s, "
+                          f"{r['cpu_ms_per_delivery']:.3f} ms CPU/delivery")
+                runs[kind].append(r)
+    finally:
+        BIN = ours
+        receiver.stop()
+    machine = bench.machine()
+    ratio = median(runs["ours"], "per_s") / median(runs["base"], "per_s")
+    return [f"Command: `python3 benches/events_bench.py {cfg.base} --only webhooks --reps {cfg.reps} --rows {cfg.rows}`, "
+            f"{time.strftime('%Y-%m-%d')}, {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB.", "",
+            "| webhooks (4 endpoints) | ours | base | ratio |", "|---|---:|---:|---:|",
+            f"| deliveries/s | {median(runs['ours'], 'per_s'):,.0f} | {median(runs['base'], 'per_s'):,.0f} | {ratio:.2f} |",
+            f"| CPU ms/delivery | {median(runs['ours'], 'cpu_ms_per_delivery'):.3f} | "
+            f"{median(runs['base'], 'cpu_ms_per_delivery'):.3f} | |",
+            f"| lag p99, s | {median(runs['ours'], 'lag_p99_s'):.1f} | {median(runs['base'], 'lag_p99_s'):.1f} | |"]
+
+
 def webhooks_run(workdir, receiver, rows=100_000, endpoints=4, pace=None):
     """`rows` pushed in creates of 200 with `endpoints` registered: 4 at once as fast as answered,
     or one every 200 / `pace` seconds (`pace` rows a second); then until all are delivered."""
@@ -313,10 +342,14 @@ def main():
     p.add_argument("--pace", type=int, default=400, help="rows a second of the paced push")
     p.add_argument("--recover-rows", type=int, default=100_000, dest="recover_rows",
                    help="events given up, then recovered at once (the recover workload)")
-    p.add_argument("--only", choices=["recover"], help="only this workload (its own report)")
+    p.add_argument("--only", choices=["recover", "webhooks"],
+                   help="only this workload (its own report); webhooks: ours beside BASE, one run each a rep")
     p.add_argument("--out", default=str(ROOT / "target/bench/events.md"))
     cfg = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="events-bench-")
+    if cfg.only == "webhooks":
+        bench.write_report(cfg.out, webhooks_side_by_side(cfg, workdir))
+        return
     recover_lines = recover_report(cfg, workdir)
     if cfg.only == "recover":
         bench.write_report(cfg.out, recover_header(cfg) + recover_lines)
@@ -387,6 +420,7 @@ def recover_header(cfg):
 
 def recover_report(cfg, workdir):
     """The recover workload on both engines: its table's lines."""
+    os.chmod(workdir, 0o755)  # the PostgreSQL cluster runs as the postgres user
     pg = bench.Postgres(workdir)
     try:
         runs = {engine: [recover_run(engine, workdir, cfg.recover_rows, pg) for _ in range(max(1, cfg.reps - 1))]

@@ -123,7 +123,7 @@ def database(bench, n, workdir):
         c.commit()
         c.close()
         meta.write_text(json.dumps({"api_key": key}))
-    return db, peer, json.loads(meta.read_text())["api_key"]
+    return bench.migrated(db), peer, json.loads(meta.read_text())["api_key"]
 
 
 COLUMNS = ("seq, location_id, merchant_location_id, status, types, latitude, longitude, body, created_at, "

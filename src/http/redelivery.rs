@@ -208,6 +208,7 @@ fn time_at(body: &Map<String, Value>, key: &str) -> Result<Option<i64>, ApiError
 pub async fn recover(
     State(state): State<AppState>,
     Merchant(merchant): Merchant,
+    Extension(Deadline(deadline)): Extension<Deadline>,
     body: JsonBody,
 ) -> Result<Json<RecoverAnswer>, ApiError> {
     let body = object(body.parse()?, &["webhook_id", "since", "until"])?;
@@ -229,6 +230,7 @@ pub async fn recover(
         since_ms: since,
         until_ms: until.unwrap_or(now),
         now_ms: now,
+        deadline,
     };
     match state.store.redeliveries().recover(recovery).await? {
         Recovered::NoWebhook => Err(not_found()),

@@ -129,9 +129,8 @@ impl ClaimedEndpoint {
     }
 
     /// The window of its next `events` (read after its `delivered_through`, in sequence order,
-    /// each with whether it was delivered to it already: by a resend, CONTRACT §20, or by an
-    /// instance whose claim lapsed before it settled): the deliveries of the types it takes not
-    /// yet delivered, through the last event read, or through the log's end `last_sequence` when
+    /// each with whether a resend delivered it already, CONTRACT §20): the deliveries of the types
+    /// it takes not yet delivered, through the last event read, or through the log's end `last_sequence` when
     /// none was read (events dropped by retention before they were sent).
     pub fn window(
         &self,
@@ -158,12 +157,15 @@ impl ClaimedEndpoint {
 pub const ENDPOINT_COLUMNS: &str = "w.webhook_id, w.merchant_pk, w.url, w.secret, w.old_secret, \
      w.old_secret_until, w.failing_since, w.types";
 
-/// Whether event `e` was delivered to endpoint `{mark}{n}` already: a column after
-/// [`EVENT_COLUMNS`] in a window's read (through `delivery_attempts_by_event`).
+/// Whether event `e` was delivered to endpoint `{mark}{n}` already, by a resend (CONTRACT §20):
+/// a column after [`EVENT_COLUMNS`] in a window's read. Looked for (through
+/// `delivery_attempts_by_event`) only up to the endpoint's `resent_through`, `{mark}{n + 1}`: an
+/// endpoint never resent to reads its window without a probe per event.
 pub fn delivered_column(mark: char, n: usize) -> String {
     format!(
-        "EXISTS (SELECT 1 FROM delivery_attempts a WHERE a.webhook_id = {mark}{n} AND a.event_id = e.event_id \
-         AND a.outcome = 'delivered')"
+        "CASE WHEN e.sequence <= {mark}{} THEN EXISTS (SELECT 1 FROM delivery_attempts a \
+         WHERE a.webhook_id = {mark}{n} AND a.event_id = e.event_id AND a.outcome = 'delivered') ELSE false END",
+        n + 1
     )
 }
 

@@ -47,6 +47,20 @@ pub struct Recovery {
     pub until_ms: i64,
     /// When the recovered deliveries are due (now).
     pub now_ms: i64,
+    /// The request's deadline: a recovery not committed by then stores nothing (CONTRACT §17: a
+    /// 500 has stored nothing, then or later). Checked before each batch and before the commit.
+    pub deadline: std::time::Instant,
+}
+
+impl Recovery {
+    /// `DeadlinePassed` once the request's deadline has passed.
+    pub fn in_time(&self) -> Result<(), StoreError> {
+        if std::time::Instant::now() >= self.deadline {
+            Err(StoreError::DeadlinePassed)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// What a recovery came to.
@@ -171,6 +185,7 @@ mod tests {
             since_ms: 1_000_000,
             until_ms: 2_000_000,
             now_ms: 0,
+            deadline: std::time::Instant::now(),
         };
         let (from, to) = recovery_bounds(&r, 1, 100);
         assert_eq!(from.at_ms, 1_000_000 - 600_000);

@@ -381,20 +381,7 @@ async fn the_feed_read_from_the_start_is_the_model_of_the_changes_answered() {
     let page: Page = serde_json::from_str(&text).unwrap();
     assert_eq!(page.events.len(), events.len());
     for event in page.events {
-        assert_eq!(
-            keys_in_order(event.get()),
-            [
-                "event_id",
-                "sequence",
-                "type",
-                "occurred_at",
-                "location_id",
-                "merchant_location_id",
-                "version",
-                "status",
-                "previous_status"
-            ]
-        );
+        assert_eq!(keys_in_order(event.get()), EVENT_KEYS);
     }
     let ids: HashSet<&str> = events.iter().map(|e| e["event_id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), events.len(), "event ids are unique");

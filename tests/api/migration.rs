@@ -203,7 +203,7 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
             conn.execute_batch(&format!(
                 "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                  ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
-                 PRAGMA user_version = 7"
+                 ALTER TABLE webhooks DROP COLUMN resent_through; PRAGMA user_version = 7"
             ))
             .unwrap();
             for e in events {
@@ -222,6 +222,7 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
                 .batch_execute(&format!(
                     "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                      ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
+                     ALTER TABLE webhooks DROP COLUMN resent_through; \
                      ALTER TABLE delivery_attempts DROP COLUMN made_by; \
                      ALTER TABLE delivery_attempts ALTER COLUMN sequence SET NOT NULL; \
                      DROP INDEX delivery_attempts_by_outcome, delivery_attempts_by_event; \

@@ -250,20 +250,7 @@ async fn a_test_event_is_signed_recorded_in_no_feed_and_never_retried() {
     assert!(signed_by(&got[0], &secret));
     assert_eq!(got[0].headers["webhook-id"], delivery["event_id"].as_str().unwrap());
     let event: Value = serde_json::from_str(&got[0].body).unwrap();
-    assert_eq!(
-        keys_in_order(&got[0].body),
-        [
-            "event_id",
-            "sequence",
-            "type",
-            "occurred_at",
-            "location_id",
-            "merchant_location_id",
-            "version",
-            "status",
-            "previous_status"
-        ]
-    );
+    assert_eq!(keys_in_order(&got[0].body), EVENT_KEYS);
     assert_eq!(event["type"], "webhook.test");
     assert_eq!(event["event_id"], delivery["event_id"]);
     for key in [
@@ -449,4 +436,40 @@ async fn a_delivered_resend_cancels_the_retry_and_a_failed_one_changes_nothing()
     let webhook = app.webhook_of(&gone).await;
     assert_eq!(webhook["status"], "ENABLED");
     assert_eq!(webhook["disabled_reason"], Value::Null);
+}
+
+/// A resend delivered ahead of its event's window (the window held meanwhile by a claim of an
+/// instance that does not exist): once the claim lapses, the window skips the event, sending the
+/// others only. A delivered resend settles its event.
+#[tokio::test]
+async fn a_resend_ahead_of_the_window_is_not_sent_again_by_it() {
+    let app = webhook_app().await;
+    let receiver = Receiver::start().await;
+    let (id, _) = app.webhook(&format!("{}/ok", receiver.base), Value::Null).await;
+    let far = storefront::store::now_ms() + 3_600_000;
+    execute_sql(
+        app.db_url(),
+        &format!("UPDATE webhooks SET claim_until = {far}, claim_owner = 'elsewhere' WHERE webhook_id = '{id}'"),
+    )
+    .await;
+    app.create(vec![warehouse(1), warehouse(2), warehouse(3)]).await;
+    let events = event_ids(&events(&app).await);
+    let answer = app
+        .post("/v1/webhook/resend", &json!({"webhook_id": id, "event_id": events[1]}))
+        .await;
+    assert_eq!(answer.body["delivery"]["outcome"], "delivered", "{:#}", answer.body);
+    assert_eq!(answer.body["delivery"]["attempt"], 1);
+    execute_sql(
+        app.db_url(),
+        &format!("UPDATE webhooks SET claim_until = 0, claim_owner = NULL WHERE webhook_id = '{id}'"),
+    )
+    .await;
+    receiver.wait_for("ok", 3).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let sent = receiver.ids_at("ok");
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert!(sent.values().all(|n| *n == 1), "the resent event once: {sent:?}");
+    let log = app.attempts(&id).await;
+    assert_eq!(log.len(), 3);
+    assert_eq!(log.iter().filter(|a| a["trigger"] == "resend").count(), 1);
 }

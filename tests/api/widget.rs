@@ -74,24 +74,69 @@ async fn the_widget_and_its_page_are_served_without_a_key() {
 async fn the_console_is_served_without_a_key_under_its_policy() {
     let app = TestApp::spawn().await;
     let files = [
-        ("/console/", "text/html", include_str!("../../assets/console/index.html")),
-        ("/console/console.css", "text/css", include_str!("../../assets/console/console.css")),
-        ("/console/app.js", "text/javascript", include_str!("../../assets/console/app.js")),
-        ("/console/api.js", "text/javascript", include_str!("../../assets/console/api.js")),
-        ("/console/dom.js", "text/javascript", include_str!("../../assets/console/dom.js")),
-        ("/console/plan.js", "text/javascript", include_str!("../../assets/console/plan.js")),
-        ("/console/locations.js", "text/javascript", include_str!("../../assets/console/locations.js")),
-        ("/console/events.js", "text/javascript", include_str!("../../assets/console/events.js")),
-        ("/console/webhooks.js", "text/javascript", include_str!("../../assets/console/webhooks.js")),
+        (
+            "/console/",
+            "text/html",
+            include_str!("../../assets/console/index.html"),
+        ),
+        (
+            "/console/console.css",
+            "text/css",
+            include_str!("../../assets/console/console.css"),
+        ),
+        (
+            "/console/app.js",
+            "text/javascript",
+            include_str!("../../assets/console/app.js"),
+        ),
+        (
+            "/console/api.js",
+            "text/javascript",
+            include_str!("../../assets/console/api.js"),
+        ),
+        (
+            "/console/dom.js",
+            "text/javascript",
+            include_str!("../../assets/console/dom.js"),
+        ),
+        (
+            "/console/plan.js",
+            "text/javascript",
+            include_str!("../../assets/console/plan.js"),
+        ),
+        (
+            "/console/locations.js",
+            "text/javascript",
+            include_str!("../../assets/console/locations.js"),
+        ),
+        (
+            "/console/events.js",
+            "text/javascript",
+            include_str!("../../assets/console/events.js"),
+        ),
+        (
+            "/console/webhooks.js",
+            "text/javascript",
+            include_str!("../../assets/console/webhooks.js"),
+        ),
     ];
     for (path, content_type, body) in files {
         let response = app.request(Method::GET, path).send().await.unwrap();
         assert_eq!(response.status(), 200, "{path}");
         let headers = response.headers().clone();
-        assert!(headers["content-type"].to_str().unwrap().starts_with(content_type), "{path}");
+        assert!(
+            headers["content-type"].to_str().unwrap().starts_with(content_type),
+            "{path}"
+        );
         let policy = headers["content-security-policy"].to_str().unwrap();
-        assert!(policy.contains("default-src 'self'") && policy.contains("frame-ancestors 'none'"), "{policy}");
-        assert!(!policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"), "{policy}");
+        assert!(
+            policy.contains("default-src 'self'") && policy.contains("frame-ancestors 'none'"),
+            "{policy}"
+        );
+        assert!(
+            !policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"),
+            "{policy}"
+        );
         assert_eq!(headers["x-content-type-options"], "nosniff");
         assert_eq!(headers["referrer-policy"], "no-referrer");
         assert!(!headers.contains_key("cross-origin-resource-policy"), "{path}");
@@ -103,11 +148,18 @@ async fn the_console_is_served_without_a_key_under_its_policy() {
         .filter_map(|l| l.split("from './").nth(1))
         .map(|rest| rest.trim_end_matches("';"))
     {
-        let response = app.request(Method::GET, &format!("/console/{module}")).send().await.unwrap();
+        let response = app
+            .request(Method::GET, &format!("/console/{module}"))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 200, "{module}");
     }
     let api = app.post("/v1/webhook/list", &serde_json::json!({})).await;
     assert_eq!(api.status, 200);
     let answer = app.request(Method::POST, "/v1/webhook/list").send().await.unwrap();
-    assert!(!answer.headers().contains_key("content-security-policy"), "a /v1 answer keeps its own headers");
+    assert!(
+        !answer.headers().contains_key("content-security-policy"),
+        "a /v1 answer keeps its own headers"
+    );
 }

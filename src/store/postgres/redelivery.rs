@@ -130,6 +130,11 @@ impl RedeliveryStore for PgWebhooks {
                 &[&webhook_id, &attempt.sequence],
             )
             .await?;
+            tx.execute(
+                "UPDATE webhooks SET resent_through = GREATEST(resent_through, $2) WHERE webhook_id = $1",
+                &[&webhook_id, &attempt.sequence],
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(Attempt { id, ..attempt })
@@ -167,6 +172,7 @@ impl RedeliveryStore for PgWebhooks {
         let mut recovered = 0;
         let mut batch = from;
         while batch < to {
+            recovery.in_time()?;
             let end = (batch + RECOVER_BATCH).min(to);
             let n: i64 = tx
                 .query_one(
@@ -203,6 +209,7 @@ impl RedeliveryStore for PgWebhooks {
             }
             batch = end;
         }
+        recovery.in_time()?;
         tx.commit().await?;
         Ok(Recovered::Pending(u64::try_from(recovered).unwrap_or(0)))
     }

@@ -69,7 +69,7 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
     let endpoints = tx
         .query(
             &format!(
-                "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence FROM webhooks w \
+                "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence, w.resent_through FROM webhooks w \
                  JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
                  WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < {DB_NOW} \
                  AND l.last_sequence > w.delivered_through AND NOT (w.webhook_id = ANY($2)) \
@@ -82,6 +82,7 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
     for row in &endpoints {
         let endpoint = ClaimedEndpoint::read(row)?;
         let (after, last): (i64, i64) = (row.try_get(ENDPOINT_WIDTH)?, row.try_get(ENDPOINT_WIDTH + 1)?);
+        let resent: i64 = row.try_get(ENDPOINT_WIDTH + 2)?;
         let size = window_size(endpoint.failing_since_ms.is_some());
         let events = tx
             .query(
@@ -90,7 +91,7 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
                      ORDER BY e.sequence LIMIT $3",
                     delivered_column('$', 4)
                 ),
-                &[&endpoint.merchant_pk, &after, &size, &endpoint.webhook_id],
+                &[&endpoint.merchant_pk, &after, &size, &endpoint.webhook_id, &resent],
             )
             .await?
             .iter()

@@ -117,6 +117,10 @@ impl RedeliveryStore for SqliteWebhooks {
             if attempt.trigger == Trigger::Resend && attempt.outcome == Outcome::Delivered {
                 tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?
                     .execute(params![webhook_id, attempt.sequence])?;
+                tx.prepare_cached(
+                    "UPDATE webhooks SET resent_through = max(resent_through, ?2) WHERE webhook_id = ?1",
+                )?
+                .execute(params![webhook_id, attempt.sequence])?;
             }
             Ok(Attempt { id, ..attempt })
         })
@@ -152,6 +156,7 @@ impl RedeliveryStore for SqliteWebhooks {
             let mut recovered = 0;
             let mut batch = from;
             while batch < to {
+                recovery.in_time()?;
                 let end = (batch + RECOVER_BATCH).min(to);
                 let taken = params![
                     recovery.merchant_pk,
@@ -179,6 +184,7 @@ impl RedeliveryStore for SqliteWebhooks {
                 }
                 batch = end;
             }
+            recovery.in_time()?;
             Ok(Recovered::Pending(u64::try_from(recovered).unwrap_or(0)))
         })
         .await

@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0008_compact_events.sql"),
     include_str!("../../../migrations/sqlite/0009_claim_owner.sql"),
     include_str!("../../../migrations/sqlite/0010_redelivery.sql"),
+    include_str!("../../../migrations/sqlite/0011_resent_through.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;

@@ -49,9 +49,9 @@ fn bits(types: Option<EventTypes>) -> Option<i64> {
 /// Windows of the next events of up to `req.windows` enabled endpoints that have fresh ones and
 /// no claim standing.
 fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Window>, StoreError> {
-    let endpoints: Vec<(ClaimedEndpoint, i64, i64)> = tx
+    let endpoints: Vec<(ClaimedEndpoint, i64, i64, i64)> = tx
         .prepare_cached(&format!(
-            "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence FROM webhooks w \
+            "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence, w.resent_through FROM webhooks w \
              JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
              WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < ?1 \
              AND l.last_sequence > w.delivered_through LIMIT ?2"
@@ -61,6 +61,7 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
                 ClaimedEndpoint::read(r)?,
                 r.get(ENDPOINT_WIDTH)?,
                 r.get(ENDPOINT_WIDTH + 1)?,
+                r.get(ENDPOINT_WIDTH + 2)?,
             ))
         })?
         .collect::<Result<_, _>>()?;
@@ -76,12 +77,13 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
     let fresh = endpoints
         .into_iter()
         .filter(|(e, ..)| !req.skip.contains(&e.webhook_id));
-    for (endpoint, after, last) in fresh.take(req.windows) {
+    for (endpoint, after, last, resent) in fresh.take(req.windows) {
         let size = window_size(endpoint.failing_since_ms.is_some());
         let rows: Vec<(StoredEvent, bool)> = events
-            .query_map(params![endpoint.merchant_pk, after, size, endpoint.webhook_id], |r| {
-                Ok((stored_event(r, 0)?, r.get(EVENT_WIDTH)?))
-            })?
+            .query_map(
+                params![endpoint.merchant_pk, after, size, endpoint.webhook_id, resent],
+                |r| Ok((stored_event(r, 0)?, r.get(EVENT_WIDTH)?)),
+            )?
             .collect::<Result<_, _>>()?;
         let window = endpoint.window(&rows, last, req.now_ms)?;
         claim.execute(params![window.webhook_id, window.through, until_ms, req.owner])?;

@@ -69,6 +69,21 @@ pub async fn fresh_database_url(dir: &std::path::Path) -> String {
     }
 }
 
+/// Runs one SQL statement (no parameters) on the database at `url`, either engine: for tests that
+/// set a state no request can (a claim held by an instance that does not exist).
+pub async fn execute_sql(url: &str, sql: &str) {
+    match url.strip_prefix("sqlite://") {
+        Some(path) => {
+            rusqlite::Connection::open(path).unwrap().execute_batch(sql).unwrap();
+        }
+        None => {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            client.batch_execute(sql).await.unwrap();
+        }
+    }
+}
+
 /// Opens the store at `url` (creating and migrating it).
 pub async fn open_store(url: &str) -> Arc<dyn Store> {
     store::open(&DatabaseUrl::parse(url).unwrap()).await.unwrap()
@@ -289,6 +304,19 @@ pub fn secret_of(key: &str) -> &str {
         .map(|(_, secret)| secret)
         .unwrap()
 }
+
+/// An event's keys (CONTRACT §18.1), in their order: the feed's, a delivery's, a test event's.
+pub const EVENT_KEYS: [&str; 9] = [
+    "event_id",
+    "sequence",
+    "type",
+    "occurred_at",
+    "location_id",
+    "merchant_location_id",
+    "version",
+    "status",
+    "previous_status",
+];
 
 /// The keys of the JSON object `text`, in the order they are written.
 pub fn keys_in_order(text: &str) -> Vec<String> {
