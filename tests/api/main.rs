@@ -20,6 +20,7 @@ mod import;
 mod limits;
 mod location_list;
 mod migration;
+mod operator_cli;
 mod postgres;
 mod process;
 mod properties;
