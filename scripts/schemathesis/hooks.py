@@ -12,7 +12,10 @@ calendar, so a pattern-valid string that is not a real date (2026-02-30) is repl
 The event feed's cursors and an endpoint's delivery cursors are handled as the lists' are; a feed's
 `wait_s` is cut to 1 s (a valid wait that no event ends would take up to 25 s of the run). A
 webhook's id, like a cursor, is one the server issues: a string id is replaced by a real one's, the
-create's URL string by one the create accepts, and the merchant kept under its 10 endpoints.
+create's URL string by one the create accepts, and the merchant kept under its 10 endpoints. A
+resend's event id is one the server issued too: a string is replaced by an event appended after the
+endpoint was created (a demo location archived and restored); a recovery's `until` that is not after
+its `since` (a rule no schema states) is sent as null.
 """
 
 import datetime
@@ -22,7 +25,8 @@ import urllib.request
 
 import schemathesis
 
-WEBHOOK_NAMED = ("/v1/webhook/delete", "/v1/webhook/enable", "/v1/webhook/rotate_secret", "/v1/webhook/deliveries")
+WEBHOOK_NAMED = ("/v1/webhook/delete", "/v1/webhook/enable", "/v1/webhook/rotate_secret", "/v1/webhook/deliveries",
+                 "/v1/webhook/resend", "/v1/webhook/recover", "/v1/webhook/test")
 SAFE_URL = "https://hooks.example.com/schemathesis"
 
 
@@ -54,6 +58,31 @@ def _webhooks(case, kwargs):
     if case.operation.path in WEBHOOK_NAMED and isinstance(case.body.get("webhook_id"), str):
         created = _api(base, auth, "/v1/webhook/create", {"url": SAFE_URL})
         case.body = dict(case.body, webhook_id=created["webhook"]["webhook_id"])
+    if case.operation.path == "/v1/webhook/resend" and isinstance(case.body.get("event_id"), str):
+        case.body = dict(case.body, event_id=_new_event(base, auth))
+    if case.operation.path == "/v1/webhook/recover":
+        since, until = case.body.get("since"), case.body.get("until")
+        if isinstance(since, str) and isinstance(until, str) and not _after(until, since):
+            case.body = dict(case.body, until=None)
+
+
+def _new_event(base, auth):
+    """The id of an event appended now: a demo location archived, then restored."""
+    cursor = _api(base, auth, "/v1/location/events", {"start": "latest"})["pagination"]["next_cursor"]
+    location = _api(base, auth, "/v1/location/list", {"filter": {"status": "ACTIVE"}, "pagination": {"limit": 1}})
+    named = {"location_id": location["locations"][0]["location_id"]}
+    _api(base, auth, "/v1/location/archive", {"locations": [named]})
+    _api(base, auth, "/v1/location/restore", {"locations": [named]})
+    events = _api(base, auth, "/v1/location/events", {"pagination": {"limit": 10, "cursor": cursor}})["events"]
+    return events[-1]["event_id"]
+
+
+def _after(until, since):
+    """Whether `until` is after `since` (both RFC 3339; either unreadable: leave it be)."""
+    try:
+        return datetime.datetime.fromisoformat(until) > datetime.datetime.fromisoformat(since)
+    except (TypeError, ValueError):
+        return True
 
 
 @schemathesis.hook

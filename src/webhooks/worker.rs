@@ -23,7 +23,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{Clock, SystemClock, WebhookSettings, jitter};
-use super::places::{PER_ENDPOINT, Places};
+use super::places::{PER_ENDPOINT, PER_INSTANCE, Places};
 use super::send::{Delivery, Transport};
 use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::errors::ErrorChain;
@@ -42,6 +42,8 @@ const EXTEND_EVERY: Duration = Duration::from_secs(2);
 pub const MAX_ATTEMPT: Duration = Duration::from_secs(21);
 // An attempt that starts under a claim just extended ends before the claim could lapse.
 const _: () = assert!(EXTEND_EVERY.as_millis() + MAX_ATTEMPT.as_millis() < CLAIM.as_millis());
+/// Most retry rows claimed at once: half the instance's places.
+const RETRY_ROWS: usize = PER_INSTANCE / 2;
 /// How often the worker looks for due deliveries when it found none.
 const POLL: Duration = Duration::from_millis(100);
 /// Most claims' results waiting to be recorded, and most recorded in one transaction.
@@ -147,8 +149,11 @@ impl Worker {
     /// (0 when there was no room or nothing was due).
     pub async fn turn(self: &Arc<Self>, tasks: &mut JoinSet<()>) -> Result<usize, crate::store::StoreError> {
         let (free, busy) = self.places.free_and_busy();
-        // Retries take a place each and windows `PER_ENDPOINT`: together never more than is free.
-        let retries = free.min(PER_ENDPOINT);
+        // Retries take a place each (at most `PER_ENDPOINT` of one endpoint) and windows
+        // `PER_ENDPOINT`: together never more than is free. Up to half the places go to retries,
+        // so that a backlog of them (a recovery's, CONTRACT §20) is attempted as fast as fresh
+        // events and does not hold them back.
+        let retries = free.min(RETRY_ROWS);
         let windows = (free - retries) / PER_ENDPOINT;
         if retries == 0 {
             return Ok(0);
@@ -171,12 +176,20 @@ impl Worker {
             lock(&self.held).windows.insert(window.webhook_id.clone(), now);
             tasks.spawn(Arc::clone(self).deliver_window(window));
         }
+        let mut groups: HashMap<String, Vec<Due>> = HashMap::new();
         for due in claimed.retries {
-            self.places.take(&due.webhook_id, 1);
-            lock(&self.held)
-                .retries
-                .insert((due.webhook_id.clone(), due.sequence), now);
-            tasks.spawn(Arc::clone(self).deliver_retry(due));
+            groups.entry(due.webhook_id.clone()).or_default().push(due);
+        }
+        for (endpoint, dues) in groups {
+            let places = dues.len().min(PER_ENDPOINT);
+            self.places.take(&endpoint, places);
+            {
+                let mut held = lock(&self.held);
+                for due in &dues {
+                    held.retries.insert((due.webhook_id.clone(), due.sequence), now);
+                }
+            }
+            tasks.spawn(Arc::clone(self).deliver_retries(endpoint, dues, places));
         }
         Ok(found)
     }
@@ -228,21 +241,39 @@ impl Worker {
         self.places.give_back(&webhook_id, PER_ENDPOINT);
     }
 
-    async fn deliver_retry(self: Arc<Self>, due: Due) {
-        let key = (due.webhook_id.clone(), due.sequence);
-        let claimed_at = lock(&self.held).retries.get(&key).copied();
-        if self.may_start(claimed_at) {
-            let settled = self.attempt(due).await;
+    /// An endpoint's retries claimed together, `places` (at most `PER_ENDPOINT`) attempts at
+    /// once, each only while its own claim holds, then queued to be settled together.
+    async fn deliver_retries(self: Arc<Self>, endpoint: String, dues: Vec<Due>, places: usize) {
+        let keys: Vec<(String, i64)> = dues.iter().map(|d| (d.webhook_id.clone(), d.sequence)).collect();
+        let attempts: Vec<Settled> = futures_util::stream::iter(dues)
+            .filter(|due| {
+                let claimed_at = lock(&self.held)
+                    .retries
+                    .get(&(due.webhook_id.clone(), due.sequence))
+                    .copied();
+                std::future::ready(self.may_start(claimed_at))
+            })
+            .map(|due| self.attempt(due))
+            .buffer_unordered(places.max(1))
+            .collect()
+            .await;
+        // Those not attempted: their claims lapse and they are claimed again.
+        {
+            let mut held = lock(&self.held);
+            for key in &keys {
+                if !attempts.iter().any(|a| a.webhook_id == key.0 && a.sequence == key.1) {
+                    held.retries.remove(key);
+                }
+            }
+        }
+        if !attempts.is_empty() {
             let settlement = Settlement {
                 source: Source::Retries,
-                attempts: vec![settled],
+                attempts,
             };
             let _ = self.settle.send(settlement).await;
-        } else {
-            // Not attempted: its claim lapses and it is claimed again.
-            lock(&self.held).retries.remove(&key);
         }
-        self.places.give_back(&key.0, 1);
+        self.places.give_back(&endpoint, places);
     }
 
     /// One attempt, as it ended.

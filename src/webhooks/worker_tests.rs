@@ -274,3 +274,41 @@ async fn delivered_retries_are_settled_as_done() {
     let done: Vec<_> = plans.iter().flat_map(|(_, p)| p.done.clone()).collect();
     assert_eq!(done.len(), 2, "both delivered retries are done: {done:?}");
 }
+
+/// An endpoint's retries claimed together (a recovery's backlog) are attempted `PER_ENDPOINT` at
+/// a time, each once, and settled together.
+#[tokio::test]
+async fn an_endpoint_s_retries_are_attempted_eight_at_a_time() {
+    let store = Arc::new(FakeStore {
+        to_claim: Mutex::new(Some(Claimed {
+            windows: Vec::new(),
+            retries: (1..=20).map(due).collect(),
+        })),
+        ..FakeStore::default()
+    });
+    let (transport, clock) = (FakeTransport::new(), Arc::new(FakeClock::default()));
+    clock.0.store(1_000_000, Ordering::SeqCst);
+    let (stop, run) = start(&store, &transport, &clock);
+    transport.until_started(PER_ENDPOINT).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(
+        transport.started.load(Ordering::SeqCst),
+        PER_ENDPOINT,
+        "no more than eight of one endpoint at once"
+    );
+    transport.release(20);
+    transport.until_started(20).await;
+    for _ in 0..1000 {
+        if !lock(&store.plans).is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop.cancel();
+    run.await.unwrap();
+    let plans = lock(&store.plans);
+    let attempts: usize = plans.iter().map(|(_, p)| p.attempts.len()).sum();
+    assert_eq!(attempts, 20, "each once");
+    let done: usize = plans.iter().map(|(_, p)| p.done.len()).sum();
+    assert_eq!(done, 20);
+}

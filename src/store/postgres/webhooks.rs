@@ -111,13 +111,17 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
     Ok(windows)
 }
 
-/// Up to `req.retries` retries due of enabled endpoints, none of those in `req.skip`.
+/// Up to `req.retries` retries due of enabled endpoints, none of those in `req.skip`. The rows due
+/// first are read up to a bound (as SQLite's claim does), and those of skipped endpoints left: a
+/// backlog of an endpoint whose retries are in flight is not scanned whole at every claim.
 async fn claim_retries(client: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
     let sql = format!(
-        "WITH due AS (SELECT d.webhook_id, d.sequence FROM deliveries d \
+        "WITH candidates AS (SELECT d.webhook_id, d.sequence, d.next_attempt_at FROM deliveries d \
                JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
-               WHERE d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} AND NOT (d.webhook_id = ANY($4)) \
-               ORDER BY d.next_attempt_at LIMIT $3 FOR UPDATE OF d SKIP LOCKED), \
+               WHERE d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} \
+               ORDER BY d.next_attempt_at LIMIT $3::int8 + 64 * cardinality($4::text[]) FOR UPDATE OF d SKIP LOCKED), \
+             due AS (SELECT webhook_id, sequence FROM candidates WHERE NOT (webhook_id = ANY($4)) \
+               ORDER BY next_attempt_at LIMIT $3), \
              claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $2, claim_owner = $5 FROM due \
                WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
                RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts) \
