@@ -342,6 +342,7 @@ def main():
     p.add_argument("--pace", type=int, default=400, help="rows a second of the paced push")
     p.add_argument("--recover-rows", type=int, default=100_000, dest="recover_rows",
                    help="events given up, then recovered at once (the recover workload)")
+    p.add_argument("--engines", default="sqlite,postgres", help="the recover workload's engines")
     p.add_argument("--only", choices=["recover", "webhooks"],
                    help="only this workload (its own report); webhooks: ours beside BASE, one run each a rep")
     p.add_argument("--out", default=str(ROOT / "target/bench/events.md"))
@@ -424,7 +425,7 @@ def recover_report(cfg, workdir):
     pg = bench.Postgres(workdir)
     try:
         runs = {engine: [recover_run(engine, workdir, cfg.recover_rows, pg) for _ in range(max(1, cfg.reps - 1))]
-                for engine in ("sqlite", "postgres")}
+                for engine in cfg.engines.split(",")}
     finally:
         pg.stop()
     verdict = lambda ok: "met" if ok else "**not met**"
