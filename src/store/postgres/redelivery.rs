@@ -174,38 +174,22 @@ impl RedeliveryStore for PgWebhooks {
         while batch < to {
             recovery.in_time()?;
             let end = (batch + RECOVER_BATCH).min(to);
-            let n: i64 = tx
-                .query_one(
-                    &count,
-                    &[
-                        &recovery.merchant_pk,
-                        &batch,
-                        &end,
-                        &recovery.since_ms,
-                        &recovery.until_ms,
-                        &types,
-                        &recovery.webhook_id,
-                    ],
-                )
-                .await?
-                .get(0);
+            // The batch's parameters (1 to 7); the insert adds `delivered_through` and now.
+            let taken: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
+                &recovery.merchant_pk,
+                &batch,
+                &end,
+                &recovery.since_ms,
+                &recovery.until_ms,
+                &types,
+                &recovery.webhook_id,
+                &delivered_through,
+                &recovery.now_ms,
+            ];
+            let n: i64 = tx.query_one(&count, &taken[..7]).await?.get(0);
             recovered += n;
             if n > 0 && batch <= delivered_through {
-                tx.execute(
-                    &insert,
-                    &[
-                        &recovery.merchant_pk,
-                        &batch,
-                        &end,
-                        &recovery.since_ms,
-                        &recovery.until_ms,
-                        &types,
-                        &recovery.webhook_id,
-                        &delivered_through,
-                        &recovery.now_ms,
-                    ],
-                )
-                .await?;
+                tx.execute(&insert, &taken).await?;
             }
             batch = end;
         }

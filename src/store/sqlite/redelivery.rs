@@ -158,6 +158,7 @@ impl RedeliveryStore for SqliteWebhooks {
             while batch < to {
                 recovery.in_time()?;
                 let end = (batch + RECOVER_BATCH).min(to);
+                // The batch's parameters (1 to 7); the insert adds `delivered_through` and now.
                 let taken = params![
                     recovery.merchant_pk,
                     batch,
@@ -165,22 +166,14 @@ impl RedeliveryStore for SqliteWebhooks {
                     recovery.since_ms,
                     recovery.until_ms,
                     types,
-                    recovery.webhook_id
+                    recovery.webhook_id,
+                    delivered_through,
+                    recovery.now_ms
                 ];
-                let n: i64 = count.query_row(taken, |r| r.get(0))?;
+                let n: i64 = count.query_row(&taken[..7], |r| r.get(0))?;
                 recovered += n;
                 if n > 0 && batch <= delivered_through {
-                    insert.execute(params![
-                        recovery.merchant_pk,
-                        batch,
-                        end,
-                        recovery.since_ms,
-                        recovery.until_ms,
-                        types,
-                        recovery.webhook_id,
-                        delivered_through,
-                        recovery.now_ms
-                    ])?;
+                    insert.execute(taken)?;
                 }
                 batch = end;
             }
