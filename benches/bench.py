@@ -32,6 +32,8 @@ import search_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target/release/storefront"
+# `--cores N`: the cpus the measured server is pinned to, and the load generator's (taskset).
+PIN = None
 CEILING = ROOT / "target/release/examples/ceiling"
 TOOLS = ROOT / "target/tools"
 PEER_VENV = TOOLS / "peer-venv"
@@ -210,6 +212,8 @@ class Server:
             cmd = [str(PEER_VENV / "bin/uvicorn"), "app:app", "--workers", "2", "--host", "127.0.0.1",
                    "--port", str(self.port), "--log-level", "warning", "--no-access-log"]
             ready = None
+        if PIN and kind != "peer":
+            cmd = ["taskset", "-c", PIN[0], *cmd]
         self.started = time.time()
         self.proc = subprocess.Popen(cmd, cwd=ROOT / "benches/peer" if kind == "peer" else workdir, env=env,
                                      stdout=subprocess.DEVNULL, stderr=open(Path(workdir) / f"{kind}.log", "ab"),
@@ -529,7 +533,8 @@ def collect_list_bodies(base, key, workdir, name, positions=200, path="/v1/categ
 
 def wrk(base, conns, seconds, script, args):
     threads = max(1, min(conns, 2))
-    cmd = ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s", "--timeout", "10s", "--latency",
+    cmd = ["taskset", "-c", PIN[1]] if PIN else []
+    cmd += ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s", "--timeout", "10s", "--latency",
            "-s", str(script), base, "--", *args]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     for line in out.splitlines():
@@ -817,7 +822,8 @@ def report(results, cfg, cold, command):
              f"Produced by `{command}` on {time.strftime('%Y-%m-%d')}: warm-up {cfg.warmup} s, then {cfg.duration} s "
              f"closed-loop per point, {cfg.reps} repetitions each on a freshly started server and a fresh copy of "
              "the database, the servers taking turns; figures are the mean of the repetitions. The load generator (wrk) runs on the same machine.",
-             "", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine().items()), "",
+             "", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine().items())
+             + (f"; the server pinned to cpus {PIN[0]} with taskset, wrk to cpus {PIN[1]}" if PIN else ""), "",
              "Servers: **ours** (`target/release/storefront serve --rate-limit 0`: SQLite, WAL, `synchronous=FULL`, "
              "all validation on, logs on); **ceiling** (`benches/ceiling.rs`: the same axum/tokio, answers "
              "pre-serialised, create only parses the body into `serde_json::Value`); **peer** (`benches/peer/app.py`: "
@@ -979,9 +985,17 @@ def main():
                    help="the standard set every change must not slow down (" + ", ".join(STANDARD) + "), at 16 "
                    "connections beside BASE_BINARY (an earlier release build of storefront) and the ceiling, with one "
                    "targets table: each ratio to the base and issue 37's goals")
+    p.add_argument("--cores", help="LIST (e.g. 1,2): each run's server pinned to that many cores with taskset, the "
+                   "load generator to the others (a count that leaves it none is refused); one report per count")
+    p.add_argument("--ours-bin", help="the build measured as ours (default target/release/storefront)")
     p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create, the category "
                    "list and search (server 'base'; it reads copies of our databases at its own schema version)")
     cfg = p.parse_args()
+    if cfg.cores:
+        return by_cores(cfg)
+    if cfg.ours_bin:
+        global BIN
+        BIN = Path(cfg.ours_bin).resolve()
     if cfg.standard:
         cfg.base_bin, cfg.servers, cfg.workloads = cfg.standard, "ours,ceiling", ",".join(STANDARD)
         cfg.conns = "16" if cfg.conns == p.get_default("conns") else cfg.conns
@@ -1093,6 +1107,62 @@ def main():
         if pg:
             pg.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def pinning(n):
+    """The cpus a server of `n` cores is pinned to and the load generator's: the server's are the
+    last `n` of those this process may use, the generator has the rest; None when none are left."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if n < 1 or n >= len(cpus):
+        return None
+    span = lambda cs: ",".join(str(c) for c in cs)
+    return span(cpus[-n:]), span(cpus[:-n])
+
+
+def by_cores(cfg):
+    """`--cores LIST`: this benchmark again for each count, its server pinned (see `pinning`);
+    each count's report in target/bench/cores-N.md, and the req/s of each at every count."""
+    counts = [int(c) for c in cfg.cores.split(",")]
+    cpus = len(os.sched_getaffinity(0))
+    for n in counts:
+        if pinning(n) is None:
+            sys.exit(f"--cores {n}: this machine has {cpus} cpus, and the load generator needs at least one "
+                     f"(on {cpus} cpus: --cores 1 to {cpus - 1})")
+    argv, skip = [], False
+    for a in sys.argv[1:]:
+        if skip:
+            skip = False
+        elif a in ("--cores", "--out"):
+            skip = True
+        elif not a.startswith(("--cores=", "--out=")):
+            argv.append(a)
+    runs = {}
+    for n in counts:
+        server, client = pinning(n)
+        out = ROOT / f"target/bench/cores-{n}.md"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        log(f"== {n} core(s): the server on cpus {server}, wrk on {client}")
+        subprocess.run([sys.executable, __file__, *argv, "--out", str(out)], check=True,
+                       env=dict(os.environ, STOREFRONT_BENCH_PIN=f"{server}/{client}"))
+        runs[n] = json.loads((ROOT / "target/bench/results.json").read_text())["results"]
+        log(f"   report: {out}")
+    lines = [f"# Scaling: `scripts/bench {' '.join(sys.argv[1:])}`", "",
+             "Each row's server pinned to that many cores with taskset, wrk to the others; req/s, the mean of "
+             "the repetitions, and its ratio to the first count.", "",
+             "| server | workload | conns | " + " | ".join(f"{n} core(s)" for n in counts) + " |",
+             "|---|---|---:|" + "---:|" * len(counts)]
+    for key in sorted({k for r in runs.values() for k in r}):
+        kind, workload, conns = key.split("|")
+        rps = [mean(runs[n][key], "rps") if key in runs[n] else None for n in counts]
+        first = rps[0]
+        cells = [f"{v:,.0f}" + (f" ({v / first:.2f}x)" if first and i else "") if v else "-"
+                 for i, v in enumerate(rps)]
+        lines.append(f"| {kind} | {workload} | {conns} | " + " | ".join(cells) + " |")
+    write_report(ROOT / "target/bench/cores.md", lines)
+
+
+if os.environ.get("STOREFRONT_BENCH_PIN"):
+    PIN = tuple(os.environ["STOREFRONT_BENCH_PIN"].split("/", 1))
 
 
 if __name__ == "__main__":
