@@ -10,7 +10,7 @@ use crate::domain::webhook::RetrySchedule;
 use crate::rate_limit::Rate;
 use crate::secret::Secret;
 use crate::server::ConnectionLimits;
-use crate::store::{DatabaseUrl, ReadReplicas};
+use crate::store::{DatabaseUrl, Pools, ReadReplicas};
 use crate::webhooks::WebhookSettings;
 use crate::webhooks::address::Reach;
 
@@ -109,6 +109,14 @@ pub struct ServeArgs {
     /// `500ms`, `1m`).
     #[arg(long, env = "STOREFRONT_REPLICA_MAX_LAG", default_value = "5s", value_parser = parse_max_lag)]
     pub replica_max_lag: Duration,
+    /// SQLite: most reads at once, each on a connection of its own (default: two per core of
+    /// this machine, at least 4).
+    #[arg(long, env = "STOREFRONT_DB_READERS", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub db_readers: Option<u16>,
+    /// PostgreSQL: connections per instance to the primary, and to each replica; the merchants'
+    /// writes hold at most half of them (default: two per core of this machine, at least 4).
+    #[arg(long, env = "STOREFRONT_PG_POOL_SIZE", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub pg_pool_size: Option<u16>,
 }
 
 /// A replica's URL: a PostgreSQL one; empty for none (`STOREFRONT_READ_REPLICAS=`).
@@ -165,6 +173,11 @@ impl ServeArgs {
                 .collect(),
             max_lag: self.replica_max_lag,
         }
+    }
+
+    /// The database pools' sizes: the machine's unless given.
+    pub fn pools(&self) -> Pools {
+        Pools::of_machine(self.db_readers.map(usize::from), self.pg_pool_size.map(usize::from))
     }
 
     pub fn settings(&self) -> Settings {

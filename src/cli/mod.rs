@@ -346,7 +346,16 @@ async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
         DatabaseUrl::Postgres(_) => None,
     };
     let read_replicas = args.read_replicas();
-    let store = store::open_with(url, &read_replicas)
+    let pools = args.pools();
+    match url {
+        DatabaseUrl::Sqlite(_) => tracing::info!(readers = pools.readers, "database pool: SQLite readers"),
+        DatabaseUrl::Postgres(_) => tracing::info!(
+            connections = pools.pg_connections,
+            writers_at_most = pools.pg_writers(),
+            "database pool: PostgreSQL connections"
+        ),
+    }
+    let store = store::open_with(url, &read_replicas, pools)
         .await
         .context("opening the database")?;
     let durability = store.durability().await?;

@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use tokio::sync::Notify;
 
-/// Most requests of one merchant waiting at once on one instance.
+/// Most requests of one merchant waiting at once on one instance. A waiter holds no connection
+/// and no core (a task and its socket): the bound is one merchant's share of the instance's
+/// memory and in-flight places, not a measure of the machine.
 pub const WAITERS_PER_MERCHANT: usize = 16;
 
 /// How often a waiter looks again without a notice.

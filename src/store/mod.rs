@@ -8,6 +8,7 @@ pub mod event_rows;
 pub mod event_signal;
 pub mod group;
 pub mod migrate;
+pub mod pools;
 pub mod postgres;
 mod redact;
 pub mod redelivery_api;
@@ -16,6 +17,7 @@ pub mod settle_plan;
 pub mod sqlite;
 pub mod webhook_api;
 
+pub use pools::Pools;
 pub use redact::redact;
 
 use std::path::PathBuf;
@@ -59,17 +61,18 @@ impl std::fmt::Debug for DatabaseUrl {
 
 /// Opens (creating and migrating when needed) the store at `url`.
 pub async fn open(url: &DatabaseUrl) -> anyhow::Result<Arc<dyn Store>> {
-    open_with(url, &ReadReplicas::default()).await
+    open_with(url, &ReadReplicas::default(), Pools::default()).await
 }
 
-/// Opens the store at `url`, its buyers' searches read on `replicas` (PostgreSQL only).
-pub async fn open_with(url: &DatabaseUrl, replicas: &ReadReplicas) -> anyhow::Result<Arc<dyn Store>> {
+/// Opens the store at `url` with pools of `pools`' sizes, its buyers' searches read on `replicas`
+/// (PostgreSQL only).
+pub async fn open_with(url: &DatabaseUrl, replicas: &ReadReplicas, pools: Pools) -> anyhow::Result<Arc<dyn Store>> {
     match url {
         DatabaseUrl::Sqlite(_) if !replicas.urls.is_empty() => {
             anyhow::bail!("--read-replica needs PostgreSQL: SQLite has no replicas")
         }
-        DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open(path).await?)),
-        DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(url, replicas).await?)),
+        DatabaseUrl::Sqlite(path) => Ok(Arc::new(sqlite::SqliteStore::open_sized(path, pools.readers).await?)),
+        DatabaseUrl::Postgres(url) => Ok(Arc::new(postgres::PgStore::open(url, replicas, pools).await?)),
     }
 }
 

@@ -15,7 +15,9 @@ use tokio::time::Instant;
 /// one holds no more.
 pub const PER_ENDPOINT: usize = 8;
 /// Most attempts in flight on one instance: eight endpoints' worth. Each holds a connection and
-/// a few KiB; the bound keeps a backlog from opening thousands of sockets at once.
+/// a few KiB; the bound keeps a backlog from opening thousands of sockets at once. An attempt
+/// waits on its receiver, not on a core (its CPU is one signature), so the bound is the network's
+/// and the receivers', not derived from the machine's cores.
 pub const PER_INSTANCE: usize = 64;
 
 /// The places taken, by endpoint.

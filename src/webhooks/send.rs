@@ -51,7 +51,8 @@ pub struct Delivery<'a> {
     pub secrets: &'a [Secret],
 }
 
-/// Most clients kept (one per host and address, so that connections are reused).
+/// Most clients kept (one per host and address, so that connections are reused): memory, a few
+/// KiB each, not the machine's cores; more hosts than this are served by clients made afresh.
 const CLIENTS: usize = 512;
 
 /// The HTTP clients of the attempts, each pinned to one checked address.

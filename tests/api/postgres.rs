@@ -239,3 +239,78 @@ async fn two_instances_changing_one_location_never_lose_an_update() {
     let n = record["name"].as_str().unwrap().strip_prefix("Name ").unwrap();
     assert_eq!(record["comment"], format!("Comment {n}"), "the last commit wins whole");
 }
+
+/// Writers hold at most half of the pool (`--pg-pool-size`): with every writing merchant stuck
+/// behind a lock held outside the service, a read still finds a connection and is answered while
+/// the writes wait. With writers free to take the whole pool, the read would wait behind them.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_read_is_never_starved_by_writers() {
+    use storefront::store::{self, DatabaseUrl, Pools, ReadReplicas};
+    let _ = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let pools = Pools {
+        readers: 4,
+        pg_connections: 2,
+    };
+    let store = store::open_with(&DatabaseUrl::parse(&url).unwrap(), &ReadReplicas::default(), pools)
+        .await
+        .unwrap();
+    let app = TestApp::spawn_with(store, dir).await;
+    let keys = [app.merchant_key("a").await, app.merchant_key("b").await];
+    // Each merchant's writes take its advisory lock (one key: its pk); hold both from outside.
+    let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    holder
+        .batch_execute("SELECT pg_advisory_lock(pk) FROM merchants")
+        .await
+        .unwrap();
+    let writes: Vec<_> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| {
+            let (base, key) = (app.base.clone(), key.clone());
+            tokio::spawn(async move {
+                read(
+                    reqwest::Client::new()
+                        .post(format!("{base}/v1/location/create"))
+                        .bearer_auth(key)
+                        .json(&json!({ "locations": [warehouse(i as u32)] })),
+                )
+                .await
+            })
+        })
+        .collect();
+    // One write's group waits on its lock inside a transaction, holding a connection.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: i64 = holder
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront' AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting >= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no write reached its merchant's lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Time for the other merchant's group to take whatever it may take.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let listed = app.list_locations(&json!({})).await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    assert!(
+        writes.iter().all(|w| !w.is_finished()),
+        "the writes were still waiting on their locks when the read was answered"
+    );
+    holder.batch_execute("SELECT pg_advisory_unlock_all()").await.unwrap();
+    for write in writes {
+        let answer = write.await.unwrap();
+        assert_eq!(answer.status, 200, "{:?}", answer.body);
+        assert_eq!(answer.body["locations"][0]["status"], "ACTIVE");
+    }
+}

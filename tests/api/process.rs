@@ -496,4 +496,55 @@ async fn one_json_log_line_per_request_with_ids_and_never_a_key() {
             .iter()
             .any(|e| e["message"] == "database ready" && e["durability"] == "journal_mode=wal synchronous=FULL")
     );
+    // The readers follow the machine: two per core, at least 4, said once.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let pools: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["message"] == "database pool: SQLite readers")
+        .collect();
+    assert_eq!(pools.len(), 1, "{text}");
+    assert_eq!(pools[0]["readers"], (2 * cores).max(4));
+}
+
+#[tokio::test]
+async fn the_pools_are_the_operators_when_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("pools.db");
+    let log_path = dir.path().join("stderr.log");
+    let mut child = storefront(&db)
+        .env("STOREFRONT_DB_READERS", "3")
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let line = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if text.contains("storefront is listening on ")
+            && let Some(line) = text.lines().find(|l| l.contains("database pool"))
+        {
+            break line.to_owned();
+        }
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = child.kill();
+    let _ = child.wait();
+    let line: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(line["readers"], 3);
+    for bad in [
+        ["--db-readers", "0"],
+        ["--pg-pool-size", "1001"],
+        ["--db-readers", "many"],
+    ] {
+        let out = storefront(&db)
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?} is a usage error");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(bad[0]), "{stderr}");
+    }
 }

@@ -41,7 +41,10 @@ use crate::domain::location::Persist;
 
 pub(crate) mod driver;
 
-/// Most request writes committed together.
+/// Most request writes committed together. Not the machine's to size: a group is one transaction
+/// under its merchant's lock (64 requests of up to 200 items, some 13,000 rows), whose length its
+/// deadline and the merchant's other writers wait on, whatever the cores; past it the next group
+/// takes the rest.
 pub const MAX_GROUP: usize = 64;
 
 /// How long an operator's change (the CLI's approval) may wait for its merchant's group: it has

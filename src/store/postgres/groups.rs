@@ -15,10 +15,10 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Object, Pool};
-use tokio::sync::oneshot;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
 
 use super::changes::{approve_in_tx, change_in_tx};
 use super::locations::create_in_tx;
@@ -31,6 +31,9 @@ use crate::store::api::{Approval, StoreError};
 use crate::store::event_signal::EventSignal;
 use crate::store::group::driver::{self, CommitFailed, Engine};
 use crate::store::group::{MAX_GROUP, Queued, SharedError, WriteDelay};
+
+/// The longest a group waits for a writer's seat: as long as it would wait for a connection.
+const WRITER_WAIT: Duration = Duration::from_secs(5);
 
 /// What a request asks of its merchant's group.
 enum Work {
@@ -56,6 +59,9 @@ type Queues = Arc<Mutex<HashMap<i64, VecDeque<Job>>>>;
 
 pub(super) struct MerchantGroups {
     pool: Pool,
+    /// The connections the groups may hold at once (`store::Pools::pg_writers`): however many
+    /// merchants write, the rest of the pool is left to reads.
+    writers: Arc<Semaphore>,
     queues: Queues,
     /// Woken after each commit that appended events (`store::group::after_commit`).
     signal: Arc<EventSignal>,
@@ -64,9 +70,10 @@ pub(super) struct MerchantGroups {
 }
 
 impl MerchantGroups {
-    pub(super) fn new(pool: Pool, signal: Arc<EventSignal>) -> Self {
+    pub(super) fn new(pool: Pool, writers: usize, signal: Arc<EventSignal>) -> Self {
         MerchantGroups {
             pool,
+            writers: Arc::new(Semaphore::new(writers.max(1))),
             queues: Arc::default(),
             signal,
             delay: Arc::default(),
@@ -141,7 +148,7 @@ impl MerchantGroups {
         };
         if start {
             tokio::spawn(write_groups(
-                self.pool.clone(),
+                (self.pool.clone(), Arc::clone(&self.writers)),
                 Arc::clone(&self.queues),
                 merchant_pk,
                 Arc::clone(&self.delay),
@@ -173,7 +180,13 @@ impl Drop for Running {
 }
 
 /// The merchant's task: writes groups of its queue until the queue is empty.
-async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<WriteDelay>, signal: Arc<EventSignal>) {
+async fn write_groups(
+    (pool, writers): (Pool, Arc<Semaphore>),
+    queues: Queues,
+    merchant_pk: i64,
+    delay: Arc<WriteDelay>,
+    signal: Arc<EventSignal>,
+) {
     let mut running = Running {
         queues,
         merchant_pk,
@@ -196,6 +209,8 @@ async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<W
         };
         let mut engine = Merchant {
             pool: &pool,
+            writers: &writers,
+            seat: None,
             merchant_pk,
             delay: &delay,
             client: None,
@@ -213,6 +228,9 @@ async fn write_groups(pool: Pool, queues: Queues, merchant_pk: i64, delay: Arc<W
 /// batch before its work, and a savepoint's end is owed to the next batch (or the commit).
 struct Merchant<'a> {
     pool: &'a Pool,
+    writers: &'a Arc<Semaphore>,
+    /// The writers' seat the connection is held under, with it.
+    seat: Option<OwnedSemaphorePermit>,
     merchant_pk: i64,
     delay: &'a WriteDelay,
     client: Option<Object>,
@@ -248,6 +266,7 @@ impl Merchant<'_> {
         if let Some(client) = self.client.take() {
             drop(Object::take(client));
         }
+        self.seat = None;
     }
 }
 
@@ -256,6 +275,11 @@ impl Engine for Merchant<'_> {
 
     async fn begin(&mut self) -> Result<(), SharedError> {
         if self.client.is_none() {
+            if self.seat.is_none() {
+                let seat = tokio::time::timeout(WRITER_WAIT, Arc::clone(self.writers).acquire_owned()).await;
+                let seat = seat.map_err(SharedError::new)?.map_err(SharedError::new)?;
+                self.seat = Some(seat);
+            }
             self.client = Some(self.pool.get().await.map_err(SharedError::new)?);
         }
         // Sent with the first request's savepoint, after its deadline is armed.

@@ -33,6 +33,7 @@ mod groups;
 mod locations;
 mod merchants;
 mod migrations;
+mod pool;
 mod rate;
 mod redelivery;
 mod replicas;
@@ -45,12 +46,12 @@ use std::sync::Arc;
 use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
 use groups::MerchantGroups;
 use locations::snapshot;
+use pool::pool_of;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
-use tokio_postgres::NoTls;
+use deadpool_postgres::{GenericClient, Pool};
 
 use super::api::{
     Approval, Imported, KeyRow, KeyScope, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
@@ -58,6 +59,7 @@ use super::api::{
 };
 use super::event_signal::EventSignal;
 use super::migrate;
+use super::pools::Pools;
 use super::redelivery_api::RedeliveryStore;
 use super::webhook_api::WebhookStore;
 use crate::domain::category::Category;
@@ -72,20 +74,9 @@ use crate::rate_limit::shared::Ledger;
 
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
-/// Connections per instance, unless `STOREFRONT_PG_POOL_SIZE` says otherwise.
-const POOL_SIZE: usize = 16;
 /// The longest a session may hold a lock, run a statement or idle in a transaction: a request's
 /// time cap (CONTRACT §6, §17). A request's group sets tighter limits for its own transaction.
 const SESSION_LIMIT: Duration = Duration::from_secs(30);
-
-/// `STOREFRONT_PG_POOL_SIZE` (1..=1000), else `POOL_SIZE`.
-fn pool_size() -> usize {
-    std::env::var("STOREFRONT_PG_POOL_SIZE")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| (1..=1000).contains(n))
-        .unwrap_or(POOL_SIZE)
-}
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// The shared rate budgets' connections, and how long one of their statements may take: a
 /// request waits no longer for a take (`rate_limit::shared::TAKE_WAIT`).
@@ -124,60 +115,14 @@ pub struct PgStore {
     events: Arc<EventSignal>,
 }
 
-/// A pool of at most `size` connections to `config`, on which no session holds a lock, runs a
-/// statement or sits in a transaction longer than `limit` (CONTRACT §17), no statement is compiled
-/// by PostgreSQL's JIT, and whose peer, should it vanish, is noticed by TCP keep-alives within
-/// about half a minute rather than the kernel's two hours; waiting at most `wait` for a connection,
-/// and `connect` for a new one.
-fn pool_of(
-    mut config: tokio_postgres::Config,
-    limit: Duration,
-    size: usize,
-    (wait, connect): (Duration, Duration),
-) -> Result<Pool, StoreError> {
-    // `jit=off`: our statements are short, and compiling one costs more than it can save. PostgreSQL
-    // compiles any statement whose estimated cost passes `jit_above_cost`, whatever it really reads:
-    // a search's ring with opening hours (estimated at ~110,000 for 30 index entries) spent 13–44 ms
-    // compiling to run for 0.1, and searches on PostgreSQL went at 1,400/s with a p99 of 163 ms.
-    let limits = format!(
-        "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={ms} -c jit=off",
-        ms = limit.as_millis()
-    );
-    let options = match config.get_options() {
-        Some(given) if !given.is_empty() => format!("{given} {limits}"),
-        _ => limits,
-    };
-    config
-        .application_name("storefront")
-        .connect_timeout(connect)
-        .options(&options)
-        .keepalives(true)
-        .keepalives_idle(Duration::from_secs(10))
-        .keepalives_interval(Duration::from_secs(5))
-        .keepalives_retries(3);
-    let manager = Manager::from_config(
-        config,
-        NoTls,
-        ManagerConfig {
-            recycling_method: RecyclingMethod::Fast,
-        },
-    );
-    Pool::builder(manager)
-        .max_size(size)
-        .runtime(Runtime::Tokio1)
-        .wait_timeout(Some(wait))
-        .create_timeout(Some(connect))
-        .recycle_timeout(Some(connect))
-        .build()
-        .map_err(StoreError::backend)
-}
-
 impl PgStore {
-    /// Connects (creating and migrating the schema when needed), and to `replicas` (a pool each,
-    /// sized like the primary's, watched from now on; one that does not answer yet is not read).
-    pub async fn open(url: &str, replicas: &ReadReplicas) -> Result<Self, StoreError> {
+    /// Connects with a pool of `pools.pg_connections` (creating and migrating the schema when
+    /// needed), and to `replicas` (a pool each, sized like the primary's, watched from now on; one
+    /// that does not answer yet is not read).
+    pub async fn open(url: &str, replicas: &ReadReplicas, pools: Pools) -> Result<Self, StoreError> {
         let config: tokio_postgres::Config = url.parse()?;
-        let pool = pool_of(config.clone(), SESSION_LIMIT, pool_size(), (TIMEOUT, TIMEOUT))?;
+        let size = pools.pg_connections.max(1);
+        let pool = pool_of(config.clone(), SESSION_LIMIT, size, (TIMEOUT, TIMEOUT))?;
         let ledger = pool_of(config.clone(), LEDGER_LIMIT, LEDGER_POOL_SIZE, (LEDGER_LIMIT, TIMEOUT))?;
         let events = Arc::new(EventSignal::default());
         let replica_pools = replicas
@@ -188,13 +133,13 @@ impl PgStore {
                 pool_of(
                     config,
                     SESSION_LIMIT,
-                    pool_size(),
+                    size,
                     (replicas::READ_WAIT, replicas::CONNECT_WAIT),
                 )
             })
             .collect::<Result<Vec<Pool>, StoreError>>()?;
         let store = PgStore {
-            groups: MerchantGroups::new(pool.clone(), Arc::clone(&events)),
+            groups: MerchantGroups::new(pool.clone(), pools.pg_writers(), Arc::clone(&events)),
             events,
             pool,
             ledger,

@@ -77,6 +77,11 @@ pub struct SqliteStore {
     events: Arc<EventSignal>,
 }
 
+/// Most writes queued for the one writer thread; a request past it waits (within its deadline)
+/// for a place. A SQLite file has one writer whatever the cores, so this bounds memory (a queued
+/// create holds its parsed items), not parallelism: 1,024 is many groups of `MAX_GROUP` ahead.
+const QUEUED_WRITES: usize = 1024;
+
 impl SqliteStore {
     /// The webhook tables' SQL, on the writer and the read connections.
     fn webhook_sql(&self) -> webhooks::SqliteWebhooks {
@@ -86,8 +91,15 @@ impl SqliteStore {
         }
     }
 
-    /// Opens the database file, creating and migrating it when needed, and starts the writer.
+    /// Opens the database file with as many readers as the machine's cores suggest
+    /// (`store::Pools`).
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_sized(path, super::Pools::default().readers).await
+    }
+
+    /// Opens the database file, creating and migrating it when needed, and starts the writer;
+    /// at most `readers` reads run at once.
+    pub async fn open_sized(path: &Path, readers: usize) -> Result<Self, StoreError> {
         let path = path.to_path_buf();
         let conn = tokio::task::spawn_blocking({
             let path = path.clone();
@@ -95,7 +107,7 @@ impl SqliteStore {
         })
         .await
         .map_err(StoreError::backend)??;
-        let (tx, rx) = mpsc::channel(1024);
+        let (tx, rx) = mpsc::channel(QUEUED_WRITES);
         let health = Arc::new(WriterHealth::default());
         let writer_health = Arc::clone(&health);
         let events = Arc::new(EventSignal::default());
@@ -112,7 +124,7 @@ impl SqliteStore {
             events,
             // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
             keys: KeyCache::new(&path),
-            readers: Arc::new(ReadPool::new(path)),
+            readers: Arc::new(ReadPool::new(path, readers)),
             health,
         })
     }

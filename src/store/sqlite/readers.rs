@@ -12,25 +12,24 @@ use crate::store::api::StoreError;
 /// The largest part of the file a read connection maps: SQLite's own ceiling
 /// (`SQLITE_MAX_MMAP_SIZE`, just under 2 GiB). Address space only; the pages are the file's.
 const MMAP_BYTES: i64 = 0x7fff_0000;
-/// Most reads at once, and so most read connections: a read waits for a free one (asynchronously)
-/// rather than opening a connection it would then close (a million-location file's map torn
-/// down with it). Reads take tens of microseconds of CPU; more at once would only queue for the
-/// cores.
-const READERS: usize = 8;
-
-/// Read-only connections on blocking threads.
+/// Read-only connections on blocking threads, at most `size` (`store::Pools`: sized to the
+/// machine's cores): a read waits for a free one (asynchronously) rather than opening a
+/// connection it would then close (a million-location file's map torn down with it).
 pub(super) struct ReadPool {
     path: PathBuf,
     idle: Mutex<Vec<Connection>>,
     reading: Arc<Semaphore>,
+    size: usize,
 }
 
 impl ReadPool {
-    pub(super) fn new(path: PathBuf) -> ReadPool {
+    pub(super) fn new(path: PathBuf, size: usize) -> ReadPool {
+        let size = size.max(1);
         ReadPool {
             path,
             idle: Mutex::new(Vec::new()),
-            reading: Arc::new(Semaphore::new(READERS)),
+            reading: Arc::new(Semaphore::new(size)),
+            size,
         }
     }
 
@@ -102,7 +101,7 @@ impl ReadPool {
     fn give_back(&self, conn: Connection) {
         if conn.is_autocommit()
             && let Ok(mut idle) = self.idle.lock()
-            && idle.len() < READERS
+            && idle.len() < self.size
         {
             idle.push(conn);
         }
