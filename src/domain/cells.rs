@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::geo::{EARTH_RADIUS_M, Neighbour, QUARANTINE_RADIUS_M, haversine_m};
+use super::geo::{EARTH_RADIUS_M, Neighbour, Origin, QUARANTINE_RADIUS_M};
 
 /// Bits per coordinate; a key has twice as many.
 const BITS: u32 = 30;
@@ -121,7 +121,8 @@ impl Rect {
     /// edge; along a meridian it has one minimum, where the meridian comes closest to the point
     /// (or at the pole on the point's side when the meridian is more than 90° away), clamped to
     /// the edge's latitudes.
-    fn least_distance(&self, latitude: f64, longitude: f64) -> f64 {
+    fn least_distance(&self, from: &Seen) -> f64 {
+        let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
         if self.holds_longitude(longitude) {
             let degrees = if latitude < self.south {
                 self.south - latitude
@@ -142,25 +143,34 @@ impl Rect {
         let closest = if cos_apart <= 0.0 {
             if latitude >= 0.0 { 90.0 } else { -90.0 }
         } else {
-            (latitude.to_radians().tan() / cos_apart).atan().to_degrees()
+            (from.tan_latitude / cos_apart).atan().to_degrees()
         };
-        haversine_m(latitude, longitude, closest.clamp(self.south, self.north), edge)
+        from.origin.distance_m(closest.clamp(self.south, self.north), edge)
     }
 
     /// The greatest great-circle distance from the point to the rectangle: at a corner (by the
     /// same two monotonic directions), or on the meridian opposite the point when the rectangle
     /// holds it.
-    fn greatest_distance(&self, latitude: f64, longitude: f64) -> f64 {
-        let mut meridians = vec![self.west, self.east];
-        let opposite = wrap(longitude + 180.0);
-        if self.holds_longitude(opposite) {
-            meridians.push(opposite);
-        }
+    fn greatest_distance(&self, from: &Seen) -> f64 {
+        let opposite = wrap(from.origin.longitude + 180.0);
+        let meridians = [
+            Some(self.west),
+            Some(self.east),
+            self.holds_longitude(opposite).then_some(opposite),
+        ];
         meridians
             .into_iter()
-            .flat_map(|m| [self.south, self.north].map(|p| haversine_m(latitude, longitude, p, m)))
+            .flatten()
+            .flat_map(|m| [self.south, self.north].map(|p| from.origin.distance_m(p, m)))
             .fold(0.0, f64::max)
     }
+}
+
+/// The point a covering is made around, with what every cell's distances need of it alone.
+struct Seen {
+    origin: Origin,
+    /// `tan` of its latitude: where a meridian comes closest to it.
+    tan_latitude: f64,
 }
 
 /// Key ranges per neighbour search at most: a 50 m disk is two to four cells of about 80 m. Each
@@ -245,17 +255,22 @@ fn start(latitude: f64, longitude: f64, outer: f64) -> Vec<Cell> {
 /// at a distance `d` from (`latitude`, `longitude`) with `inner < d ≤ outer` (metres; a negative
 /// `inner` means the whole disk).
 pub fn cover(latitude: f64, longitude: f64, inner: f64, outer: f64, max_cells: usize) -> Vec<(i64, i64)> {
+    let from = Seen {
+        origin: Origin::new(latitude, longitude),
+        tan_latitude: latitude.to_radians().tan(),
+    };
     let crosses = |cell: Cell| -> Option<bool> {
         let rect = cell.rect();
-        if rect.least_distance(latitude, longitude) > outer + MARGIN_M {
+        let least = rect.least_distance(&from);
+        if least > outer + MARGIN_M {
             return None;
         }
-        let greatest = rect.greatest_distance(latitude, longitude);
+        let greatest = rect.greatest_distance(&from);
         if greatest < inner - MARGIN_M {
             return None;
         }
         // Whether the cell crosses an edge of the ring (else it lies wholly within it).
-        Some(greatest > outer - MARGIN_M || rect.least_distance(latitude, longitude) < inner + MARGIN_M)
+        Some(greatest > outer - MARGIN_M || least < inner + MARGIN_M)
     };
     let mut whole = Vec::new();
     // Cells crossing an edge, coarsest first (a level's cells are split before the next level's).
@@ -310,6 +325,7 @@ pub fn cover(latitude: f64, longitude: f64, inner: f64, outer: f64, max_cells: u
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::geo::haversine_m;
     use proptest::prelude::*;
 
     /// The point at `distance` metres from (`lat`, `lon`) towards `bearing` degrees.

@@ -34,6 +34,19 @@ pub fn insert(mark: char, now: &str) -> String {
     )
 }
 
+/// How many retry rows of the batch an attempt holds at this moment (their claims hold past
+/// `now`): the insert leaves them as they are, and they are taken all the same (parameters 1 to
+/// 5 and 7, numbered as the insert's; SQLite only: PostgreSQL cannot type a parameter a statement
+/// leaves out). A retry row is only ever made of an event of a type the endpoint takes, and is
+/// dropped once the event is delivered.
+pub fn claimed(mark: char, now: &str) -> String {
+    format!(
+        "SELECT count(*) FROM deliveries WHERE webhook_id = {mark}7 AND merchant_pk = {mark}1 \
+         AND sequence >= {mark}2 AND sequence < {mark}3 AND appended_at >= {mark}4 AND appended_at < {mark}5 \
+         AND claim_until >= {now}"
+    )
+}
+
 /// One event's `appended_at` by its sequence: a bisection's probe (parameters: merchant, sequence).
 pub fn probe(mark: char) -> String {
     format!("SELECT appended_at FROM events WHERE merchant_pk = {mark}1 AND sequence = {mark}2")

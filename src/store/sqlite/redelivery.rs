@@ -153,6 +153,7 @@ impl RedeliveryStore for SqliteWebhooks {
             let types = endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits()));
             let mut count = tx.prepare_cached(&redelivery_sql::count('?'))?;
             let mut insert = tx.prepare_cached(&redelivery_sql::insert('?', "?9"))?;
+            let mut claimed = tx.prepare_cached(&redelivery_sql::claimed('?', "?9"))?;
             let mut recovered = 0;
             let mut batch = from;
             while batch < to {
@@ -170,11 +171,20 @@ impl RedeliveryStore for SqliteWebhooks {
                     delivered_through,
                     recovery.now_ms
                 ];
-                let n: i64 = count.query_row(&taken[..7], |r| r.get(0))?;
+                // A batch the endpoint has settled whole is read once: the rows the insert made
+                // or started again, and those an attempt holds. Others are counted, and the
+                // settled part of a batch across `delivered_through` is inserted after.
+                let n = if end - 1 <= delivered_through {
+                    let made = i64::try_from(insert.execute(taken)?).unwrap_or(i64::MAX);
+                    made + claimed.query_row(taken, |r| r.get::<_, i64>(0))?
+                } else {
+                    let n: i64 = count.query_row(&taken[..7], |r| r.get(0))?;
+                    if n > 0 && batch <= delivered_through {
+                        insert.execute(taken)?;
+                    }
+                    n
+                };
                 recovered += n;
-                if n > 0 && batch <= delivered_through {
-                    insert.execute(taken)?;
-                }
                 batch = end;
             }
             recovery.in_time()?;

@@ -7,7 +7,7 @@
 use super::key;
 use super::query::{Hit, MAX_RINGS, RING_CELLS, SearchQuery};
 use crate::domain::cells::cover;
-use crate::domain::geo::haversine_m;
+use crate::domain::geo::Origin;
 
 /// The first ring's outer radius beyond where the walk starts, in metres.
 const FIRST_RING_M: f64 = 100.0;
@@ -17,6 +17,8 @@ const FIRST_RING_M: f64 = 100.0;
 #[derive(Debug)]
 pub struct Walk<'q> {
     query: &'q SearchQuery,
+    /// `near`, whose distance to every candidate is measured.
+    origin: Origin,
     /// Where the walk started: results have a `distance_m` above it.
     start: i64,
     inner: i64,
@@ -30,6 +32,7 @@ impl<'q> Walk<'q> {
         let start = query.last_seen().map_or(-1, |a| i64::from(a.distance_m) - 1);
         Walk {
             query,
+            origin: Origin::new(query.near().latitude(), query.near().longitude()),
             start,
             inner: start,
             outer: start,
@@ -82,8 +85,7 @@ impl<'q> Walk<'q> {
     /// kept when it lies in the ring, after the cursor, and is open when asked (`hours` is read
     /// only when [`Walk::needs_hours`]).
     pub fn consider(&mut self, seq: i64, latitude: f64, longitude: f64, hours: Option<&[u8]>) {
-        let near = self.query.near();
-        let distance = haversine_m(near.latitude(), near.longitude(), latitude, longitude).round();
+        let distance = self.origin.distance_m(latitude, longitude).round();
         if !(distance > self.inner as f64 && distance <= self.outer as f64) {
             return;
         }
@@ -116,6 +118,7 @@ mod tests {
     use super::super::query::{Near, Radius, SearchFilter};
     use super::*;
     use crate::domain::cells::cell_key;
+    use crate::domain::geo::haversine_m;
     use proptest::prelude::*;
 
     /// Runs a walk over `points` (seq, lat, lon) as a store would, counting the entries read.
