@@ -6,7 +6,6 @@
 
 use serde::Deserialize;
 use serde_json::json;
-use utoipa::openapi::schema::AnyOfBuilder;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
@@ -110,9 +109,11 @@ pub struct LocationInput {
     is_accepts_returns: bool,
 }
 
-/// Declares a request item that may be any JSON value, valid when it is the named schema: items
-/// are validated one by one, and an invalid item is answered in its own result (HTTP 200), never
-/// with a 400 for the request.
+/// Declares a request item typed as the named schema, as clients generated from the document
+/// should build it. The server still takes any JSON value there: items are validated one by one,
+/// and an invalid item is answered in its own result (HTTP 200), never with a 400 for the request.
+/// The description says so; an `anyOf` with an empty schema would say it too, but erased the
+/// item's type in every generated client (`unknown`).
 macro_rules! any_item {
     ($(#[$meta:meta])* $name:ident => $valid:literal, $description:literal) => {
         $(#[$meta])*
@@ -120,11 +121,9 @@ macro_rules! any_item {
 
         impl PartialSchema for $name {
             fn schema() -> RefOr<Schema> {
-                AnyOfBuilder::new()
-                    .item(RefOr::Ref(utoipa::openapi::Ref::from_schema_name($valid)))
-                    .item(ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::AnyValue))
-                    .description(Some($description))
-                    .into()
+                let mut typed = utoipa::openapi::Ref::from_schema_name($valid);
+                typed.description = $description.to_owned();
+                RefOr::Ref(typed)
             }
         }
 
@@ -141,8 +140,9 @@ macro_rules! any_item {
 any_item!(
     /// One item of a create request.
     LocationItem => "LocationInput",
-    "A location. Items are validated one by one: an invalid item is answered in its result with \
-     every error it has, not with a 400 for the request."
+    "A location. Items are validated one by one: an item that breaks a rule (a field missing, \
+     of the wrong type or out of range, an unknown key) is answered 200 in its own result with every \
+     error it has, never with a 400 for the request, and the other items are stored."
 );
 
 any_item!(
@@ -164,9 +164,8 @@ any_item!(
 #[allow(dead_code)]
 pub struct CreateRequest {
     locations: Vec<LocationItem>,
-    /// `true`: decide every item exactly as now and store nothing (CONTRACT §14). A location that
-    /// would be new answers the `location_id` `""`.
-    #[schema(default = false)]
+    /// `true`: decide every item exactly as now and store nothing. A location that would be new
+    /// answers the `location_id` `""`. Absent, `null` or `false`: store them.
     validate_only: Option<bool>,
 }
 
@@ -244,9 +243,8 @@ pub struct UpdateInput {
 #[allow(dead_code)]
 pub struct UpdateRequest {
     locations: Vec<UpdateItem>,
-    /// `true`: decide every item exactly as now and change nothing (CONTRACT §14); a location that
-    /// would change answers the `version` it would get.
-    #[schema(default = false)]
+    /// `true`: decide every item exactly as now and change nothing; a location that would change
+    /// answers the `version` it would get. Absent, `null` or `false`: change them.
     validate_only: Option<bool>,
 }
 
@@ -536,8 +534,8 @@ pub struct SearchPagination {
 #[allow(dead_code)]
 pub struct SearchRequest {
     near: NearInput,
-    /// Metres, an integer; null: 5000.
-    #[schema(minimum = 1, maximum = 50000, default = 5000)]
+    /// Metres, an integer; absent or null: 5000.
+    #[schema(minimum = 1, maximum = 50000)]
     radius_m: Option<i64>,
     filter: Option<SearchFilter>,
     pagination: Option<SearchPagination>,

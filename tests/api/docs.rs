@@ -24,6 +24,56 @@ async fn the_committed_openapi_json_is_the_served_one() {
     );
 }
 
+/// What a client generated from the document gets (openapi-typescript, openapi-python-client): the
+/// items of create, update, archive and restore typed as their inputs (an `anyOf` with an empty
+/// schema made them `unknown`), and no schema `default` (generators make a field with one required,
+/// or fill it in): a default is said in the description.
+#[tokio::test]
+async fn generated_clients_get_typed_items_and_no_required_default() {
+    fn walk(value: &serde_json::Value, path: &str, found: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (key, inner) in map {
+                    let here = format!("{path}/{key}");
+                    let untyped = |v: &serde_json::Value| v.as_object().is_some_and(|o| o.is_empty());
+                    if (key == "anyOf" || key == "oneOf") && inner.as_array().is_some_and(|a| a.iter().any(untyped)) {
+                        found.push(here.clone());
+                    }
+                    if key == "default" && path.contains("/properties/") {
+                        found.push(here.clone());
+                    }
+                    walk(inner, &here, found);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, inner) in items.iter().enumerate() {
+                    walk(inner, &format!("{path}/{i}"), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let app = TestApp::spawn().await;
+    let doc = read(app.request(Method::GET, "/openapi.json")).await.body;
+    let mut found = Vec::new();
+    walk(&doc["components"]["schemas"], "", &mut found);
+    assert!(found.is_empty(), "untyped items or defaults: {found:?}");
+    let schemas = &doc["components"]["schemas"];
+    for (item, input) in [
+        ("LocationItem", "LocationInput"),
+        ("UpdateItem", "UpdateInput"),
+        ("NamingItem", "NamingInput"),
+    ] {
+        assert_eq!(schemas[item]["$ref"], format!("#/components/schemas/{input}"));
+        let said = schemas[item]["description"].as_str().unwrap();
+        assert!(said.contains("answered") && said.contains("result"), "{item}: {said}");
+    }
+    assert_eq!(
+        schemas["CreateRequest"]["properties"]["locations"]["items"]["$ref"],
+        "#/components/schemas/LocationItem"
+    );
+}
+
 #[tokio::test]
 async fn the_document_covers_both_operations_answers_and_every_code() {
     let app = TestApp::spawn().await;
