@@ -28,8 +28,13 @@ use crate::domain::webhook::{Outcome, Trigger};
 #[openapi(
     info(
         title = "Storefront Catalog Service",
-        description = "Batch creation of delivery locations with per-item, per-field results, and the product \
-                       category taxonomy, flat, filtered and paged by cursor.",
+        description = "A merchant's delivery locations (warehouses, pickup points, click-and-collect points): \
+                       created, updated, archived and restored in batches of up to 200 with a result for \
+                       every item and every field; listed by cursor; searched by distance for a storefront's \
+                       buyers. The product category taxonomy, flat, filtered and paged. Every change as an \
+                       event: a feed to read, and webhooks to receive (signed, retried, resent and recovered \
+                       on request). Every operation is a POST with a JSON body and an API key \
+                       (`Authorization: Bearer`); a storefront key may only search and list categories.",
         version = "1.0.0"
     ),
     paths(

@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::helpers::*;
 
 const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
+const REFERENCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/api.md");
 
 #[tokio::test]
 async fn the_committed_openapi_json_is_the_served_one() {
@@ -72,6 +73,31 @@ async fn generated_clients_get_typed_items_and_no_required_default() {
         schemas["CreateRequest"]["properties"]["locations"]["items"]["$ref"],
         "#/components/schemas/LocationItem"
     );
+}
+
+/// `docs/api.md` is rendered from the served document (`helpers::api_reference`): a field rule or
+/// an answer changed in the document changes the page, or this fails.
+#[tokio::test]
+async fn the_committed_api_reference_is_the_documents() {
+    let app = TestApp::spawn().await;
+    let served = read(app.request(Method::GET, "/openapi.json")).await;
+    let page = api_reference::render(&served.body);
+    if std::env::var("UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
+        std::fs::write(REFERENCE, &page).unwrap();
+    }
+    let committed = std::fs::read_to_string(REFERENCE).unwrap_or_default();
+    assert!(
+        committed == page,
+        "docs/api.md is out of date: run `UPDATE_OPENAPI=1 cargo test --test api -- docs::` and commit it"
+    );
+    for must in [
+        "### POST /v1/location/create",
+        "### LocationInput",
+        "| `address_tail` |",
+        "### POST /v1/webhook/recover",
+    ] {
+        assert!(page.contains(must), "{must}");
+    }
 }
 
 #[tokio::test]

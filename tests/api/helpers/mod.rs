@@ -1,5 +1,6 @@
 //! Test harness: a real server on 127.0.0.1:0 over a fresh database, and valid fixtures.
 
+pub mod api_reference;
 mod cluster;
 mod faulty;
 mod receiver;
