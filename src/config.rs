@@ -109,8 +109,8 @@ pub struct ServeArgs {
     /// `500ms`, `1m`).
     #[arg(long, env = "STOREFRONT_REPLICA_MAX_LAG", default_value = "5s", value_parser = parse_max_lag)]
     pub replica_max_lag: Duration,
-    /// SQLite: most reads at once, each on a connection of its own (default: two per core of
-    /// this machine, at least 4).
+    /// SQLite: most reads at once, each on a connection of its own (default: four per core of
+    /// this machine).
     #[arg(long, env = "STOREFRONT_DB_READERS", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub db_readers: Option<u16>,
     /// PostgreSQL: connections per instance to the primary, and to each replica; the merchants'

@@ -496,14 +496,14 @@ async fn one_json_log_line_per_request_with_ids_and_never_a_key() {
             .iter()
             .any(|e| e["message"] == "database ready" && e["durability"] == "journal_mode=wal synchronous=FULL")
     );
-    // The readers follow the machine: two per core, at least 4, said once.
+    // The readers follow the machine: four per core, at least 4, said once.
     let cores = std::thread::available_parallelism().unwrap().get();
     let pools: Vec<&Value> = events
         .iter()
         .filter(|e| e["message"] == "database pool: SQLite readers")
         .collect();
     assert_eq!(pools.len(), 1, "{text}");
-    assert_eq!(pools[0]["readers"], (2 * cores).max(4));
+    assert_eq!(pools[0]["readers"], (4 * cores).max(4));
 }
 
 #[tokio::test]

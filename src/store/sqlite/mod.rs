@@ -94,7 +94,7 @@ impl SqliteStore {
     /// Opens the database file with as many readers as the machine's cores suggest
     /// (`store::Pools`).
     pub async fn open(path: &Path) -> Result<Self, StoreError> {
-        Self::open_sized(path, super::Pools::default().readers).await
+        Self::open_sized(path, super::pools::Pools::default().readers).await
     }
 
     /// Opens the database file, creating and migrating it when needed, and starts the writer;
