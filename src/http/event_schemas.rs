@@ -44,7 +44,7 @@ pub struct EventFeedRequest {
     wait_s: Option<u32>,
 }
 
-/// An event (CONTRACT §18.1): these keys, in this order.
+/// An event: these keys, in this order.
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]
 pub struct Event {
@@ -105,7 +105,7 @@ pub fn event_feed_example_answer() -> serde_json::Value {
     })
 }
 
-/// An endpoint (CONTRACT §18.3); never its secret.
+/// An endpoint; never its secret.
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]
 pub struct WebhookObject {
@@ -157,7 +157,7 @@ pub struct DeliveriesRequest {
     pagination: Option<PaginationRequest>,
 }
 
-/// Which attempts the deliveries log answers (CONTRACT §20).
+/// Which attempts the deliveries log answers.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
@@ -193,7 +193,7 @@ pub struct RecoverRequest {
     until: Option<String>,
 }
 
-/// The test event (CONTRACT §20): sent by `POST /v1/webhook/test` only, never in the feed, never
+/// The test event: sent by `POST /v1/webhook/test` only, never in the feed, never
 /// retried; the keys of an event, in its order, with no location.
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]

@@ -78,7 +78,7 @@ pub struct LimitsInput {
     weight: f64,
 }
 
-/// A valid location (SPEC §2.1, CONTRACT §4.2–4.5). Which optional fields are allowed or
+/// A valid location. Which optional fields are allowed or
 /// required depends on `location_types`. In a create item any other key is a SCHEMA_MISMATCH of
 /// that item (an update item also takes `location_id` and `expected_version`).
 #[derive(Deserialize, ToSchema)]
@@ -284,7 +284,7 @@ fn stored_status_or_null() -> ObjectBuilder {
         .enum_values(Some(STORED.map(Status::as_str).into_iter().map(Some).chain([None])))
 }
 
-/// The location list's filter (CONTRACT §9.2). Every key may be null (absent); all given
+/// The location list's filter. Every key may be null (absent); all given
 /// conditions hold together.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -310,7 +310,7 @@ pub struct LocationListRequest {
     pagination: Option<PaginationRequest>,
 }
 
-/// A stored location (CONTRACT §9.1): every key present, in this order; `null` where there is none.
+/// A stored location: every key present, in this order; `null` where there is none.
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]
 pub struct LocationRecord {
@@ -465,7 +465,7 @@ pub fn change_example_answer() -> serde_json::Value {
     }]})
 }
 
-/// The buyer's point (CONTRACT §12.1).
+/// The buyer's point.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
@@ -493,7 +493,7 @@ pub struct ParcelInput {
     weight: f64,
 }
 
-/// The search's filter (CONTRACT §12.1). Every key may be null (absent); all given conditions hold
+/// The search's filter. Every key may be null (absent); all given conditions hold
 /// together.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

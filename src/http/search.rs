@@ -35,7 +35,7 @@ const KEYS: [&str; 4] = ["near", "radius_m", "filter", "pagination"];
 /// first (`distance_m`, rounded to the metre), then oldest first. A storefront key finds only what
 /// a buyer may see: locations that are a `PICKUP_POINT` or a `CLICK_AND_COLLECT` point, never a
 /// warehouse alone (`filter.location_types` narrows that further). With a storefront key the page
-/// may be read on a PostgreSQL replica within `--replica-max-lag` of the primary (CONTRACT §19). Follow `next_cursor` with the same
+/// may be read on a PostgreSQL replica within `--replica-max-lag` of the primary. Follow `next_cursor` with the same
 /// question for the next page: every match is reachable, none is skipped, however many lie nearer.
 #[utoipa::path(
     post,

@@ -212,7 +212,7 @@ pub fn decide(
     (outcomes, inserts)
 }
 
-/// One item of the create answer (SPEC §2.2).
+/// One item of the create answer.
 #[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ItemResult {
     /// Empty when the item was not created.

@@ -23,7 +23,7 @@ pub(super) const NAMING_KEYS: [&str; 3] = ["location_id", "merchant_location_id"
 /// The keys an update item has besides the fields of SPEC §2.1.
 pub(super) const UPDATE_KEYS: [&str; 2] = ["location_id", "expected_version"];
 
-/// One item of a change answer: a create result plus `version` (CONTRACT §10).
+/// One item of a change answer: a create result plus `version`.
 #[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct ChangeResult {
     /// The addressed location's id, also when the item failed; empty when it named none.
