@@ -15,13 +15,18 @@ async fn the_committed_openapi_json_is_the_served_one() {
     let served = read(app.request(Method::GET, "/openapi.json")).await;
     assert_eq!(served.status, 200);
     let pretty = serde_json::to_string_pretty(&served.body).unwrap() + "\n";
+    assert_committed(COMMITTED, &pretty, "openapi.json");
+}
+
+/// `path` holds `fresh` (written there first when `UPDATE_OPENAPI=1`).
+fn assert_committed(path: &str, fresh: &str, name: &str) {
     if std::env::var("UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
-        std::fs::write(COMMITTED, &pretty).unwrap();
+        std::fs::write(path, fresh).unwrap();
     }
-    let committed = std::fs::read_to_string(COMMITTED).unwrap_or_default();
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
     assert!(
-        committed == pretty,
-        "openapi.json is out of date: run `UPDATE_OPENAPI=1 cargo test --test api -- docs::the_committed` and commit it"
+        committed == fresh,
+        "{name} is out of date: run `UPDATE_OPENAPI=1 cargo test --test api -- docs::` and commit it"
     );
 }
 
@@ -82,14 +87,7 @@ async fn the_committed_api_reference_is_the_documents() {
     let app = TestApp::spawn().await;
     let served = read(app.request(Method::GET, "/openapi.json")).await;
     let page = api_reference::render(&served.body);
-    if std::env::var("UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
-        std::fs::write(REFERENCE, &page).unwrap();
-    }
-    let committed = std::fs::read_to_string(REFERENCE).unwrap_or_default();
-    assert!(
-        committed == page,
-        "docs/api.md is out of date: run `UPDATE_OPENAPI=1 cargo test --test api -- docs::` and commit it"
-    );
+    assert_committed(REFERENCE, &page, "docs/api.md");
     for must in [
         "### POST /v1/location/create",
         "### LocationInput",

@@ -424,21 +424,12 @@ async fn one_json_log_line_per_request_with_ids_and_never_a_key() {
     let issued = merchant_create(&db, "logs");
     let key = issued["api_key"].as_str().unwrap();
     let log_path = dir.path().join("stderr.log");
-    let mut child = storefront(&db)
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let base = loop {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        if let Some(line) = text.lines().find_map(|l| l.strip_prefix("storefront is listening on ")) {
-            break line.trim().to_owned();
-        }
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut child = serve_logging_to(storefront(&db), &log_path);
+    let base = wait_in_log(&log_path, |text| {
+        text.lines()
+            .find_map(|l| l.strip_prefix("storefront is listening on "))
+            .map(|line| line.trim().to_owned())
+    });
     let answer = read(
         reqwest::Client::new()
             .post(format!("{base}/v1/location/create"))
@@ -511,24 +502,14 @@ async fn the_pools_are_the_operators_when_told() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("pools.db");
     let log_path = dir.path().join("stderr.log");
-    let mut child = storefront(&db)
-        .env("STOREFRONT_DB_READERS", "3")
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let line = loop {
-        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
-        if text.contains("storefront is listening on ")
-            && let Some(line) = text.lines().find(|l| l.contains("database pool"))
-        {
-            break line.to_owned();
-        }
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut readers = storefront(&db);
+    readers.env("STOREFRONT_DB_READERS", "3");
+    let mut child = serve_logging_to(readers, &log_path);
+    let line = wait_in_log(&log_path, |text| {
+        text.contains("storefront is listening on ")
+            .then(|| text.lines().find(|l| l.contains("database pool")).map(str::to_owned))
+            .flatten()
+    });
     let _ = child.kill();
     let _ = child.wait();
     let line: Value = serde_json::from_str(&line).unwrap();
@@ -546,5 +527,28 @@ async fn the_pools_are_the_operators_when_told() {
         assert_eq!(out.status.code(), Some(2), "{bad:?} is a usage error");
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(bad[0]), "{stderr}");
+    }
+}
+
+/// `command serve` on a free port, its stderr (the log) written to `log_path`.
+fn serve_logging_to(mut command: Command, log_path: &Path) -> std::process::Child {
+    command
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log_path).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// What `found` finds in the log at `log_path`, read again until it does (30 s at most).
+fn wait_in_log<T>(log_path: &Path, found: impl Fn(&str) -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
+        if let Some(value) = found(&text) {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
