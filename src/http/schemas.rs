@@ -275,13 +275,15 @@ fn stored_status() -> ObjectBuilder {
         .enum_values(Some(STORED.map(Status::as_str)))
 }
 
-fn stored_status_or_null() -> ObjectBuilder {
-    ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-            utoipa::openapi::schema::Type::String,
-            utoipa::openapi::schema::Type::Null,
-        ]))
-        .enum_values(Some(STORED.map(Status::as_str).into_iter().map(Some).chain([None])))
+/// A stored status or null, as a `oneOf` of the two: one enumeration that also holds `null` made
+/// client generators invent a type for each of its members.
+fn stored_status_or_null() -> Schema {
+    Schema::OneOf(
+        utoipa::openapi::schema::OneOfBuilder::new()
+            .item(stored_status())
+            .item(ObjectBuilder::new().schema_type(utoipa::openapi::schema::Type::Null))
+            .build(),
+    )
 }
 
 /// The location list's filter. Every key may be null (absent); all given
