@@ -42,7 +42,7 @@ pub struct ServeArgs {
     /// Requests a merchant may send at once before the rate applies.
     #[arg(long, env = "STOREFRONT_RATE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub rate_burst: u32,
-    /// Requests per merchant made with its storefront keys (CONTRACT §13.1), a budget apart from
+    /// Requests per merchant made with its storefront keys, a budget apart from
     /// --rate-limit: N/s or N/min; 0 disables.
     #[arg(long, env = "STOREFRONT_STOREFRONT_RATE_LIMIT", default_value = "500/s")]
     pub storefront_rate_limit: Rate,
@@ -50,11 +50,11 @@ pub struct ServeArgs {
     #[arg(long, env = "STOREFRONT_STOREFRONT_RATE_BURST", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     pub storefront_rate_burst: u32,
     /// A web origin (`https://shop.example`) whose pages may call the service from a browser
-    /// (CORS, CONTRACT §13.2); repeat for more. The environment variable takes them comma-separated.
+    /// (CORS); repeat for more. The environment variable takes them comma-separated.
     #[arg(long = "cors-origin", env = "STOREFRONT_CORS_ORIGINS", value_delimiter = ',', value_parser = parse_origin)]
     pub cors_origins: Vec<String>,
     /// Keep the merchants' rate budgets in this instance alone, even on PostgreSQL (where instances
-    /// share them by default, CONTRACT §15): for one instance, or to measure what sharing costs.
+    /// share them by default): for one instance, or to measure what sharing costs.
     #[arg(long, env = "STOREFRONT_LOCAL_RATE_BUDGET")]
     pub local_rate_budget: bool,
     /// Most /v1 requests in flight at once; more are answered 429 rather than queued.
@@ -83,10 +83,10 @@ pub struct ServeArgs {
     /// 401s a client address may get at once before `--auth-failure-limit` applies.
     #[arg(long, env = "STOREFRONT_AUTH_FAILURE_BURST", default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub auth_failure_burst: u32,
-    /// How long events are kept at least (CONTRACT §18.2): N followed by d, h or m (`30d`, `12h`).
+    /// How long events are kept at least: N followed by d, h or m (`30d`, `12h`).
     #[arg(long, env = "STOREFRONT_EVENT_RETENTION", default_value = "30d", value_parser = parse_retention)]
     pub event_retention: Duration,
-    /// The delays between a webhook delivery's attempts (CONTRACT §18.3), e.g. `1s,2s,4s`; past
+    /// The delays between a webhook delivery's attempts, e.g. `1s,2s,4s`; past
     /// the last the event is given up for that endpoint.
     #[arg(long, env = "STOREFRONT_WEBHOOK_RETRY_SCHEDULE", default_value = "5s,5m,30m,2h,5h,10h,14h,20h,24h", value_parser = RetrySchedule::parse)]
     pub webhook_retry_schedule: RetrySchedule,
@@ -101,7 +101,7 @@ pub struct ServeArgs {
     #[arg(long, env = "STOREFRONT_WEBHOOK_ALLOW_HTTP")]
     pub webhook_allow_http: bool,
     /// A PostgreSQL hot standby of --database (postgres://...; repeat for more) that searches made
-    /// with a storefront key read from (CONTRACT §19). The environment variable takes them
+    /// with a storefront key read from. The environment variable takes them
     /// comma-separated.
     #[arg(long = "read-replica", env = "STOREFRONT_READ_REPLICAS", value_delimiter = ',', value_parser = parse_replica, hide_env_values = true)]
     pub read_replicas: Vec<Secret>,

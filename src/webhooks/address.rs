@@ -84,6 +84,11 @@ pub fn check_url(text: &str, reach: Reach) -> Result<Url, String> {
         "https" => {}
         "http" if reach.allow_http => {}
         _ if reach.allow_http => return Err("url must be an https:// or http:// URL".into()),
+        "http" => {
+            return Err("url must be an https:// URL (the service's operator can allow http:// \
+                        with --webhook-allow-http)"
+                .into())
+        }
         _ => return Err("url must be an https:// URL".into()),
     }
     if !url.username().is_empty() || url.password().is_some() {
@@ -99,7 +104,10 @@ pub fn check_url(text: &str, reach: Reach) -> Result<Url, String> {
         Some(url::Host::Domain(_)) => None,
     };
     if let Some(why) = ip.and_then(refused).filter(|_| !reach.allow_private) {
-        return Err(format!("url must reach a public address, not {why}"));
+        return Err(format!(
+            "url must reach a public address, not {why} (the service's operator can allow the \
+             addresses of its own network with --webhook-allow-private)"
+        ));
     }
     Ok(url)
 }

@@ -53,7 +53,16 @@ async fn every_webhook_request_rule_has_its_code_and_field() {
         let answer = strict.post("/v1/webhook/create", &json!({ "url": url })).await;
         let details = assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST");
         assert_eq!(details["field"], "url", "{url}");
+        // The message says who can allow it, and how.
+        let message = answer.body["message"].as_str().unwrap();
+        assert!(message.contains("--webhook-allow-private"), "{message}");
     }
+    let answer = strict
+        .post("/v1/webhook/create", &json!({"url": "http://hooks.example.com/"}))
+        .await;
+    assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "INVALID_REQUEST");
+    let message = answer.body["message"].as_str().unwrap();
+    assert!(message.contains("--webhook-allow-http"), "{message}");
 
     // Ten endpoints; the 11th is too many; a deleted one no longer counts, a disabled one does.
     let mut ids = Vec::new();
