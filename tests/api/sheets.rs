@@ -82,6 +82,18 @@ async fn the_sample_as_spreadsheet_programs_save_it_pushes_to_the_same_records()
 }
 
 #[tokio::test]
+async fn the_sample_workbook_holds_no_ids_of_another_database() {
+    // Pushed with --update into any merchant, its rows are created (an id of the database it came
+    // from would fail each row NOT_FOUND).
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/locations.xlsx");
+    let (summary, _) = pushed(&sample, &["--update"]).await;
+    assert_eq!(
+        summary,
+        "4 rows: 4 created, 0 unchanged, 0 updated, 0 quarantined, 0 failed, 0 unknown"
+    );
+}
+
+#[tokio::test]
 async fn a_workbook_row_is_its_sheet_row_and_a_dry_run_reads_it_alike() {
     let app = TestApp::spawn().await;
     let dir = tempfile::tempdir().unwrap();
