@@ -17,6 +17,7 @@ pub mod ops;
 pub mod paging;
 pub mod redelivery;
 pub mod request_id;
+mod rules_doc;
 pub mod schemas;
 pub mod search;
 pub mod webhooks;

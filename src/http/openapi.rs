@@ -206,6 +206,7 @@ pub fn document() -> serde_json::Value {
         }
     }
     let mut value = with_limits(&doc);
+    super::rules_doc::describe(&mut value);
     if let Some(root) = value.as_object_mut() {
         root.insert("webhooks".to_owned(), received());
     }

@@ -166,6 +166,43 @@ async fn the_document_covers_both_operations_answers_and_every_code() {
     };
     assert_eq!(fields("LocationInput").len(), 18);
     assert_eq!(fields("Category").len(), 11);
+
+    // The rules a client needs are in the document: every code is explained where it is listed,
+    // and every field of a location and of a day's schedule says its rule and its codes.
+    for name in ["FieldCode", "ErrorCode"] {
+        let said = schemas[name]["description"].as_str().unwrap_or_default();
+        for code in words(name) {
+            assert!(said.contains(&format!("`{code}`")), "{name}'s description says {code}");
+        }
+    }
+    for (schema, field, code) in [
+        ("LocationInput", "address_tail", "INVALID_ADDRESS_FORMAT"),
+        ("LocationInput", "latitude", "INVALID_LATITUDE"),
+        ("LocationInput", "storage_period_days", "MAX_VALUE"),
+        ("LocationInput", "payment_methods", "STOREFRONT_RULE_VIOLATION"),
+        ("DayScheduleInput", "time_end", "INVALID_TIME_RANGE"),
+        ("DatedDayInput", "date", "INVALID_FORMAT"),
+    ] {
+        let said = schemas[schema]["properties"][field]["description"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(said.contains(code), "{schema}.{field}: {said}");
+    }
+    for schema in ["LocationInput", "DayScheduleInput", "WorkingDayInput"] {
+        for (field, property) in schemas[schema]["properties"].as_object().unwrap() {
+            let said = property["description"].as_str().unwrap_or_default();
+            assert!(!said.is_empty(), "{schema}.{field} says its rule");
+        }
+    }
+    let input = schemas["LocationInput"]["description"].as_str().unwrap();
+    for rule in [
+        "CONDITIONALLY_REQUIRED",
+        "SCHEMA_MISMATCH",
+        "a POSTAMAT takes no `CASH`",
+        "QUARANTINE",
+    ] {
+        assert!(input.contains(rule), "the location's description says {rule}");
+    }
 }
 
 #[tokio::test]
