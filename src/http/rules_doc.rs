@@ -241,6 +241,14 @@ pub fn describe(doc: &mut Value) {
         "/components/schemas/DatedDayInput/properties/is_works",
         "Required: `false` when the location is closed that day.",
     );
+    put(
+        "/components/schemas/PaginationRequest/properties/cursor",
+        "`next_cursor` of the previous page, sent with the same filter; empty or absent for the \
+         first page. A cursor is bound to its merchant and its filter: another filter, another \
+         merchant's cursor or an altered one is `INVALID_CURSOR`. A walk of the location list \
+         returns every location that matched when it began exactly once; those created meanwhile \
+         come at its end. Cursors survive restarts and work on every instance.",
+    );
     put("/components/schemas/FieldCode", FIELD_CODES);
     put("/components/schemas/ErrorCode", ERROR_CODES);
 }

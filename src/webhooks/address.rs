@@ -87,7 +87,7 @@ pub fn check_url(text: &str, reach: Reach) -> Result<Url, String> {
         "http" => {
             return Err("url must be an https:// URL (the service's operator can allow http:// \
                         with --webhook-allow-http)"
-                .into())
+                .into());
         }
         _ => return Err("url must be an https:// URL".into()),
     }
