@@ -21,6 +21,7 @@ its `since` (a rule no schema states) is sent as null.
 import datetime
 import json
 import re
+import threading
 import urllib.request
 
 import schemathesis
@@ -28,6 +29,10 @@ import schemathesis
 WEBHOOK_NAMED = ("/v1/webhook/delete", "/v1/webhook/enable", "/v1/webhook/rotate_secret", "/v1/webhook/deliveries",
                  "/v1/webhook/resend", "/v1/webhook/recover", "/v1/webhook/test")
 SAFE_URL = "https://hooks.example.com/schemathesis"
+# Schemathesis' workers are threads: one at a time makes room and creates endpoints, so that two
+# never delete the same endpoint, and an endpoint just created for a case is among the 8 newest
+# that the next ones keep.
+WEBHOOKS_LOCK = threading.Lock()
 
 
 def _api(base, auth, path, body):
@@ -88,7 +93,8 @@ def _after(until, since):
 @schemathesis.hook
 def before_call(ctx, case, kwargs):
     if case.operation.path.startswith("/v1/webhook/"):
-        _webhooks(case, kwargs)
+        with WEBHOOKS_LOCK:
+            _webhooks(case, kwargs)
     if case.operation.path not in ("/v1/categories/list", "/v1/location/list", "/v1/location/search",
                                    "/v1/location/events", "/v1/webhook/deliveries") \
             or not isinstance(case.body, dict):
