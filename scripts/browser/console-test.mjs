@@ -20,7 +20,7 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 
 const [base, key, storefrontKey, shots] = process.argv.slice(2);
 const fail = (message) => { console.error(`console browser test FAILED: ${message}`); process.exit(1); };
@@ -87,11 +87,7 @@ for (const file of files) {
 }
 check(gzipped <= 100 * 1024, `the console weighs ${gzipped} bytes gzipped`);
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 const outside = [];
 const keyInUrl = [];
 const answers = [];

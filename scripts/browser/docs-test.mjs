@@ -1,16 +1,12 @@
 // Opens /docs in headless Chromium, checks that every operation is listed, authorizes with an
 // API key, sends a list request through the page ("Try it out" → "Execute"), and checks that the
 // page loaded nothing from outside the service. Usage: node docs-test.mjs BASE_URL API_KEY
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 
 const [base, key] = process.argv.slice(2);
 const fail = (message) => { console.error(`browser test FAILED: ${message}`); process.exit(1); };
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 try {
   const page = await browser.newPage();
   const outside = [];

@@ -14,7 +14,7 @@ import http from 'node:http';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
-import { chromium } from 'playwright-core';
+import { launch } from './chromium.mjs';
 
 const [base, key, embedPort, shots] = process.argv.slice(2);
 const embed = `http://127.0.0.1:${embedPort}`;
@@ -57,11 +57,7 @@ const server = http.createServer((request, response) => {
 });
 await new Promise((resolve) => server.listen(Number(embedPort), '127.0.0.1', resolve));
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 const outside = [];
 const watch = (page) => {
   page.on('request', (r) => {
