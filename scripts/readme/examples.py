@@ -38,8 +38,6 @@ from pathlib import Path
 PLACEHOLDERS = {
     "HOOK": "webhook_id",
     "STOREFRONT_WEBHOOK_SECRET": "secret",
-    "EVENT": "event_id",
-    "LOCATION": "location_id",
     "CURSOR": "next_cursor",
 }
 BLOCK_SECONDS = 90
@@ -222,11 +220,10 @@ class Session:
 
     def close(self):
         self.stop_server()
-        for proc in (self.bash,):
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        try:  # the session and what it left running in the background (the receivers)
+            os.killpg(self.bash.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
 
 
 def fail(line, why):

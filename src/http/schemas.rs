@@ -30,21 +30,19 @@ pub struct ErrorBody {
     details: serde_json::Map<String, serde_json::Value>,
 }
 
+// The fields' descriptions, with their rules and codes, are written in by `rules_doc.rs`, as the
+// location input's are.
 /// Day schedule.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct DayScheduleInput {
-    /// HH:MM, 00:00–23:59.
     #[schema(pattern = "^([01][0-9]|2[0-3]):[0-5][0-9]$")]
     time_start: String,
-    /// HH:MM, 00:01–24:00, after time_start.
     #[schema(pattern = "^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$")]
     time_end: String,
-    /// HH:MM-HH:MM within the day; empty means none.
     #[serde(rename = "break")]
     break_time: Option<String>,
-    /// HH:MM within the day (WAREHOUSE and CLICK_AND_COLLECT only); empty means none.
     shipping_cutoff: Option<String>,
 }
 
@@ -60,7 +58,6 @@ pub struct WorkingDayInput {
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub struct DatedDayInput {
-    /// YYYY-MM-DD, a real calendar date.
     #[schema(format = Date)]
     date: String,
     schedule: DayScheduleInput,
@@ -78,9 +75,8 @@ pub struct LimitsInput {
     weight: f64,
 }
 
-/// A valid location. Which optional fields are allowed or
-/// required depends on `location_types`. In a create item any other key is a SCHEMA_MISMATCH of
-/// that item (an update item also takes `location_id` and `expected_version`).
+// A location: its description, and each field's with its rule and codes, are written in by
+// `rules_doc.rs` (where the rules of every field are said once).
 #[derive(Deserialize, ToSchema)]
 #[allow(dead_code)]
 pub struct LocationInput {
@@ -89,8 +85,6 @@ pub struct LocationInput {
     location_types: Vec<LocationType>,
     #[schema(min_length = 1)]
     name: String,
-    /// `postal code, country, city, street, building[, entrance[, floor[, flat]]]`; required for
-    /// PICKUP_POINT and CLICK_AND_COLLECT.
     address_tail: Option<String>,
     comment: Option<String>,
     latitude: f64,
