@@ -93,6 +93,10 @@ pub struct ServeArgs {
     /// An endpoint none of whose attempts succeeded for this long is disabled (e.g. `5d`, `30s`).
     #[arg(long, env = "STOREFRONT_WEBHOOK_DISABLE_AFTER", default_value = "5d", value_parser = parse_webhook_duration)]
     pub webhook_disable_after: Duration,
+    /// How long a webhook receiver has to answer an attempt, 100ms to 15s (`15s`, the most, unless
+    /// set lower: for test set-ups whose receivers hang on purpose and should time out sooner).
+    #[arg(long, env = "STOREFRONT_WEBHOOK_ATTEMPT_TIMEOUT", default_value = "15s", value_parser = parse_attempt_timeout)]
+    pub webhook_attempt_timeout: Duration,
     /// Webhook endpoints may be private, loopback or link-local addresses: for receivers inside the
     /// operator's own network, and tests. Off by default (only public addresses are called).
     #[arg(long, env = "STOREFRONT_WEBHOOK_ALLOW_PRIVATE")]
@@ -137,6 +141,12 @@ fn parse_max_lag(text: &str) -> Result<Duration, String> {
     crate::domain::webhook::parse_duration(text)
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("{text:?} is not a lag bound such as 5s, 500ms or 1m"))
+}
+
+fn parse_attempt_timeout(text: &str) -> Result<Duration, String> {
+    crate::domain::webhook::parse_duration(text)
+        .filter(|d| (Duration::from_millis(100)..=crate::domain::webhook::ATTEMPT_TIMEOUT).contains(d))
+        .ok_or_else(|| format!("{text:?} is not a time from 100ms to 15s such as 5s or 500ms"))
 }
 
 fn parse_webhook_duration(text: &str) -> Result<Duration, String> {
@@ -202,6 +212,7 @@ impl ServeArgs {
             webhooks: WebhookSettings {
                 retry: self.webhook_retry_schedule.clone(),
                 disable_after: self.webhook_disable_after,
+                attempt_timeout: self.webhook_attempt_timeout,
                 reach: Reach {
                     allow_http: self.webhook_allow_http,
                     allow_private: self.webhook_allow_private,

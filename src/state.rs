@@ -118,7 +118,7 @@ impl AppState {
             bodies: BodyBudgets::default(),
             events,
             by_hand: Arc::new(ByHand::new(
-                Arc::new(Sender::default()),
+                Arc::new(Sender::new(settings.webhooks.attempt_timeout)),
                 Arc::new(Places::default()),
                 settings.webhooks.clone(),
             )),

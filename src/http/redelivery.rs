@@ -117,6 +117,7 @@ pub async fn resend(
     };
     let made = HandMade {
         webhook_id: &due.webhook_id,
+        merchant_pk: merchant.pk,
         url: &due.url,
         secrets: &due.secrets,
         event_id: &due.event_id,
@@ -164,6 +165,7 @@ pub async fn test(
     let body = render_test(&event_id, now);
     let made = HandMade {
         webhook_id: &target.webhook_id,
+        merchant_pk: merchant.pk,
         url: &target.url,
         secrets: &target.secrets,
         event_id: &event_id,

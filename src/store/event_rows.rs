@@ -5,7 +5,7 @@
 
 use super::api::stored_word;
 use super::error::StoreError;
-use super::webhook_api::{AttemptFilter, Due, Window, signing_secrets};
+use super::webhook_api::{AttemptFilter, Candidate, Due, Window, signing_secrets};
 use crate::domain::event::{self, Change, EventTypes};
 use crate::domain::webhook::{Attempt, Outcome, Trigger};
 
@@ -102,6 +102,15 @@ impl ClaimedEndpoint {
         })
     }
 
+    /// It as the scheduler weighs it.
+    pub fn candidate(&self) -> Candidate {
+        Candidate {
+            webhook_id: self.webhook_id.clone(),
+            merchant_pk: self.merchant_pk,
+            failing: self.failing_since_ms.is_some(),
+        }
+    }
+
     /// Whether it takes an event of type `code`.
     pub fn takes(&self, code: i64) -> bool {
         self.types.is_none_or(|bits| EventTypes::from_bits(bits).has_code(code))
@@ -146,6 +155,7 @@ impl ClaimedEndpoint {
             .collect::<Result<_, _>>()?;
         Ok(Window {
             webhook_id: self.webhook_id.clone(),
+            merchant_pk: self.merchant_pk,
             through,
             dues,
         })

@@ -7,6 +7,7 @@ pub mod error;
 pub mod event_rows;
 pub mod event_signal;
 pub mod group;
+pub mod heavy;
 pub mod migrate;
 pub mod pools;
 pub mod postgres;

@@ -61,6 +61,12 @@ impl Pools {
     pub fn pg_writers(&self) -> usize {
         (self.pg_connections / 2).max(1)
     }
+
+    /// How many of PostgreSQL's connections the merchants' heavy work (recoveries, imports) may
+    /// hold at once: a quarter, so that the writes and reads of others always find theirs.
+    pub fn pg_heavy(&self) -> usize {
+        (self.pg_connections / 4).max(1)
+    }
 }
 
 impl Default for Pools {

@@ -71,6 +71,7 @@ pub struct Due {
 #[derive(Clone, Debug)]
 pub struct Window {
     pub webhook_id: String,
+    pub merchant_pk: i64,
     pub through: i64,
     pub dues: Vec<Due>,
 }
@@ -82,8 +83,69 @@ pub struct Claimed {
     pub retries: Vec<Due>,
 }
 
+/// An endpoint with work to claim (fresh events, or retries due), as the store offers it to the
+/// scheduler that chooses whom to serve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub webhook_id: String,
+    pub merchant_pk: i64,
+    /// Its attempts have been failing (since its last delivered one).
+    pub failing: bool,
+}
+
+/// Chooses among the candidates, in the store's order, at most `most` to claim now: for each,
+/// how many attempts of it may run at once (0: not claimed). The places are taken as it
+/// chooses; the caller gives back those of candidates the store did not claim after all.
+pub trait Chooser: Send + Sync {
+    fn choose(&self, candidates: &[Candidate], most: usize) -> Vec<usize>;
+}
+
+/// Most retry rows of one endpoint claimed at once, for each attempt of it that may run at once.
+pub const RETRIES_PER_PLACE: usize = 4;
+
+/// The endpoints the chooser picks among `candidates` (in the store's order), at most `most`:
+/// their indexes, in that order.
+pub fn choose_windows(chooser: &dyn Chooser, candidates: &[Candidate], most: usize) -> Vec<usize> {
+    let granted = chooser.choose(candidates, most);
+    (0..candidates.len())
+        .filter(|&i| granted.get(i).is_some_and(|&n| n > 0))
+        .collect()
+}
+
+/// Which retry rows to claim, given each row's endpoint in the order the rows fell due: the
+/// chooser picks among their endpoints, and each endpoint chosen gets its first
+/// `RETRIES_PER_PLACE` rows for each place it got, `most` rows in all. The rows' indexes, in order.
+pub fn choose_retries(chooser: &dyn Chooser, rows: &[Candidate], most: usize) -> Vec<usize> {
+    let mut endpoints: Vec<Candidate> = Vec::new();
+    let of_row: Vec<usize> = rows
+        .iter()
+        .map(
+            |row| match endpoints.iter().position(|e| e.webhook_id == row.webhook_id) {
+                Some(at) => at,
+                None => {
+                    endpoints.push(row.clone());
+                    endpoints.len() - 1
+                }
+            },
+        )
+        .collect();
+    let mut room: Vec<usize> = chooser
+        .choose(&endpoints, most)
+        .into_iter()
+        .map(|places| places * RETRIES_PER_PLACE)
+        .collect();
+    let mut taken = Vec::new();
+    for (i, &e) in of_row.iter().enumerate() {
+        if taken.len() < most && room.get(e).is_some_and(|&r| r > 0) {
+            room[e] -= 1;
+            taken.push(i);
+        }
+    }
+    taken
+}
+
 /// What to claim, for whom.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct ClaimRequest<'a> {
     /// The instance claiming (a random token of its worker): it alone settles what it claims.
     pub owner: &'a str,
@@ -97,6 +159,8 @@ pub struct ClaimRequest<'a> {
     pub retries: usize,
     /// Endpoints not to claim (this instance has attempts of theirs in flight).
     pub skip: &'a [String],
+    /// Who is served among the endpoints with work.
+    pub chooser: &'a std::sync::Arc<dyn Chooser>,
 }
 
 /// A page of an endpoint's attempts: the merchant's endpoint, below which attempt, how many, of

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 use super::config::{Clock, SystemClock, WebhookSettings};
-use super::places::Places;
+use super::places::{InFlight, Places};
 use super::send::{Delivery, Transport};
 use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::secret::Secret;
@@ -17,6 +17,8 @@ use crate::secret::Secret;
 /// What to send by hand, to whom.
 pub struct HandMade<'a> {
     pub webhook_id: &'a str,
+    /// The endpoint's merchant, whose share of the places it takes.
+    pub merchant_pk: i64,
     pub url: &'a str,
     pub secrets: &'a [Secret],
     pub event_id: &'a str,
@@ -47,7 +49,10 @@ impl ByHand {
     /// Makes the attempt once a place of its endpoint is free; none when no place was free by
     /// `wait_until`. The attempt, as it ended (its `id` is given when it is recorded).
     pub async fn attempt(&self, made: HandMade<'_>, wait_until: Instant) -> Option<Attempt> {
-        let place = self.places.wait_for_one(made.webhook_id, wait_until).await?;
+        let place = self
+            .places
+            .wait_for_one(made.webhook_id, made.merchant_pk, wait_until)
+            .await?;
         let attempted_at = SystemClock.now_ms();
         let delivery = Delivery {
             url: made.url,
@@ -55,7 +60,9 @@ impl ByHand {
             body: made.body,
             secrets: made.secrets,
         };
+        let in_flight = InFlight::start();
         let sent = self.transport.send(delivery, self.settings.reach).await;
+        drop(in_flight);
         drop(place);
         let outcome = if sent.delivered() {
             Outcome::Delivered

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::address::Reach;
-use crate::domain::webhook::RetrySchedule;
+use crate::domain::webhook::{ATTEMPT_TIMEOUT, RetrySchedule};
 
 /// How deliveries are made (`--webhook-*`).
 #[derive(Clone, Debug)]
@@ -11,6 +11,8 @@ pub struct WebhookSettings {
     pub retry: RetrySchedule,
     /// An endpoint whose attempts all failed for this long is disabled.
     pub disable_after: Duration,
+    /// How long a receiver has to answer (`ATTEMPT_TIMEOUT` at most).
+    pub attempt_timeout: Duration,
     pub reach: Reach,
 }
 
@@ -19,6 +21,7 @@ impl Default for WebhookSettings {
         WebhookSettings {
             retry: RetrySchedule::default(),
             disable_after: Duration::from_secs(5 * 86_400),
+            attempt_timeout: ATTEMPT_TIMEOUT,
             reach: Reach::default(),
         }
     }

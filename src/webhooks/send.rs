@@ -56,12 +56,27 @@ pub struct Delivery<'a> {
 const CLIENTS: usize = 512;
 
 /// The HTTP clients of the attempts, each pinned to one checked address.
-#[derive(Default)]
 pub struct Sender {
     clients: Mutex<HashMap<(String, SocketAddr), Client>>,
+    /// How long the exchange may take (`ATTEMPT_TIMEOUT` unless the operator says less).
+    timeout: Duration,
+}
+
+impl Default for Sender {
+    fn default() -> Self {
+        Sender::new(ATTEMPT_TIMEOUT)
+    }
 }
 
 impl Sender {
+    /// Attempts whose exchange may take `timeout` (at most `ATTEMPT_TIMEOUT`).
+    pub fn new(timeout: Duration) -> Self {
+        Sender {
+            clients: Mutex::default(),
+            timeout: timeout.min(ATTEMPT_TIMEOUT),
+        }
+    }
+
     fn client(&self, host: &str, addr: SocketAddr) -> Result<Client, String> {
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (host.to_owned(), addr);
@@ -76,8 +91,8 @@ impl Sender {
             .no_proxy()
             .resolve(host, addr)
             .redirect(reqwest::redirect::Policy::none())
-            .timeout(ATTEMPT_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
+            .timeout(self.timeout)
+            .connect_timeout(CONNECT_TIMEOUT.min(self.timeout))
             .user_agent(concat!("storefront-webhooks/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("no HTTP client: {e}"))?;
@@ -88,10 +103,10 @@ impl Sender {
     /// Makes one attempt.
     pub async fn send(&self, delivery: Delivery<'_>, reach: Reach) -> Sent {
         let started = Instant::now();
-        let bound = RESOLVE_TIMEOUT + ATTEMPT_TIMEOUT;
+        let bound = RESOLVE_TIMEOUT + self.timeout;
         let outcome = tokio::time::timeout(bound, self.exchange(&delivery, reach))
             .await
-            .unwrap_or_else(|_| Err(format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())));
+            .unwrap_or_else(|_| Err(no_answer(self.timeout)));
         let mut sent = outcome.unwrap_or_else(|error| Sent {
             status: None,
             error: Some(error),
@@ -151,9 +166,9 @@ impl Sender {
                 .header("webhook-signature", &signature)
                 .body(d.body.to_owned());
             match request.send().await {
-                Ok(response) => return read_answer(response).await,
+                Ok(response) => return read_answer(response, self.timeout).await,
                 Err(e) if e.is_connect() => failures.push(format!("{addr}: {}", ErrorChain(&e))),
-                Err(e) => return Err(describe(&e)),
+                Err(e) => return Err(describe(&e, self.timeout)),
             }
         }
         Err(format!("could not connect: {}", failures.join("; ")))
@@ -175,7 +190,7 @@ impl Transport for Sender {
 
 /// The receiver's answer: its status, a 429's or 503's `Retry-After` (seconds or an HTTP date),
 /// and up to 64 KiB of its body read and discarded.
-async fn read_answer(mut response: reqwest::Response) -> Result<Sent, String> {
+async fn read_answer(mut response: reqwest::Response, timeout: Duration) -> Result<Sent, String> {
     let status = response.status();
     let retry_after = response
         .headers()
@@ -188,7 +203,7 @@ async fn read_answer(mut response: reqwest::Response) -> Result<Sent, String> {
         match response.chunk().await {
             Ok(Some(chunk)) => read += chunk.len(),
             Ok(None) => break,
-            Err(e) => return Err(describe(&e)),
+            Err(e) => return Err(describe(&e, timeout)),
         }
     }
     let error = (!status.is_success()).then(|| match status.as_u16() {
@@ -214,9 +229,14 @@ pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> 
     at.duration_since(now).ok()
 }
 
-fn describe(e: &reqwest::Error) -> String {
+/// What an attempt that got no answer within `timeout` says.
+fn no_answer(timeout: Duration) -> String {
+    format!("no answer within {} s", timeout.as_secs_f64())
+}
+
+fn describe(e: &reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
-        format!("no answer within {} s", ATTEMPT_TIMEOUT.as_secs())
+        no_answer(timeout)
     } else if e.is_connect() {
         format!("could not connect: {}", ErrorChain(e))
     } else {

@@ -23,13 +23,13 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{Clock, SystemClock, WebhookSettings, jitter};
-use super::places::{PER_ENDPOINT, PER_INSTANCE, Places};
+use super::places::{Candidate, InFlight, PER_ENDPOINT, Places};
 use super::send::{Delivery, Transport};
 use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::errors::ErrorChain;
 use crate::store::settle_plan::{self, SettleRules};
 use crate::store::webhook_api::{
-    ClaimRequest, Due, Held as HeldClaims, Settled, Settlement, Source, WebhookStore, Window,
+    Chooser, ClaimRequest, Due, Held as HeldClaims, Settled, Settlement, Source, WebhookStore, Window,
 };
 
 /// How long a claim holds unless extended: a dead instance's claims are taken over this long
@@ -42,8 +42,10 @@ const EXTEND_EVERY: Duration = Duration::from_secs(2);
 pub const MAX_ATTEMPT: Duration = Duration::from_secs(21);
 // An attempt that starts under a claim just extended ends before the claim could lapse.
 const _: () = assert!(EXTEND_EVERY.as_millis() + MAX_ATTEMPT.as_millis() < CLAIM.as_millis());
-/// Most retry rows claimed at once: half the instance's places.
-const RETRY_ROWS: usize = PER_INSTANCE / 2;
+/// Most retry rows claimed at once (each endpoint's `RETRIES_PER_PLACE` for each place it gets).
+const RETRY_ROWS: usize = 64;
+/// Most endpoints whose fresh events are claimed at once.
+const WINDOWS: usize = 16;
 /// How often the worker looks for due deliveries when it found none.
 const POLL: Duration = Duration::from_millis(100);
 /// Most claims' results waiting to be recorded, and most recorded in one transaction.
@@ -146,18 +148,22 @@ impl Worker {
     }
 
     /// One turn: claims what there is room for and starts its attempts; how many claims it took
-    /// (0 when there was no room or nothing was due).
+    /// (0 when there was no room or nothing was due). Whom to claim for is the places' choice
+    /// (`Places::choose`), made inside the claim; what was chosen but not claimed is given back.
     pub async fn turn(self: &Arc<Self>, tasks: &mut JoinSet<()>) -> Result<usize, crate::store::StoreError> {
         let (free, busy) = self.places.free_and_busy();
-        // Retries take a place each (at most `PER_ENDPOINT` of one endpoint) and windows
-        // `PER_ENDPOINT`: together never more than is free. Up to half the places go to retries,
-        // so that a backlog of them (a recovery's, CONTRACT §20) is attempted as fast as fresh
-        // events and does not hold them back.
-        let retries = free.min(RETRY_ROWS);
-        let windows = (free - retries) / PER_ENDPOINT;
-        if retries == 0 {
+        if free == 0 {
             return Ok(0);
         }
+        // Fresh events and retries alike: a backlog of retries (a recovery's) is attempted beside
+        // fresh events, each endpoint served in its turn.
+        let retries = free.min(RETRY_ROWS);
+        let windows = free.min(WINDOWS);
+        let turn = Arc::new(Turn {
+            places: Arc::clone(&self.places),
+            granted: Mutex::default(),
+        });
+        let chooser: Arc<dyn Chooser> = turn.clone();
         let now = self.clock.now_ms();
         let claimed = self
             .store
@@ -168,21 +174,36 @@ impl Worker {
                 windows,
                 retries,
                 skip: &busy,
+                chooser: &chooser,
             })
-            .await?;
+            .await;
+        let mut granted = std::mem::take(&mut *lock(&turn.granted));
+        let claimed = match claimed {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                for (endpoint, n) in granted {
+                    self.places.give_back(&endpoint, n);
+                }
+                return Err(e);
+            }
+        };
         let found = claimed.windows.len() + claimed.retries.len();
         for window in claimed.windows {
-            self.places.take(&window.webhook_id, PER_ENDPOINT);
+            let places = granted
+                .remove(&window.webhook_id)
+                .unwrap_or_else(|| self.places.take(&window.webhook_id, window.merchant_pk, PER_ENDPOINT));
             lock(&self.held).windows.insert(window.webhook_id.clone(), now);
-            tasks.spawn(Arc::clone(self).deliver_window(window));
+            tasks.spawn(Arc::clone(self).deliver_window(window, places));
         }
         let mut groups: HashMap<String, Vec<Due>> = HashMap::new();
         for due in claimed.retries {
             groups.entry(due.webhook_id.clone()).or_default().push(due);
         }
         for (endpoint, dues) in groups {
-            let places = dues.len().min(PER_ENDPOINT);
-            self.places.take(&endpoint, places);
+            let merchant_pk = dues.first().map_or(0, |d| d.merchant_pk);
+            let places = granted
+                .remove(&endpoint)
+                .unwrap_or_else(|| self.places.take(&endpoint, merchant_pk, dues.len()));
             {
                 let mut held = lock(&self.held);
                 for due in &dues {
@@ -190,6 +211,9 @@ impl Worker {
                 }
             }
             tasks.spawn(Arc::clone(self).deliver_retries(endpoint, dues, places));
+        }
+        for (endpoint, n) in granted {
+            self.places.give_back(&endpoint, n);
         }
         Ok(found)
     }
@@ -203,13 +227,14 @@ impl Worker {
         !self.stop.is_cancelled() && self.clock.now_ms() + millis(MAX_ATTEMPT) <= held_since + millis(CLAIM)
     }
 
-    /// A window of an endpoint's fresh events, `PER_ENDPOINT` attempts at once in sequence order,
+    /// A window of an endpoint's fresh events, `places` attempts at once in sequence order,
     /// then queued to be settled whole (or through the last event attempted).
-    async fn deliver_window(self: Arc<Self>, window: Window) {
+    async fn deliver_window(self: Arc<Self>, window: Window, places: usize) {
         let Window {
             webhook_id,
             through,
             dues,
+            ..
         } = window;
         let total = dues.len();
         let attempts: Vec<Settled> = futures_util::stream::iter(dues)
@@ -218,7 +243,7 @@ impl Worker {
                 std::future::ready(self.may_start(claimed_at))
             })
             .map(|due| self.attempt(due))
-            .buffer_unordered(PER_ENDPOINT)
+            .buffer_unordered(places.max(1))
             .collect()
             .await;
         let settled_through = if attempts.len() == total {
@@ -238,10 +263,10 @@ impl Worker {
         // holds the claims back (the queue is bounded). The claim stays held (and extended) until
         // they are written.
         let _ = self.settle.send(settlement).await;
-        self.places.give_back(&webhook_id, PER_ENDPOINT);
+        self.places.give_back(&webhook_id, places);
     }
 
-    /// An endpoint's retries claimed together, `places` (at most `PER_ENDPOINT`) attempts at
+    /// An endpoint's retries claimed together, `places` (at most its limit) attempts at
     /// once, each only while its own claim holds, then queued to be settled together.
     async fn deliver_retries(self: Arc<Self>, endpoint: String, dues: Vec<Due>, places: usize) {
         let keys: Vec<(String, i64)> = dues.iter().map(|d| (d.webhook_id.clone(), d.sequence)).collect();
@@ -285,7 +310,11 @@ impl Worker {
             body: &due.body,
             secrets: &due.secrets,
         };
+        let in_flight = InFlight::start();
         let sent = self.transport.send(delivery, self.settings.reach).await;
+        drop(in_flight);
+        self.places
+            .answered(&due.webhook_id, due.merchant_pk, sent.status.is_some());
         let ended_at = self.clock.now_ms();
         let outcome = if sent.delivered() {
             Outcome::Delivered
@@ -414,6 +443,26 @@ impl Worker {
                 Err(e) => tracing::warn!(error = %ErrorChain(&e), "extending webhook claims failed"),
             }
         }
+    }
+}
+
+/// One turn's choice: the places' choice, with what it granted kept so that the turn gives back
+/// what the store chose but did not claim.
+struct Turn {
+    places: Arc<Places>,
+    granted: Mutex<HashMap<String, usize>>,
+}
+
+impl Chooser for Turn {
+    fn choose(&self, candidates: &[Candidate], most: usize) -> Vec<usize> {
+        let granted = self.places.choose(candidates, most);
+        let mut kept = lock(&self.granted);
+        for (c, &n) in candidates.iter().zip(&granted) {
+            if n > 0 {
+                *kept.entry(c.webhook_id.clone()).or_default() += n;
+            }
+        }
+        granted
     }
 }
 

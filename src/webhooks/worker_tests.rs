@@ -9,9 +9,10 @@ use tokio::sync::{Notify, Semaphore};
 use super::*;
 use crate::domain::webhook::Webhook;
 use crate::store::StoreError;
-use crate::store::webhook_api::{AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange};
+use crate::store::webhook_api::{
+    AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_retries, choose_windows,
+};
 use crate::webhooks::address::Reach;
-use crate::webhooks::places::PER_INSTANCE;
 use crate::webhooks::send::Sent;
 
 /// Hands out the claims it is given once, records extensions and plans.
@@ -37,9 +38,35 @@ impl WebhookStore for FakeStore {
     async fn attempts(&self, _: AttemptsQuery) -> Result<Option<Vec<Attempt>>, StoreError> {
         Ok(None)
     }
+    /// As the real stores do: the chooser picks among what there is to claim.
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
         lock(&self.requests).push((request.owner.to_owned(), request.windows, request.retries));
-        Ok(lock(&self.to_claim).take().unwrap_or_default())
+        let Some(mut offered) = lock(&self.to_claim).take() else {
+            return Ok(Claimed::default());
+        };
+        let candidate = |webhook_id: &str, merchant_pk: i64| Candidate {
+            webhook_id: webhook_id.to_owned(),
+            merchant_pk,
+            failing: false,
+        };
+        let windows: Vec<Candidate> = offered
+            .windows
+            .iter()
+            .map(|w| candidate(&w.webhook_id, w.merchant_pk))
+            .collect();
+        let chosen = choose_windows(request.chooser.as_ref(), &windows, request.windows);
+        let mut claimed = Claimed::default();
+        for i in chosen.into_iter().rev() {
+            claimed.windows.insert(0, offered.windows.remove(i));
+        }
+        let rows: Vec<Candidate> = offered
+            .retries
+            .iter()
+            .map(|d| candidate(&d.webhook_id, d.merchant_pk))
+            .collect();
+        let taken = choose_retries(request.chooser.as_ref(), &rows, request.retries);
+        claimed.retries = taken.into_iter().map(|i| offered.retries[i].clone()).collect();
+        Ok(claimed)
     }
     async fn extend(&self, _: HeldClaims<'_>) -> Result<Lost, StoreError> {
         if self.extend_fails {
@@ -134,6 +161,7 @@ fn one_window(n: i64, extend_fails: bool) -> Arc<FakeStore> {
         to_claim: Mutex::new(Some(Claimed {
             windows: vec![Window {
                 webhook_id: "w".into(),
+                merchant_pk: 1,
                 through: n + 5,
                 dues: (1..=n).map(due).collect(),
             }],
@@ -149,16 +177,26 @@ fn start(
     transport: &Arc<FakeTransport>,
     clock: &Arc<FakeClock>,
 ) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let (stop, run, _) = start_with_places(store, transport, clock);
+    (stop, run)
+}
+
+fn start_with_places(
+    store: &Arc<FakeStore>,
+    transport: &Arc<FakeTransport>,
+    clock: &Arc<FakeClock>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>, Arc<Places>) {
     let stop = CancellationToken::new();
+    let places = Arc::new(Places::default());
     let (worker, queue) = Worker::new(
         Arc::clone(store) as Arc<dyn WebhookStore>,
         Arc::clone(transport) as Arc<dyn Transport>,
         Arc::clone(clock) as Arc<dyn Clock>,
-        Arc::new(Places::default()),
+        Arc::clone(&places),
         WebhookSettings::default(),
         stop.clone(),
     );
-    (stop, tokio::spawn(worker.run(queue)))
+    (stop, tokio::spawn(worker.run(queue)), places)
 }
 
 fn window_of(plan: &SettlePlan) -> (i64, Option<i64>) {
@@ -173,10 +211,15 @@ async fn a_window_is_attempted_eight_at_a_time_and_settled_whole_in_the_owner_s_
         FakeTransport::new(),
         Arc::new(FakeClock::default()),
     );
-    let (stop, run) = start(&store, &transport, &clock);
+    let (stop, run, places) = start_with_places(&store, &transport, &clock);
     transport.until_started(8).await;
     tokio::task::yield_now().await;
     assert_eq!(transport.started.load(Ordering::SeqCst), 8, "eight at once");
+    assert_eq!(
+        places.taken(),
+        PER_ENDPOINT,
+        "the window holds its endpoint's eight places"
+    );
     transport.release(20);
     transport.until_started(20).await;
     stop.cancel();
@@ -194,11 +237,7 @@ async fn a_window_is_attempted_eight_at_a_time_and_settled_whole_in_the_owner_s_
         requests.iter().all(|(owner, ..)| *owner == plans[0].0),
         "claimed and settled by one owner"
     );
-    assert_eq!(
-        requests[0].1 * PER_ENDPOINT + requests[0].2,
-        PER_INSTANCE,
-        "never more than 64 in flight"
-    );
+    assert_eq!(places.taken(), 0, "every place given back");
 }
 
 /// A stop with attempts in flight: nothing new starts, the eight in flight end and are recorded,

@@ -15,6 +15,7 @@ mod docs;
 mod dry_run;
 mod event_waits;
 mod events;
+mod fairness;
 mod helpers;
 mod import;
 mod limits;

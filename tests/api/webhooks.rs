@@ -346,6 +346,7 @@ async fn a_name_that_resolves_to_a_private_address_is_not_called() {
     let app = TestApp::spawn_with_settings(Settings {
         rate: Rate::Off,
         webhooks: WebhookSettings {
+            attempt_timeout: std::time::Duration::from_secs(15),
             retry: RetrySchedule::parse("100ms").unwrap(),
             reach: Reach {
                 allow_http: true,
@@ -376,6 +377,7 @@ async fn an_endpoint_failing_for_long_is_disabled() {
     let app = TestApp::spawn_with_settings(Settings {
         rate: Rate::Off,
         webhooks: WebhookSettings {
+            attempt_timeout: std::time::Duration::from_secs(15),
             retry: RetrySchedule::parse("300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms").unwrap(),
             disable_after: Duration::from_secs(1),
             reach: Reach {

@@ -106,6 +106,8 @@ pub struct PgStore {
     /// request's connection waiting behind one of its statements.
     ledger: Pool,
     groups: MerchantGroups,
+    /// The merchants' heavy transactions' turns at the pool.
+    heavy: Arc<crate::store::heavy::HeavyWork>,
     /// Where the connection that listens for other instances' events goes.
     config: tokio_postgres::Config,
     /// The hot standbys buyers' searches read from (CONTRACT §19), if any.
@@ -140,6 +142,7 @@ impl PgStore {
             .collect::<Result<Vec<Pool>, StoreError>>()?;
         let store = PgStore {
             groups: MerchantGroups::new(pool.clone(), pools.pg_writers(), Arc::clone(&events)),
+            heavy: Arc::new(crate::store::heavy::HeavyWork::new(pools.pg_heavy())),
             events,
             pool,
             ledger,
@@ -276,12 +279,14 @@ impl Store for PgStore {
     fn webhooks(&self) -> Arc<dyn WebhookStore> {
         Arc::new(webhooks::PgWebhooks {
             pool: self.pool.clone(),
+            heavy: Arc::clone(&self.heavy),
         })
     }
 
     fn redeliveries(&self) -> Arc<dyn RedeliveryStore> {
         Arc::new(webhooks::PgWebhooks {
             pool: self.pool.clone(),
+            heavy: Arc::clone(&self.heavy),
         })
     }
 

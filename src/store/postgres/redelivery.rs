@@ -141,6 +141,7 @@ impl RedeliveryStore for PgWebhooks {
     }
 
     async fn recover(&self, recovery: Recovery) -> Result<Recovered, StoreError> {
+        let _turn = self.heavy.turn_by(recovery.merchant_pk, recovery.deadline).await?;
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         let Some((endpoint, created_through, enabled, delivered_through)) =

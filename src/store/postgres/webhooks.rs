@@ -18,8 +18,8 @@ use crate::store::event_rows::{
     read_attempt,
 };
 use crate::store::webhook_api::{
-    AttemptsQuery, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange,
-    WebhookStore, Window, window_size,
+    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
+    WebhookChange, WebhookStore, Window, choose_retries, choose_windows, window_size,
 };
 
 /// The database's clock, in Unix milliseconds: claims are held and expire by it.
@@ -31,6 +31,8 @@ fn millis(d: std::time::Duration) -> i64 {
 
 pub(super) struct PgWebhooks {
     pub(super) pool: Pool,
+    /// Turns at the pool for heavy transactions (a recovery's).
+    pub(super) heavy: std::sync::Arc<crate::store::heavy::HeavyWork>,
 }
 
 const WEBHOOK: &str = "webhook_id, url, types, status, disabled_reason, created_at";
@@ -73,14 +75,16 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
                  JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
                  WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < {DB_NOW} \
                  AND l.last_sequence > w.delivered_through AND NOT (w.webhook_id = ANY($2)) \
-                 LIMIT $1 FOR UPDATE OF w SKIP LOCKED"
+                 ORDER BY w.failing_since IS NOT NULL LIMIT $1 FOR UPDATE OF w SKIP LOCKED"
             ),
             &[&(req.windows as i64), &req.skip],
         )
         .await?;
+    let read: Vec<ClaimedEndpoint> = endpoints.iter().map(ClaimedEndpoint::read).collect::<Result<_, _>>()?;
+    let candidates: Vec<Candidate> = read.iter().map(ClaimedEndpoint::candidate).collect();
     let mut windows = Vec::new();
-    for row in &endpoints {
-        let endpoint = ClaimedEndpoint::read(row)?;
+    for i in choose_windows(req.chooser.as_ref(), &candidates, req.windows) {
+        let (row, endpoint) = (&endpoints[i], &read[i]);
         let (after, last): (i64, i64) = (row.try_get(ENDPOINT_WIDTH)?, row.try_get(ENDPOINT_WIDTH + 1)?);
         let resent: i64 = row.try_get(ENDPOINT_WIDTH + 2)?;
         let size = window_size(endpoint.failing_since_ms.is_some());
@@ -111,37 +115,49 @@ async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
     Ok(windows)
 }
 
-/// Up to `req.retries` retries due of enabled endpoints, none of those in `req.skip`. The rows due
-/// first are read up to a bound (as SQLite's claim does), and those of skipped endpoints left: a
-/// backlog of an endpoint whose retries are in flight is not scanned whole at every claim.
-async fn claim_retries(client: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
-    let sql = format!(
-        "WITH candidates AS (SELECT d.webhook_id, d.sequence, d.next_attempt_at FROM deliveries d \
-               JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
-               WHERE d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} \
-               ORDER BY d.next_attempt_at LIMIT $3::int8 + 64 * cardinality($4::text[]) FOR UPDATE OF d SKIP LOCKED), \
-             due AS (SELECT webhook_id, sequence FROM candidates WHERE NOT (webhook_id = ANY($4)) \
-               ORDER BY next_attempt_at LIMIT $3), \
-             claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $2, claim_owner = $5 FROM due \
-               WHERE d.webhook_id = due.webhook_id AND d.sequence = due.sequence \
-               RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts) \
-             SELECT {ENDPOINT_COLUMNS}, c.attempts, {EVENT_COLUMNS} \
-             FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
-             JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence"
-    );
-    let rows = client
+/// Retries due of enabled endpoints, none of those in `req.skip`: those of the endpoints the
+/// chooser picks among the rows due first (read up to a bound, as SQLite's claim does, and locked
+/// against other instances' claims), `req.retries` at most.
+async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
+    let rows = tx
         .query(
-            &sql,
-            &[
-                &req.now_ms,
-                &millis(req.hold),
-                &(req.retries as i64),
-                &req.skip,
-                &req.owner,
-            ],
+            &format!(
+                "SELECT d.webhook_id, d.merchant_pk, w.failing_since IS NOT NULL, d.sequence FROM deliveries d \
+                 JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
+                 WHERE d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} \
+                 ORDER BY d.next_attempt_at LIMIT $2::int8 + 64 * cardinality($3::text[]) FOR UPDATE OF d SKIP LOCKED"
+            ),
+            &[&req.now_ms, &(req.retries as i64), &req.skip],
         )
         .await?;
-    rows.iter()
+    let mut candidates = Vec::with_capacity(rows.len());
+    let mut sequences = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let webhook_id: String = row.try_get(0)?;
+        if req.skip.contains(&webhook_id) {
+            continue;
+        }
+        candidates.push(Candidate {
+            webhook_id,
+            merchant_pk: row.try_get(1)?,
+            failing: row.try_get(2)?,
+        });
+        sequences.push(row.try_get::<_, i64>(3)?);
+    }
+    let chosen = choose_retries(req.chooser.as_ref(), &candidates, req.retries);
+    let ids: Vec<&str> = chosen.iter().map(|&i| candidates[i].webhook_id.as_str()).collect();
+    let seqs: Vec<i64> = chosen.iter().map(|&i| sequences[i]).collect();
+    let sql = format!(
+        "WITH claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $3, claim_owner = $4 \
+               FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) WHERE d.webhook_id = u.w AND d.sequence = u.s \
+               RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.next_attempt_at) \
+         SELECT {ENDPOINT_COLUMNS}, c.attempts, {EVENT_COLUMNS} \
+         FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
+         JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence ORDER BY c.next_attempt_at"
+    );
+    let claimed = tx.query(&sql, &[&ids, &seqs, &millis(req.hold), &req.owner]).await?;
+    claimed
+        .iter()
         .map(|r| {
             let attempts = i64::from(r.try_get::<_, i32>(ENDPOINT_WIDTH)?);
             ClaimedEndpoint::read(r)?.due(&stored_event(r, ENDPOINT_WIDTH + 1)?, attempts, req.now_ms)
@@ -292,7 +308,9 @@ impl WebhookStore for PgWebhooks {
             let mut skip = request.skip.to_vec();
             skip.extend(claimed.windows.iter().map(|w| w.webhook_id.clone()));
             let request = ClaimRequest { skip: &skip, ..request };
-            claimed.retries = claim_retries(&client, &request).await?;
+            let tx = client.transaction().await?;
+            claimed.retries = claim_retries(&tx, &request).await?;
+            tx.commit().await?;
         }
         Ok(claimed)
     }

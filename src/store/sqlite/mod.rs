@@ -33,6 +33,7 @@ mod writer;
 
 use crate::store::event_signal::EventSignal;
 use crate::store::group::Written;
+use crate::store::heavy::HeavyWork;
 use categories::{for_each_category, read_categories, taxonomy_version, write_category};
 use checkpoint::Checkpointer;
 use keys::KeyCache;
@@ -75,6 +76,8 @@ pub struct SqliteStore {
     checkpointer: Mutex<Option<Checkpointer>>,
     /// Woken after each commit that appended events (`store::group::after_commit`).
     events: Arc<EventSignal>,
+    /// One writer: one heavy transaction at a time, merchants taking turns.
+    heavy: Arc<HeavyWork>,
 }
 
 /// Most writes queued for the one writer thread; a request past it waits (within its deadline)
@@ -88,6 +91,7 @@ impl SqliteStore {
         webhooks::SqliteWebhooks {
             jobs: Arc::clone(&self.jobs),
             readers: Arc::clone(&self.readers),
+            heavy: Arc::clone(&self.heavy),
         }
     }
 
@@ -126,6 +130,7 @@ impl SqliteStore {
             keys: KeyCache::new(&path),
             readers: Arc::new(ReadPool::new(path, readers)),
             health,
+            heavy: Arc::new(HeavyWork::new(1)),
         })
     }
 

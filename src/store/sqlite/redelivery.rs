@@ -128,6 +128,7 @@ impl RedeliveryStore for SqliteWebhooks {
     }
 
     async fn recover(&self, recovery: Recovery) -> Result<Recovered, StoreError> {
+        let _turn = self.heavy.turn_by(recovery.merchant_pk, recovery.deadline).await?;
         write(&self.jobs, move |tx| {
             let Some((endpoint, created_through)) = endpoint(tx, recovery.merchant_pk, &recovery.webhook_id)? else {
                 return Ok(Recovered::NoWebhook);

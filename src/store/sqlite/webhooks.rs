@@ -17,14 +17,17 @@ use crate::store::event_rows::{
     ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, StoredEvent, attempts_sql,
     delivered_column, read_attempt,
 };
+use crate::store::heavy::HeavyWork;
 use crate::store::webhook_api::{
-    AttemptsQuery, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan, WebhookChange,
-    WebhookStore, Window, window_size,
+    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
+    WebhookChange, WebhookStore, Window, choose_retries, choose_windows, window_size,
 };
 
 pub(super) struct SqliteWebhooks {
     pub(super) jobs: Jobs,
     pub(super) readers: Arc<ReadPool>,
+    /// Turns at the writer for heavy transactions (a recovery's).
+    pub(super) heavy: Arc<HeavyWork>,
 }
 
 const WEBHOOK: &str = "webhook_id, url, types, status, disabled_reason, created_at";
@@ -47,14 +50,14 @@ fn bits(types: Option<EventTypes>) -> Option<i64> {
 }
 
 /// Windows of the next events of up to `req.windows` enabled endpoints that have fresh ones and
-/// no claim standing.
+/// no claim standing, those the chooser picks among them (endpoints not failing offered first).
 fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Window>, StoreError> {
     let endpoints: Vec<(ClaimedEndpoint, i64, i64, i64)> = tx
         .prepare_cached(&format!(
             "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence, w.resent_through FROM webhooks w \
              JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
              WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < ?1 \
-             AND l.last_sequence > w.delivered_through LIMIT ?2"
+             AND l.last_sequence > w.delivered_through ORDER BY w.failing_since IS NOT NULL LIMIT ?2"
         ))?
         .query_map(params![req.now_ms, (req.windows + req.skip.len()) as i64], |r| {
             Ok((
@@ -64,7 +67,10 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
                 r.get(ENDPOINT_WIDTH + 2)?,
             ))
         })?
+        .filter(|row| row.as_ref().map_or(true, |(e, ..)| !req.skip.contains(&e.webhook_id)))
         .collect::<Result<_, _>>()?;
+    let candidates: Vec<Candidate> = endpoints.iter().map(|(e, ..)| e.candidate()).collect();
+    let chosen = choose_windows(req.chooser.as_ref(), &candidates, req.windows);
     let mut events = tx.prepare_cached(&format!(
         "SELECT {EVENT_COLUMNS}, {} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
          ORDER BY e.sequence LIMIT ?3",
@@ -74,10 +80,7 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
         "UPDATE webhooks SET claimed_through = ?2, claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1",
     )?;
     let mut windows = Vec::new();
-    let fresh = endpoints
-        .into_iter()
-        .filter(|(e, ..)| !req.skip.contains(&e.webhook_id));
-    for (endpoint, after, last, resent) in fresh.take(req.windows) {
+    for (endpoint, after, last, resent) in chosen.into_iter().map(|i| &endpoints[i]) {
         let size = window_size(endpoint.failing_since_ms.is_some());
         let rows: Vec<(StoredEvent, bool)> = events
             .query_map(
@@ -85,14 +88,15 @@ fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
                 |r| Ok((stored_event(r, 0)?, r.get(EVENT_WIDTH)?)),
             )?
             .collect::<Result<_, _>>()?;
-        let window = endpoint.window(&rows, last, req.now_ms)?;
+        let window = endpoint.window(&rows, *last, req.now_ms)?;
         claim.execute(params![window.webhook_id, window.through, until_ms, req.owner])?;
         windows.push(window);
     }
     Ok(windows)
 }
 
-/// Up to `req.retries` retries due of enabled endpoints, none of those in `req.skip`.
+/// Retries due of enabled endpoints, none of those in `req.skip`: those of the endpoints the
+/// chooser picks among the rows due first, `req.retries` at most.
 fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Due>, StoreError> {
     let mut stmt = tx.prepare_cached(&format!(
         "SELECT {ENDPOINT_COLUMNS}, d.attempts, {EVENT_COLUMNS} FROM deliveries d \
@@ -102,25 +106,26 @@ fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
          AND w.status = 'ENABLED' AND w.deleted_at IS NULL ORDER BY d.next_attempt_at LIMIT ?2"
     ))?;
     // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
-    let rows = stmt.query_map(params![req.now_ms, (req.retries + req.skip.len() * 8) as i64], |r| {
-        Ok((
-            ClaimedEndpoint::read(r)?,
-            r.get::<_, i64>(ENDPOINT_WIDTH)?,
-            stored_event(r, ENDPOINT_WIDTH + 1)?,
-        ))
-    })?;
-    let mut due = Vec::new();
-    for row in rows {
-        let (endpoint, attempts, event) = row?;
-        if due.len() < req.retries && !req.skip.contains(&endpoint.webhook_id) {
-            due.push(endpoint.due(&event, attempts, req.now_ms)?);
-        }
-    }
+    let rows: Vec<(ClaimedEndpoint, i64, StoredEvent)> = stmt
+        .query_map(params![req.now_ms, (req.retries + req.skip.len() * 8) as i64], |r| {
+            Ok((
+                ClaimedEndpoint::read(r)?,
+                r.get::<_, i64>(ENDPOINT_WIDTH)?,
+                stored_event(r, ENDPOINT_WIDTH + 1)?,
+            ))
+        })?
+        .filter(|row| row.as_ref().map_or(true, |(e, ..)| !req.skip.contains(&e.webhook_id)))
+        .collect::<Result<_, _>>()?;
+    let candidates: Vec<Candidate> = rows.iter().map(|(e, ..)| e.candidate()).collect();
     let mut claim = tx.prepare_cached(
         "UPDATE deliveries SET claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1 AND sequence = ?2",
     )?;
-    for d in &due {
+    let mut due = Vec::new();
+    for i in choose_retries(req.chooser.as_ref(), &candidates, req.retries) {
+        let (endpoint, attempts, event) = &rows[i];
+        let d = endpoint.due(event, *attempts, req.now_ms)?;
         claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
+        due.push(d);
     }
     Ok(due)
 }
@@ -259,6 +264,7 @@ impl WebhookStore for SqliteWebhooks {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
         let skip = request.skip.to_vec();
         let owner = request.owner.to_owned();
+        let chooser = Arc::clone(request.chooser);
         let (now_ms, hold, windows, retries) = (request.now_ms, request.hold, request.windows, request.retries);
         write(&self.jobs, move |tx| {
             let req = ClaimRequest {
@@ -268,6 +274,7 @@ impl WebhookStore for SqliteWebhooks {
                 windows,
                 retries,
                 skip: &skip,
+                chooser: &chooser,
             };
             let until_ms = now_ms.saturating_add(i64::try_from(hold.as_millis()).unwrap_or(i64::MAX / 2));
             let mut claimed = Claimed::default();

@@ -156,6 +156,7 @@ pub fn webhook_settings() -> Settings {
     Settings {
         rate: Rate::Off,
         webhooks: WebhookSettings {
+            attempt_timeout: std::time::Duration::from_secs(15),
             retry: RetrySchedule::parse("300ms,300ms,300ms").unwrap(),
             disable_after: Duration::from_secs(3600),
             reach: Reach {
