@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Fair to every merchant (`scripts/bench --fairness BASE_BINARY`), on SQLite, ours beside BASE (the
+build before the fair scheduler), each run on a fresh database and a freshly started server:
+
+- `hanging`: merchant B has one endpoint at a receiver that answers at once and creates one
+  location every 200 ms for `--seconds`; other merchants have 0, 10 or 100 endpoints (10 a
+  merchant) at receivers that accept connections and never answer (the attempt time limit is the
+  default 15 s), each with a backlog of 100 events. Reported: B's delivery lag (commit to arrival,
+  as the receiver saw it) p50 / p99 / max, and how many of B's events arrived. Goal: p99 <= 2 s.
+- `recovering`: merchant A (an endpoint whose receiver refuses connections, 20,000 events) keeps 8
+  recoveries of all of them in flight for `--seconds`; merchant B creates one location after
+  another meanwhile. Reported: B's create p50 / p99, and the recoveries answered. Goal: p99 <= 250 ms.
+- `throughput`: merchant C with 4 endpoints at a receiver that answers at once creates 10,000
+  locations (50 creates of 200, 4 at once): 40,000 deliveries, per second from the first create
+  to the last delivery; alone, and with 100 hanging endpoints of other merchants beside it.
+  Goal: beside them >= 0.8 of alone.
+"""
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+import events_bench  # noqa: E402
+
+ROOT = bench.ROOT
+FLAGS = ["--webhook-allow-private", "--webhook-allow-http"]
+
+
+class Silent:
+    """Receivers that accept connections and never answer, one port each, in a thread of their own."""
+
+    def __init__(self, n):
+        self.ports = [bench.free_port() for _ in range(n)]
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+        self.ready.wait(10)
+
+    async def _hold(self, reader, writer):
+        try:
+            while await reader.read(4096):
+                pass
+        except (ConnectionError, OSError):
+            pass
+        writer.close()
+
+    def _run(self):
+        asyncio.set_event_loop(self.loop)
+        for port in self.ports:
+            self.loop.run_until_complete(asyncio.start_server(self._hold, "127.0.0.1", port, backlog=4096))
+        self.ready.set()
+        self.loop.run_forever()
+
+    def urls(self):
+        return [f"http://127.0.0.1:{p}/hook" for p in self.ports]
+
+
+def post(base, key, path, body):
+    answer = bench.post(base, path, key, body)
+    failed = [r for r in answer.get("locations", []) if r.get("status") == "FAILED"]
+    assert not failed, failed[:1]
+    return answer
+
+
+def location(tag, i):
+    """A valid warehouse; a merchant's are spread far apart (no two are neighbours)."""
+    return {"merchant_location_id": f"{tag}-{i}", "location_types": ["WAREHOUSE"], "name": f"{tag} {i}",
+            "address_tail": "101000, Russia, Moscow, Tverskaya street, 1",
+            "latitude": -60 + (i % 1200) * 0.1, "longitude": -170 + (i // 1200) * 0.5,
+            "limits": {"length": 200, "width": 120, "height": 150, "weight": 500}, "is_accepts_returns": True,
+            "working_schedule": [{"day": "MONDAY", "schedule": {"time_start": "09:00", "time_end": "18:00"}}]}
+
+
+def hanging_merchants(binary, db, base, silent, events=100):
+    """Merchants of 10 hanging endpoints each, each with `events` events."""
+    urls = silent.urls()
+    for m in range(0, len(urls), 10):
+        key = events_bench.merchant(binary, db, f"hanging-{m}")
+        for url in urls[m:m + 10]:
+            post(base, key, "/v1/webhook/create", {"url": url})
+        for c in range(0, events, 100):
+            post(base, key, "/v1/location/create", {"locations": [location(f"h{m}", c + i) for i in range(100)]})
+
+
+def fresh(binary, workdir, tag):
+    db = Path(workdir) / f"{tag}-{time.time_ns()}.db"
+    key = events_bench.merchant(binary, db, "b")
+    proc, base = events_bench.start(binary, db, FLAGS)
+    return db, key, proc, base
+
+
+def hanging_run(binary, workdir, n, seconds):
+    receiver = events_bench.Receiver()
+    silent = Silent(n)
+    db, key, proc, base = fresh(binary, workdir, f"hanging-{n}")
+    try:
+        hanging_merchants(binary, db, base, silent)
+        post(base, key, "/v1/webhook/create", {"url": receiver.base + "/b", "types": ["location.created"]})
+        receiver.reset()
+        sent = 0
+        end = time.time() + seconds
+        while time.time() < end:
+            post(base, key, "/v1/location/create", {"locations": [location("b", sent)]})
+            sent += 1
+            time.sleep(0.2)
+        deadline = time.time() + 60
+        while receiver.stats()["unique"] < sent and time.time() < deadline:
+            time.sleep(0.2)
+        s = receiver.stats()
+    finally:
+        events_bench.stop(proc)
+        receiver.stop()
+    return {"sent": sent, "arrived": s["unique"], "p50_s": s["lag_p50_ms"] / 1000, "p99_s": s["lag_p99_ms"] / 1000,
+            "max_s": s["lag_max_ms"] / 1000}
+
+
+def recovering_run(binary, workdir, seconds, events=20_000):
+    db, key, proc, base = fresh(binary, workdir, "recovering")
+    a_key = events_bench.merchant(binary, db, "a")
+    refused = bench.free_port()
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 5))
+    hook = post(base, a_key, "/v1/webhook/create", {"url": f"http://127.0.0.1:{refused}/hook"})
+    hook_id = hook["webhook"]["webhook_id"]
+    for c in range(0, events, 200):
+        post(base, a_key, "/v1/location/create", {"locations": [location("a", c + i) for i in range(200)]})
+    stop_at = time.time() + seconds
+    answered = []
+
+    def recover_loop(_):
+        while time.time() < stop_at:
+            answered.append(post(base, a_key, "/v1/webhook/recover", {"webhook_id": hook_id, "since": since}))
+
+    latencies = []
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            loops = [pool.submit(recover_loop, i) for i in range(8)]
+            time.sleep(1)
+            i = 0
+            while time.time() < stop_at:
+                t = time.perf_counter()
+                post(base, key, "/v1/location/create", {"locations": [location("b", i)]})
+                latencies.append(time.perf_counter() - t)
+                i += 1
+            for f in loops:
+                f.result()
+    finally:
+        events_bench.stop(proc)
+    latencies.sort()
+    return {"creates": len(latencies), "p50_ms": statistics.median(latencies) * 1000,
+            "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000, "recoveries": len(answered),
+            "recovered": max((a.get("recovered", 0) for a in answered), default=0)}
+
+
+def throughput_run(binary, workdir, hanging, rows=10_000):
+    receiver = events_bench.Receiver()
+    silent = Silent(hanging) if hanging else None
+    db, key, proc, base = fresh(binary, workdir, f"throughput-{hanging}")
+    try:
+        if silent:
+            hanging_merchants(binary, db, base, silent)
+        for e in range(4):
+            post(base, key, "/v1/webhook/create", {"url": f"{receiver.base}/c{e}"})
+        receiver.reset()
+        t = time.time()
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda c: post(base, key, "/v1/location/create",
+                                         {"locations": [location("c", c * 200 + i) for i in range(200)]}),
+                          range(rows // 200)))
+        deadline = time.time() + 120
+        while receiver.stats()["deliveries"] < rows * 4 and time.time() < deadline:
+            time.sleep(0.1)
+        s = receiver.stats()
+        elapsed = s["last_ms"] / 1000 - t
+    finally:
+        events_bench.stop(proc)
+        receiver.stop()
+    return {"delivered": s["deliveries"], "per_s": s["deliveries"] / elapsed}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
+    p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
+    p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--only", default="hanging,recovering,throughput")
+    p.add_argument("--out", default=str(ROOT / "target/bench/fairness.md"))
+    cfg = p.parse_args()
+    only = cfg.only.split(",")
+    builds = (("ours", Path(cfg.ours)), ("base", Path(cfg.base)))
+    lines = []
+    with tempfile.TemporaryDirectory() as workdir:
+        if "hanging" in only:
+            lines += ["| B's deliveries beside hanging endpoints | build | arrived | lag p50 | lag p99 | lag max |",
+                      "|---|---|---:|---:|---:|---:|"]
+            for n in (0, 10, 100):
+                for kind, binary in builds:
+                    r = hanging_run(binary, workdir, n, cfg.seconds)
+                    bench.log(f"   hanging {n} {kind}: {r}")
+                    lines.append(f"| {n} hanging | {kind} | {r['arrived']}/{r['sent']} | {r['p50_s']:.2f} s | "
+                                 f"{r['p99_s']:.2f} s | {r['max_s']:.2f} s |")
+            lines.append("")
+        if "recovering" in only:
+            lines += ["| B's one-location creates while A keeps 8 recoveries of 20,000 events in flight | build | "
+                      "creates | p50 | p99 | recoveries answered |", "|---|---|---:|---:|---:|---:|"]
+            for kind, binary in builds:
+                r = recovering_run(binary, workdir, cfg.seconds)
+                bench.log(f"   recovering {kind}: {r}")
+                lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | "
+                             f"{r['recoveries']} (of {r['recovered']:,}) |")
+            lines.append("")
+        if "throughput" in only:
+            lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 100 hanging | ratio |",
+                      "|---|---|---:|---:|---:|"]
+            for kind, binary in builds:
+                alone = throughput_run(binary, workdir, 0)
+                beside = throughput_run(binary, workdir, 100)
+                bench.log(f"   throughput {kind}: alone {alone}, beside {beside}")
+                lines.append(f"| | {kind} | {alone['per_s']:,.0f} | {beside['per_s']:,.0f} | "
+                             f"{beside['per_s'] / alone['per_s']:.2f} |")
+    machine = bench.machine()
+    head = [f"Command: `scripts/bench --fairness {cfg.base} --seconds {cfg.seconds}`, {time.strftime('%Y-%m-%d')}, "
+            f"{machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB, SQLite.", ""]
+    Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(cfg.out).write_text("\n".join(head + lines) + "\n")
+    print("\n".join(head + lines))
+
+
+if __name__ == "__main__":
+    main()
