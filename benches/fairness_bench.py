@@ -3,7 +3,7 @@
 build before the fair scheduler), each run on a fresh database and a freshly started server:
 
 - `hanging`: merchant B has one endpoint at a receiver that answers at once and creates one
-  location every 200 ms for `--seconds`; other merchants have 0, 10 or 100 endpoints (10 a
+  location every 200 ms for `--seconds` (then its events are waited for a minute at most); other merchants have 0, 10 or 100 endpoints (10 a
   merchant) at receivers that accept connections and never answer (the attempt time limit is the
   default 15 s), each with a backlog of 100 events. Reported: B's delivery lag (commit to arrival,
   as the receiver saw it) p50 / p99 / max, and how many of B's events arrived. Goal: p99 <= 2 s.
@@ -37,14 +37,19 @@ FLAGS = ["--webhook-allow-private", "--webhook-allow-http"]
 
 
 class Silent:
-    """Receivers that accept connections and never answer, one port each, in a thread of their own."""
+    """Receivers that accept connections and never answer, on ports of their own (each bound to
+    port 0: the system picks a free one), served by a thread of their own until `stop`."""
 
     def __init__(self, n):
-        self.ports = [bench.free_port() for _ in range(n)]
+        self.n = n
+        self.ports = []
+        self.servers = []
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
-        threading.Thread(target=self._run, daemon=True).start()
-        self.ready.wait(10)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+        if not self.ready.wait(30) or len(self.ports) != n:
+            raise RuntimeError(f"only {len(self.ports)} of {n} silent receivers started")
 
     async def _hold(self, reader, writer):
         try:
@@ -56,10 +61,18 @@ class Silent:
 
     def _run(self):
         asyncio.set_event_loop(self.loop)
-        for port in self.ports:
-            self.loop.run_until_complete(asyncio.start_server(self._hold, "127.0.0.1", port, backlog=4096))
+        for _ in range(self.n):
+            server = self.loop.run_until_complete(asyncio.start_server(self._hold, "127.0.0.1", 0, backlog=4096))
+            self.servers.append(server)
+            self.ports.append(server.sockets[0].getsockname()[1])
         self.ready.set()
         self.loop.run_forever()
+        for server in self.servers:
+            server.close()
+
+    def stop(self):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
 
     def urls(self):
         return [f"http://127.0.0.1:{p}/hook" for p in self.ports]
@@ -120,8 +133,15 @@ def hanging_run(binary, workdir, n, seconds):
     finally:
         events_bench.stop(proc)
         receiver.stop()
-    return {"sent": sent, "arrived": s["unique"], "p50_s": s["lag_p50_ms"] / 1000, "p99_s": s["lag_p99_ms"] / 1000,
-            "max_s": s["lag_max_ms"] / 1000}
+        silent.stop()
+    seconds_of = (lambda ms: None if ms is None else ms / 1000)
+    return {"sent": sent, "arrived": s["unique"], "p50_s": seconds_of(s["lag_p50_ms"]),
+            "p99_s": seconds_of(s["lag_p99_ms"]), "max_s": seconds_of(s["lag_max_ms"])}
+
+
+def lag(seconds):
+    """A lag for the table; none arrived: a dash."""
+    return "—" if seconds is None else f"{seconds:.2f} s"
 
 
 def recovering_run(binary, workdir, seconds, events=20_000):
@@ -184,7 +204,9 @@ def throughput_run(binary, workdir, hanging, rows=10_000):
     finally:
         events_bench.stop(proc)
         receiver.stop()
-    return {"delivered": s["deliveries"], "per_s": s["deliveries"] / elapsed}
+        if silent:
+            silent.stop()
+    return {"delivered": s["deliveries"], "per_s": s["deliveries"] / elapsed if s["deliveries"] else 0.0}
 
 
 def main():
@@ -206,8 +228,8 @@ def main():
                 for kind, binary in builds:
                     r = hanging_run(binary, workdir, n, cfg.seconds)
                     bench.log(f"   hanging {n} {kind}: {r}")
-                    lines.append(f"| {n} hanging | {kind} | {r['arrived']}/{r['sent']} | {r['p50_s']:.2f} s | "
-                                 f"{r['p99_s']:.2f} s | {r['max_s']:.2f} s |")
+                    lines.append(f"| {n} hanging | {kind} | {r['arrived']}/{r['sent']} | {lag(r['p50_s'])} | "
+                                 f"{lag(r['p99_s'])} | {lag(r['max_s'])} |")
             lines.append("")
         if "recovering" in only:
             lines += ["| B's one-location creates while A keeps 8 recoveries of 20,000 events in flight | build | "
