@@ -9,11 +9,14 @@
 //!   rows, workbooks); nothing of locations;
 //! - `table`: the layout of a location's row (columns, a row's cells into an item and a record
 //!   into cells, the rows of a file, a row's error);
+//! - `outcome`: where a row goes and how it ends, given what is stored and what the service
+//!   answered (pure: push applies it over HTTP);
 //! - `service`: the service over HTTP (one attempt and its outcome, sending a chunk's items,
 //!   checking the service answers, walking the stored list);
 //! - `push` and `pull`: the commands.
 
 pub mod file;
+pub mod outcome;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod service;

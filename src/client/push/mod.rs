@@ -29,10 +29,11 @@ use super::service::api::{Api, ClientArgs};
 use super::service::send::Context;
 use super::table::rows::{Format, ReadOptions, Row, Source, Unreadable};
 use super::{Exit, format_of};
+use crate::client::outcome::{Outcome, RowReport};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use chunk::push_chunk;
 use missing::archive_missing;
-use report::{FirstFailures, Outcome, Progress, ReportFile, RowReport, Tally};
+use report::{FirstFailures, Progress, ReportFile, Tally};
 
 #[derive(Args, Debug)]
 pub struct PushArgs {

@@ -1,7 +1,7 @@
 //! What `push` says about every row (CONTRACT §11): the outcomes, the `--report` file (CSV or JSON
 //! Lines), the progress while it runs, and the summary line.
 
-use crate::client::table::RowError;
+use crate::client::outcome::{Outcome, RowReport};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
@@ -10,51 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use serde::Serialize;
-
-/// What became of a row.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Created,
-    Unchanged,
-    Updated,
-    Quarantined,
-    Failed,
-    Unknown,
-}
-
-impl Outcome {
-    pub const ALL: [Outcome; 6] = [
-        Outcome::Created,
-        Outcome::Unchanged,
-        Outcome::Updated,
-        Outcome::Quarantined,
-        Outcome::Failed,
-        Outcome::Unknown,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Created => "created",
-            Outcome::Unchanged => "unchanged",
-            Outcome::Updated => "updated",
-            Outcome::Quarantined => "quarantined",
-            Outcome::Failed => "failed",
-            Outcome::Unknown => "unknown",
-        }
-    }
-}
-
-/// One record of the report.
-#[derive(Clone, Debug, Serialize)]
-pub struct RowReport {
-    pub row: u64,
-    pub merchant_location_id: Option<String>,
-    pub location_id: Option<String>,
-    pub outcome: Outcome,
-    pub errors: Vec<RowError>,
-}
 
 /// The first rows that failed (or whose outcome is unknown), said after the summary so that a push
 /// without `--report` still says which rows and why; the rest are counted.
@@ -250,6 +205,7 @@ impl Progress {
 #[cfg(test)]
 mod first_failures_tests {
     use super::*;
+    use crate::client::table::RowError;
 
     fn failed(row: u64) -> RowReport {
         RowReport {

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use super::api::{Api, Attempt, Backoff};
+use crate::client::outcome::ItemAnswer;
 use crate::client::table::RowError;
 
 /// What every chunk's task needs.
@@ -30,25 +31,6 @@ pub(crate) enum Sent {
 #[derive(serde::Deserialize)]
 struct Answer {
     locations: Vec<ItemAnswer>,
-}
-
-/// One result of create or update (SPEC §2.2, CONTRACT §10), the keys push reads.
-#[derive(serde::Deserialize)]
-pub(crate) struct ItemAnswer {
-    #[serde(default)]
-    pub(crate) location_id: String,
-    pub(crate) status: String,
-    #[serde(default)]
-    pub(crate) version: Option<u64>,
-    #[serde(default)]
-    pub(crate) errors: Vec<AnswerError>,
-}
-
-#[derive(serde::Deserialize)]
-pub(crate) struct AnswerError {
-    pub(crate) field: String,
-    pub(crate) code: String,
-    pub(crate) message: String,
 }
 
 /// Sends `items` (row index, item) to `path` in one request (with `validate_only` in a dry run),
