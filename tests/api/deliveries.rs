@@ -19,8 +19,7 @@ const SCHEDULE: Duration = Duration::from_millis(900);
 async fn two_instances_deliver_each_event_once_to_a_slow_receiver() {
     let _ = postgres_admin_url().expect("set STOREFRONT_TEST_POSTGRES");
     let a = TestApp::spawn_with_settings(webhook_settings()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let b = TestApp::spawn_configured(open_store(a.db_url()).await, dir, webhook_settings()).await;
+    let b = a.another_instance(webhook_settings()).await;
     let receiver = Receiver::start().await;
     let (slow_id, _) = a.webhook(&format!("{}/slow-5000", receiver.base), Value::Null).await;
     a.create((0..64).map(warehouse).collect()).await;

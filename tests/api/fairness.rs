@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use storefront::app::Settings;
 
 use crate::helpers::*;
@@ -134,13 +134,8 @@ async fn a_merchant_s_hanging_receivers_and_its_tests_never_hold_back_another_s_
             let (app_base, client, key) = (app.base.clone(), app.client.clone(), a_key.clone());
             let id = a_endpoints[i % 10].0.clone();
             tokio::spawn(async move {
-                client
-                    .post(format!("{app_base}/v1/webhook/test"))
-                    .bearer_auth(key)
-                    .json(&json!({"webhook_id": id}))
-                    .send()
-                    .await
-                    .map(|r| r.status().as_u16())
+                let request = client.post(format!("{app_base}/v1/webhook/test")).bearer_auth(key);
+                read(request.json(&json!({"webhook_id": id}))).await.status.as_u16()
             })
         })
         .collect();
@@ -172,7 +167,7 @@ async fn a_merchant_s_hanging_receivers_and_its_tests_never_hold_back_another_s_
     // Every test ends, as a failed delivery or a 429 when its endpoint's places stayed taken.
     let mut statuses: HashMap<u16, usize> = HashMap::new();
     for t in tests {
-        *statuses.entry(t.await.unwrap().unwrap()).or_default() += 1;
+        *statuses.entry(t.await.unwrap()).or_default() += 1;
     }
     assert!(statuses.keys().all(|s| [200, 429].contains(s)), "{statuses:?}");
     // A's endpoints deleted: no attempt of theirs starts again, and those in flight end.
@@ -253,16 +248,10 @@ async fn a_merchant_s_recoveries_take_turns_and_another_s_creates_go_between_the
             );
             let recovered = Arc::clone(&recovered);
             tokio::spawn(async move {
-                let answer: Value = client
-                    .post(format!("{base}/v1/webhook/recover"))
-                    .bearer_auth(key)
-                    .json(&json!({"webhook_id": id, "since": since}))
-                    .send()
+                let request = client.post(format!("{base}/v1/webhook/recover")).bearer_auth(key);
+                let answer = read(request.json(&json!({"webhook_id": id, "since": since})))
                     .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
+                    .body;
                 recovered
                     .lock()
                     .unwrap()
@@ -300,8 +289,7 @@ async fn a_merchant_s_recoveries_take_turns_and_another_s_creates_go_between_the
 async fn two_instances_keep_a_healthy_endpoint_served_and_deliver_each_event_once() {
     let _ = postgres_admin_url().expect("set STOREFRONT_TEST_POSTGRES");
     let one = TestApp::spawn_with_settings(settings()).await;
-    let dir = tempfile::tempdir().unwrap();
-    let two = TestApp::spawn_configured(open_store(one.db_url()).await, dir, settings()).await;
+    let two = one.another_instance(settings()).await;
     let (a_key, a_endpoints) = hanging_merchant(&one, "a", 10).await;
     for chunk in 0..4 {
         two.create_as(&a_key, (0..50).map(|n| warehouse(100 + chunk * 50 + n)).collect())

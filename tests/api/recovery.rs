@@ -183,8 +183,7 @@ async fn events_appended_while_disabled_are_recovered_once_after_enable() {
 async fn two_instances_deliver_a_recovery_once() {
     let _ = postgres_admin_url().expect("set STOREFRONT_TEST_POSTGRES");
     let a = webhook_app().await;
-    let dir = tempfile::tempdir().unwrap();
-    let b = TestApp::spawn_configured(open_store(a.db_url()).await, dir, webhook_settings()).await;
+    let b = a.another_instance(webhook_settings()).await;
     let receiver = Receiver::start().await;
     let since = now_rfc3339();
     let (id, _) = a.webhook(&format!("{}/switch", receiver.base), Value::Null).await;

@@ -120,6 +120,13 @@ impl TestApp {
         app
     }
 
+    /// A second instance on this one's database (PostgreSQL: several instances, one service),
+    /// with `settings`; its own merchant is created beside this one's.
+    pub async fn another_instance(&self, settings: Settings) -> TestApp {
+        let dir = tempfile::tempdir().unwrap();
+        TestApp::spawn_configured(open_store(self.db_url()).await, dir, settings).await
+    }
+
     pub async fn spawn_configured(store: Arc<dyn Store>, dir: TempDir, settings: Settings) -> TestApp {
         let key = auth::create_merchant(store.as_ref(), "test").await.unwrap().api_key;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
