@@ -1,12 +1,12 @@
-//! Delivering events to the merchants' endpoints (CONTRACT §18.3): signed (`sign`), only to
-//! public addresses (`address`), one HTTP attempt at a time (`send`), by the worker (`worker`),
-//! whose results become a settle plan (`crate::store::settle_plan`) written in batches.
+//! Delivering events to the merchants' endpoints: signed (`sign`), only to public addresses
+//! (`address`), one HTTP attempt at a time (`send`), by the worker (`worker`), whose results
+//! become a settle plan (`crate::store::settle_plan`) written in batches.
 //!
 //! The worker claims windows of endpoints' fresh events and retries due, in the name of a random
 //! token of its own: the claims expire unless it extends them, so with several instances each
-//! attempt is made by one, and a dead instance's are taken over. At most `PER_ENDPOINT` attempts
-//! of one endpoint and `PER_INSTANCE` in all are in flight here: a slow or dead endpoint holds its
-//! own places only, and no request's.
+//! attempt is made by one, and a dead instance's are taken over. Whom a claim serves, and how many
+//! attempts of each endpoint and merchant run at once, is the fair scheduler's (`places`): a slow
+//! or dead endpoint holds a few places of its own, never another's, and no request's.
 
 pub mod address;
 pub mod by_hand;
