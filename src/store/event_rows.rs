@@ -179,6 +179,17 @@ pub fn delivered_column(mark: char, n: usize) -> String {
     )
 }
 
+/// Drops the retry rows of the merchant's events `{mark}2` < sequence ≤ `{mark}3` (merchant
+/// `{mark}1`), which retention has just dropped: an event no longer kept can be neither attempted
+/// nor recovered, and its row would be pending for ever. Through the rows' primary key, endpoint
+/// by endpoint of the merchant.
+pub fn drop_pruned_retries(mark: char) -> String {
+    format!(
+        "DELETE FROM deliveries WHERE webhook_id IN (SELECT webhook_id FROM webhooks WHERE merchant_pk = {mark}1) \
+         AND merchant_pk = {mark}1 AND sequence > {mark}2 AND sequence <= {mark}3"
+    )
+}
+
 /// How many columns [`ENDPOINT_COLUMNS`] has.
 pub const ENDPOINT_WIDTH: usize = 8;
 

@@ -408,3 +408,27 @@ async fn an_endpoint_failing_for_long_is_disabled() {
         "a disabled endpoint gets no more attempts"
     );
 }
+
+/// Retention drops an event's retry rows with the event: a retry whose event is no longer kept
+/// could never be attempted, and would be pending for ever.
+#[tokio::test]
+async fn retention_drops_the_retries_of_the_events_it_drops() {
+    let mut settings = webhook_settings();
+    settings.webhooks.retry = RetrySchedule::parse("1h").unwrap();
+    let app = TestApp::spawn_with_settings(settings).await;
+    let receiver = Receiver::start().await;
+    let (id, _) = app.webhook(&format!("{}/down", receiver.base), Value::Null).await;
+    app.create(vec![warehouse(1), warehouse(2)]).await;
+    receiver.wait_for("down", 2).await;
+    let webhooks = app.store.webhooks();
+    wait_until("two retries pending, an hour away", || async {
+        app.attempts(&id).await.len() == 2 && webhooks.pending().await.unwrap() == 2
+    })
+    .await;
+    while app.store.prune_events(storefront::store::now_ms() + 1).await.unwrap() > 0 {}
+    assert_eq!(
+        webhooks.pending().await.unwrap(),
+        0,
+        "the pruned events' retries are gone"
+    );
+}

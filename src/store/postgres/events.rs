@@ -12,7 +12,7 @@ use tokio_postgres::AsyncMessage;
 use super::sql::{Params, execute, query};
 use crate::domain::event::{self, Change, EventPage, EventQuery, LogBounds, PRUNE_BATCH, merge_pages, new_event_id};
 use crate::store::api::StoreError;
-use crate::store::event_rows::{Columns, EVENT_COLUMNS, StoredEvent};
+use crate::store::event_rows::{Columns, EVENT_COLUMNS, StoredEvent, drop_pruned_retries};
 use crate::store::event_signal::EventSignal;
 
 /// The channel of `NOTIFY`: its payload is the merchant's `pk`.
@@ -184,6 +184,8 @@ pub(super) async fn prune(pool: &Pool, cutoff_ms: i64) -> Result<usize, StoreErr
             "DELETE FROM events WHERE merchant_pk = $1 AND sequence > $2 AND sequence <= $3",
             &[&merchant_pk, &pruned, &through],
         )
+        .await?;
+    tx.execute(&drop_pruned_retries('$'), &[&merchant_pk, &pruned, &through])
         .await?;
     tx.execute(
         "UPDATE event_logs SET pruned_through = $2 WHERE merchant_pk = $1",

@@ -7,7 +7,7 @@ use crate::domain::event::{
     self, Change, EventPage, EventQuery, EventType, LogBounds, PRUNE_BATCH, merge_pages, new_event_id,
 };
 use crate::store::api::StoreError;
-use crate::store::event_rows::{Columns, EVENT_COLUMNS, StoredEvent};
+use crate::store::event_rows::{Columns, EVENT_COLUMNS, StoredEvent, drop_pruned_retries};
 
 /// Appends the events of `changes` after the merchant's last (the writer is the only writer: its
 /// order is the commit order).
@@ -152,6 +152,8 @@ pub(super) fn prune(tx: &Connection, cutoff_ms: i64) -> Result<usize, StoreError
     };
     let dropped = tx
         .prepare_cached("DELETE FROM events WHERE merchant_pk = ?1 AND sequence > ?2 AND sequence <= ?3")?
+        .execute(params![merchant_pk, pruned, through])?;
+    tx.prepare_cached(&drop_pruned_retries('?'))?
         .execute(params![merchant_pk, pruned, through])?;
     tx.prepare_cached("UPDATE event_logs SET pruned_through = ?2 WHERE merchant_pk = ?1")?
         .execute(params![merchant_pk, through])?;
