@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Fair to every merchant (`scripts/bench --fairness BASE_BINARY`), on SQLite, ours beside BASE (the
-build before the fair scheduler), each run on a fresh database and a freshly started server:
+"""Fair to every merchant (`scripts/bench --fairness BASE_BINARY`), on SQLite or (`--engine postgres`)
+on a throwaway PostgreSQL server with fsync on, ours beside BASE (the build before the fair
+scheduler), each run on a fresh database and a freshly started server:
 
 - `hanging`: merchant B has one endpoint at a receiver that answers at once and creates one
   location every 200 ms for `--seconds` (then its events are waited for a minute at most); other merchants have 0, 10 or 100 endpoints (10 a
@@ -19,6 +20,7 @@ build before the fair scheduler), each run on a fresh database and a freshly sta
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -34,6 +36,8 @@ import events_bench  # noqa: E402
 
 ROOT = bench.ROOT
 FLAGS = ["--webhook-allow-private", "--webhook-allow-http"]
+# `--engine postgres`: the throwaway cluster each run makes a fresh database in.
+PG = None
 
 
 class Silent:
@@ -106,9 +110,11 @@ def hanging_merchants(binary, db, base, silent, events=100):
 
 
 def fresh(binary, workdir, tag):
-    db = Path(workdir) / f"{tag}-{time.time_ns()}.db"
+    """A fresh database (a file, or a PostgreSQL database), merchant B's key, and the server on it."""
+    db = PG.fresh(tag) if PG else Path(workdir) / f"{tag}-{time.time_ns()}.db"
     key = events_bench.merchant(binary, db, "b")
-    proc, base = events_bench.start(binary, db, FLAGS)
+    url = db if PG else f"sqlite://{db}"
+    proc, base = bench.serve(binary, url, FLAGS)
     return db, key, proc, base
 
 
@@ -215,46 +221,62 @@ def main():
     p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--only", default="hanging,recovering,throughput")
+    p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--out", default=str(ROOT / "target/bench/fairness.md"))
     cfg = p.parse_args()
     only = cfg.only.split(",")
     builds = (("ours", Path(cfg.ours)), ("base", Path(cfg.base)))
-    lines = []
+    global PG
     with tempfile.TemporaryDirectory() as workdir:
-        if "hanging" in only:
-            lines += ["| B's deliveries beside hanging endpoints | build | arrived | lag p50 | lag p99 | lag max |",
-                      "|---|---|---:|---:|---:|---:|"]
-            for n in (0, 10, 100):
-                for kind, binary in builds:
-                    r = hanging_run(binary, workdir, n, cfg.seconds)
-                    bench.log(f"   hanging {n} {kind}: {r}")
-                    lines.append(f"| {n} hanging | {kind} | {r['arrived']}/{r['sent']} | {lag(r['p50_s'])} | "
-                                 f"{lag(r['p99_s'])} | {lag(r['max_s'])} |")
-            lines.append("")
-        if "recovering" in only:
-            lines += ["| B's one-location creates while A keeps 8 recoveries of 20,000 events in flight | build | "
-                      "creates | p50 | p99 | recoveries answered |", "|---|---|---:|---:|---:|---:|"]
-            for kind, binary in builds:
-                r = recovering_run(binary, workdir, cfg.seconds)
-                bench.log(f"   recovering {kind}: {r}")
-                lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | "
-                             f"{r['recoveries']} (of {r['recovered']:,}) |")
-            lines.append("")
-        if "throughput" in only:
-            lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 100 hanging | ratio |",
-                      "|---|---|---:|---:|---:|"]
-            for kind, binary in builds:
-                alone = throughput_run(binary, workdir, 0)
-                beside = throughput_run(binary, workdir, 100)
-                bench.log(f"   throughput {kind}: alone {alone}, beside {beside}")
-                lines.append(f"| | {kind} | {alone['per_s']:,.0f} | {beside['per_s']:,.0f} | "
-                             f"{beside['per_s'] / alone['per_s']:.2f} |")
+        if cfg.engine == "postgres":
+            os.chmod(workdir, 0o755)  # the cluster runs as the postgres user
+            PG = bench.Postgres(workdir)
+        try:
+            lines = run_all(cfg, only, builds, workdir)
+        finally:
+            if PG:
+                PG.stop()
     machine = bench.machine()
-    head = [f"Command: `scripts/bench --fairness {cfg.base} --seconds {cfg.seconds}`, {time.strftime('%Y-%m-%d')}, "
-            f"{machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB, SQLite.", ""]
+    head = [f"Command: `scripts/bench --fairness {cfg.base} --seconds {cfg.seconds} --engine {cfg.engine}`, "
+            f"{time.strftime('%Y-%m-%d')}, {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB.",
+            ""]
     Path(cfg.out).parent.mkdir(parents=True, exist_ok=True)
     Path(cfg.out).write_text("\n".join(head + lines) + "\n")
     print("\n".join(head + lines))
+
+
+def run_all(cfg, only, builds, workdir):
+    """Every workload of `only`, each build in turn; the report's lines."""
+    lines = []
+    if "hanging" in only:
+        lines += ["| B's deliveries beside hanging endpoints | build | arrived | lag p50 | lag p99 | lag max |",
+                  "|---|---|---:|---:|---:|---:|"]
+        for n in (0, 10, 100):
+            for kind, binary in builds:
+                r = hanging_run(binary, workdir, n, cfg.seconds)
+                bench.log(f"   hanging {n} {kind}: {r}")
+                lines.append(f"| {n} hanging | {kind} | {r['arrived']}/{r['sent']} | {lag(r['p50_s'])} | "
+                             f"{lag(r['p99_s'])} | {lag(r['max_s'])} |")
+        lines.append("")
+    if "recovering" in only:
+        lines += ["| B's one-location creates while A keeps 8 recoveries of 20,000 events in flight | build | "
+                  "creates | p50 | p99 | recoveries answered |", "|---|---|---:|---:|---:|---:|"]
+        for kind, binary in builds:
+            r = recovering_run(binary, workdir, cfg.seconds)
+            bench.log(f"   recovering {kind}: {r}")
+            lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | "
+                         f"{r['recoveries']} (of {r['recovered']:,}) |")
+        lines.append("")
+    if "throughput" in only:
+        lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 100 hanging | ratio |",
+                  "|---|---|---:|---:|---:|"]
+        for kind, binary in builds:
+            alone = throughput_run(binary, workdir, 0)
+            beside = throughput_run(binary, workdir, 100)
+            bench.log(f"   throughput {kind}: alone {alone}, beside {beside}")
+            lines.append(f"| | {kind} | {alone['per_s']:,.0f} | {beside['per_s']:,.0f} | "
+                         f"{beside['per_s'] / alone['per_s']:.2f} |")
+    return lines
 
 
 if __name__ == "__main__":
