@@ -13,10 +13,9 @@ The rules the README is written to (CONTRIBUTING.md says them too):
 - A line that starts the service (`cargo run --release -- serve …` or `storefront serve …`) is
   run by this script in the background, as the README's other terminal, after stopping the
   service it started before; `scripts/test` (which runs this) is not run again.
-- `NAME=value` where the value holds `…` is a placeholder for what the user copies from an
-  earlier answer: KEY and STOREFRONT_KEY are the keys `serve --demo` printed, MERCHANT its
-  merchant's id, and the others the last value of a JSON key in an earlier block's output
-  (PLACEHOLDERS below).
+- `NAME=value` where the value holds `…` is a placeholder for what the user copies from what
+  `serve --demo` printed: KEY and STOREFRONT_KEY its keys, MERCHANT its merchant's id (the
+  README captures every other value from an earlier answer itself).
 - Ports 8080 (the service) and 9000 (the receiver) are replaced by free ones, so that a run
   never meets another service on this machine (and STOREFRONT_URL, push's and pull's default
   address, names the service's).
@@ -35,11 +34,6 @@ import tempfile
 import time
 from pathlib import Path
 
-PLACEHOLDERS = {
-    "HOOK": "webhook_id",
-    "STOREFRONT_WEBHOOK_SECRET": "secret",
-    "CURSOR": "next_cursor",
-}
 BLOCK_SECONDS = 90
 SERVE = re.compile(r"^\s*(?:cargo run --release -- |storefront )serve\b([^#&]*)&?\s*(?:#.*)?$")
 ASSIGN = re.compile(r"^(\s*(?:export\s+)?)([A-Z_]+)=(\S*…\S*)(.*)$")
@@ -212,10 +206,6 @@ class Session:
                 fail(line, "the block did not end:\n" + (out.read_text() if out.exists() else ""))
             time.sleep(0.05)
         printed = out.read_text()
-        for key, value in re.findall(r'"(\w+)":\s*"([^"]*)"', printed):
-            for name, json_key in PLACEHOLDERS.items():
-                if key == json_key:
-                    self.values[name] = value
         return int(rc.read_text()), printed
 
     def close(self):
