@@ -1,4 +1,4 @@
-//! Settings from flags or the environment (CONTRACT §1). Secrets (a database password) never
+//! Settings from flags or the environment. Secrets (a database password) never
 //! appear in `Debug` output or logs.
 
 use std::net::SocketAddr;
@@ -172,7 +172,7 @@ fn parse_retention(text: &str) -> Result<Duration, String> {
 }
 
 impl ServeArgs {
-    /// The replicas to read buyers' searches from (CONTRACT §19).
+    /// The replicas to read buyers' searches from.
     pub fn read_replicas(&self) -> ReadReplicas {
         ReadReplicas {
             urls: self
@@ -228,32 +228,32 @@ impl ServeArgs {
 pub struct Settings {
     pub rate: Rate,
     pub burst: u32,
-    /// The budget of a merchant's storefront keys (CONTRACT §13.1).
+    /// The budget of a merchant's storefront keys.
     pub storefront_rate: Rate,
     pub storefront_burst: u32,
-    /// The web origins allowed to call from a browser (CONTRACT §13.2), as `scheme://host[:port]`.
+    /// The web origins allowed to call from a browser, as `scheme://host[:port]`.
     pub cors_origins: Vec<String>,
-    /// Whether instances on a shared database share the merchants' budgets (CONTRACT §15).
+    /// Whether instances on a shared database share the merchants' budgets.
     pub shared_rate_budget: bool,
     /// Most `/v1` requests in flight at once; more are answered 429.
     pub max_in_flight: usize,
     /// A request's time in the server; after it the answer is 500 and nothing is stored.
     pub request_timeout: Duration,
-    /// A body that stops arriving for this long is answered 408 (CONTRACT §17).
+    /// A body that stops arriving for this long is answered 408.
     pub body_stall_timeout: Duration,
-    /// The accept loop's limits (CONTRACT §17).
+    /// The accept loop's limits.
     pub connections: ConnectionLimits,
-    /// 401s per client address (CONTRACT §17).
+    /// 401s per client address.
     pub auth_failure_rate: Rate,
     pub auth_failure_burst: u32,
-    /// Events are kept at least this long (CONTRACT §18.2).
+    /// Events are kept at least this long.
     pub event_retention: Duration,
-    /// How webhooks are delivered (CONTRACT §18.3).
+    /// How webhooks are delivered.
     pub webhooks: WebhookSettings,
 }
 
 impl Default for Settings {
-    /// CONTRACT §1 and §6 defaults.
+    /// The defaults `serve` documents in its --help.
     fn default() -> Self {
         Settings {
             rate: Rate::PerSecond(std::num::NonZeroU32::new(50).unwrap_or(std::num::NonZeroU32::MIN)),

@@ -27,7 +27,7 @@ use crate::webhooks::send::Sender;
 pub struct Deadline(pub Instant);
 
 /// When a request's body must have arrived by, and the longest pause allowed between its parts
-/// (CONTRACT §17: 408 otherwise): the request's time cap, less the margin its 408 needs.
+/// (408 otherwise): the request's time cap, less the margin its 408 needs.
 #[derive(Clone, Copy, Debug)]
 pub struct BodyTiming {
     pub deadline: Instant,
@@ -55,7 +55,7 @@ pub struct Services {
     /// The current taxonomy snapshot, swapped whole when the stored one changes.
     pub taxonomy: ArcSwap<Taxonomy>,
     pub cursors: Cursors,
-    /// The merchants' budgets: of their full keys, and of their storefront keys (CONTRACT §13.1),
+    /// The merchants' budgets: of their full keys, and of their storefront keys,
     /// shared with the other instances on the database where it has them (§15).
     pub limits: Budget,
     pub storefront_limits: Budget,
@@ -63,14 +63,14 @@ pub struct Services {
     /// name among those sharing them.
     pub sharing: Option<Sharing>,
     pub instance: String,
-    /// Presented keys' verdicts and client addresses' 401 budgets (CONTRACT §17).
+    /// Presented keys' verdicts and client addresses' 401 budgets.
     pub keys: KeyVerdicts,
     pub in_flight: Arc<Semaphore>,
-    /// The memory set aside for request bodies and their parsed forms (CONTRACT §6, §17).
+    /// The memory set aside for request bodies and their parsed forms.
     pub bodies: BodyBudgets,
-    /// Where feed requests wait for their merchant's next event (CONTRACT §18.2).
+    /// Where feed requests wait for their merchant's next event.
     pub events: Arc<EventSignal>,
-    /// Resends and tests (CONTRACT §20): the delivery worker's transport and places.
+    /// Resends and tests: the delivery worker's transport and places.
     pub by_hand: Arc<ByHand>,
     pub settings: Settings,
 }

@@ -1,4 +1,4 @@
-//! The merchant's side (CONTRACT §11): `storefront locations push` and `pull` talk to a running
+//! The merchant's side: `storefront locations push` and `pull` talk to a running
 //! service over HTTP exactly as a merchant's integration would. Nothing here validates a location:
 //! the service stays the one place of every rule, and this module only converts files to requests
 //! and answers back to rows.

@@ -1,4 +1,4 @@
-//! `POST /v1/webhook/resend`, `recover` and `test` (CONTRACT §20): getting deliveries back. Full
+//! `POST /v1/webhook/resend`, `recover` and `test`: getting deliveries back. Full
 //! keys only. A resend and a test make one attempt by hand (`webhooks::by_hand`: the worker's
 //! transport, a place among its attempts in flight) and answer when it has ended; the request no
 //! longer counts among those in flight meanwhile (it waits on the receiver, doing no work). A

@@ -1,5 +1,5 @@
 //! What both engines read of events and webhook endpoints, and the rules they apply to it, once:
-//! the event's columns and how a stored event becomes the JSON of CONTRACT §18.1, and how an
+//! the event's columns and how a stored event becomes its JSON (the same bytes every time), and how an
 //! endpoint's claimed rows become deliveries (its secrets, its types, where its window ends).
 //! Each engine only binds its rows to these types.
 
@@ -31,7 +31,7 @@ pub const EVENT_WIDTH: usize = 9;
 pub struct StoredEvent {
     pub sequence: i64,
     pub event_id: String,
-    /// Its type's place in CONTRACT §18.1's list.
+    /// Its type's place in the list of event types (the bit of `EventTypes`).
     pub code: i64,
     pub appended_at_ms: i64,
     pub location_id: String,
@@ -57,7 +57,7 @@ impl StoredEvent {
         })
     }
 
-    /// The event object of CONTRACT §18.1: the same bytes every time it is read or delivered.
+    /// The event object: the same bytes every time it is read or delivered.
     pub fn render(&self) -> Result<String, StoreError> {
         let change = Change::from_columns(
             self.code,
@@ -138,7 +138,7 @@ impl ClaimedEndpoint {
     }
 
     /// The window of its next `events` (read after its `delivered_through`, in sequence order,
-    /// each with whether a resend delivered it already, CONTRACT §20): the deliveries of the types
+    /// each with whether a resend delivered it already): the deliveries of the types
     /// it takes not yet delivered, through the last event read, or through the log's end `last_sequence` when
     /// none was read (events dropped by retention before they were sent).
     pub fn window(
@@ -167,7 +167,7 @@ impl ClaimedEndpoint {
 pub const ENDPOINT_COLUMNS: &str = "w.webhook_id, w.merchant_pk, w.url, w.secret, w.old_secret, \
      w.old_secret_until, w.failing_since, w.types";
 
-/// Whether event `e` was delivered to endpoint `{mark}{n}` already, by a resend (CONTRACT §20):
+/// Whether event `e` was delivered to endpoint `{mark}{n}` already, by a resend:
 /// a column after [`EVENT_COLUMNS`] in a window's read. Looked for (through
 /// `delivery_attempts_by_event`) only up to the endpoint's `resent_through`, `{mark}{n + 1}`: an
 /// endpoint never resent to reads its window without a probe per event.

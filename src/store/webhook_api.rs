@@ -1,4 +1,4 @@
-//! What the store keeps of webhooks (CONTRACT §18.3), behind a trait of its own beside `Store`:
+//! What the store keeps of webhooks, behind a trait of its own beside `Store`:
 //! the endpoints, what is still to be delivered, and the attempts made. The rules (who may, when to
 //! retry, when to disable) are the callers'; this is only what is stored and how it is claimed.
 //!
@@ -174,7 +174,7 @@ pub struct AttemptsQuery {
     pub filter: AttemptFilter,
 }
 
-/// The deliveries log's filter (CONTRACT §20): an outcome, an event (none: any).
+/// The deliveries log's filter: an outcome, an event (none: any).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct AttemptFilter {
     pub outcome: Option<Outcome>,

@@ -1,4 +1,4 @@
-//! Attempts made by hand (CONTRACT §20): a resend or a test is one attempt through the very
+//! Attempts made by hand: a resend or a test is one attempt through the very
 //! transport the worker uses (the same signing, public-address rule and 15 s), made while it holds
 //! a place of its endpoint (`places`: it counts against the bound on attempts in flight), and
 //! counted in `webhook_attempts_total{outcome}` (not in `webhook_delivery_seconds`: it is no

@@ -1,4 +1,4 @@
-//! The delivery worker (STYLE habit 16): one loop that claims, attempts and settles, given its
+//! The delivery worker: one loop that claims, attempts and settles, given its
 //! store, its transport and its clock, so that tests drive it with fakes.
 //!
 //! - **Claims with an owner.** Each worker claims in the name of a random token. A claim holds for

@@ -1,4 +1,4 @@
-//! One chunk of a push (CONTRACT §11), start to end: read back what is stored under its rows'
+//! One chunk of a push, start to end: read back what is stored under its rows'
 //! names (so that the outcome of a create that is answered by the retry rule is `unchanged`, and
 //! of an update that changed nothing too), then create what is new, then, with `--update`, update
 //! what differs. Where each row goes and how it ends is `client::outcome`'s; this sends the

@@ -1,4 +1,4 @@
-//! `storefront locations push FILE` (CONTRACT §11): a file of locations into the service, every
+//! `storefront locations push FILE`: a file of locations into the service, every
 //! row stored exactly once, with progress and a report.
 //!
 //! The file is read twice, never held: a first pass checks it whole (exit 2 before anything is

@@ -1,4 +1,4 @@
-//! What `push` says about every row (CONTRACT §11): the outcomes, the `--report` file (CSV or JSON
+//! What `push` says about every row: the outcomes, the `--report` file (CSV or JSON
 //! Lines), the progress while it runs, and the summary line.
 
 use crate::client::outcome::{Outcome, RowReport};

@@ -1,4 +1,4 @@
-//! Sending one request of a push (CONTRACT §11, §17): its items in one body, sent again after a
+//! Sending one request of a push: its items in one body, sent again after a
 //! 429 (within the total wait of `api::MAX_RATE_WAIT`), a refused connection, a 500 or a 408, and
 //! after an unknown outcome (a timeout, a cut connection, a 503 `OUTCOME_UNKNOWN`) only for the
 //! items that are safe to send again; and what became of each item.
@@ -14,7 +14,7 @@ pub(crate) struct Context {
     pub(crate) api: Api,
     pub(crate) update: bool,
     pub(crate) retries: u32,
-    /// `--dry-run`: every request with `validate_only` (CONTRACT §14).
+    /// `--dry-run`: every request with `validate_only`.
     pub(crate) dry_run: bool,
 }
 

@@ -1,4 +1,4 @@
-//! Event SQL (CONTRACT §18): appending a request's events to its merchant's log inside its
+//! Event SQL: appending a request's events to its merchant's log inside its
 //! transaction (with a notice to every instance's waiting feeds), reading a page of the feed, and
 //! retention's pruning.
 

@@ -1,5 +1,5 @@
 //! The PostgreSQL backend: for deployments where several `storefront serve` instances share one
-//! database (CONTRACT §8).
+//! database.
 //!
 //! **Concurrency.** A merchant's create and change requests are written by a task of that
 //! merchant's, in groups (`groups`): the requests that queued while its last transaction was
@@ -20,7 +20,7 @@
 //! back the service recovers without a restart; while it is away, requests fail with a 500.
 //!
 //! **Replicas.** With `--read-replica`, buyers' searches read on hot standbys within
-//! `--replica-max-lag` (`replicas`), everything else on the primary (CONTRACT §19).
+//! `--replica-max-lag` (`replicas`), everything else on the primary.
 //!
 //! A file a job: here the pool, the migrations and the trait's plumbing; `groups` the merchants'
 //! group commits; `locations`, `changes` and `categories` hold their SQL; `replicas` the standbys.
@@ -75,7 +75,7 @@ use crate::rate_limit::shared::Ledger;
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
 /// The longest a session may hold a lock, run a statement or idle in a transaction: a request's
-/// time cap (CONTRACT §6, §17). A request's group sets tighter limits for its own transaction.
+/// time cap. A request's group sets tighter limits for its own transaction.
 const SESSION_LIMIT: Duration = Duration::from_secs(30);
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// The shared rate budgets' connections, and how long one of their statements may take: a
@@ -110,7 +110,7 @@ pub struct PgStore {
     heavy: Arc<crate::store::heavy::HeavyWork>,
     /// Where the connection that listens for other instances' events goes.
     config: tokio_postgres::Config,
-    /// The hot standbys buyers' searches read from (CONTRACT §19), if any.
+    /// The hot standbys buyers' searches read from, if any.
     replicas: Option<Arc<replicas::Replicas>>,
     /// Woken after each commit that appended events (`store::group::after_commit`), and by the
     /// other instances' notices.

@@ -1,4 +1,4 @@
-//! Getting deliveries back on PostgreSQL (CONTRACT §20): the reads of a resend and a test, the
+//! Getting deliveries back on PostgreSQL: the reads of a resend and a test, the
 //! record of an attempt made by hand, and a recovery in one transaction that holds the endpoint's
 //! row (not the merchant's lock: its writes go on meanwhile), a statement per batch of sequences.
 

@@ -1,4 +1,4 @@
-//! Webhook SQL (CONTRACT §18.3): the endpoints, their pending deliveries and their attempts.
+//! Webhook SQL: the endpoints, their pending deliveries and their attempts.
 //! Several instances claim deliveries at once: a claim takes rows no other transaction holds
 //! (`FOR UPDATE SKIP LOCKED`) and marks them with its owner until `claim_until`, on the
 //! database's clock (`DB_NOW`: no instance's clock decides who holds a claim), so each attempt is

@@ -1,4 +1,4 @@
-//! Getting deliveries back on SQLite (CONTRACT §20): the reads of a resend and a test on the read
+//! Getting deliveries back on SQLite: the reads of a resend and a test on the read
 //! connections, the record of an attempt made by hand and a recovery each in one transaction of
 //! the writer (a recovery's statements a batch of sequences each).
 

@@ -1,4 +1,4 @@
-//! Webhook SQL (CONTRACT §18.3): the endpoints, their pending deliveries and their attempts. The
+//! Webhook SQL: the endpoints, their pending deliveries and their attempts. The
 //! writes run on the writer thread, each in a short transaction of its own; the reads on the
 //! read connections.
 
