@@ -10,11 +10,13 @@
 //! - `table`: the layout of a location's row (columns, a row's cells into an item and a record
 //!   into cells, the rows of a file, a row's error);
 //! - `outcome`: where a row goes and how it ends, given what is stored and what the service
-//!   answered (pure: push applies it over HTTP);
+//!   answered (pure), and `apply`: a chunk of rows applied in those steps, by whoever applies it
+//!   (push over HTTP, the service's import inside a transaction);
 //! - `service`: the service over HTTP (one attempt and its outcome, sending a chunk's items,
 //!   checking the service answers, walking the stored list);
 //! - `push` and `pull`: the commands.
 
+pub mod apply;
 pub mod file;
 pub mod outcome;
 pub(crate) mod pull;

@@ -29,6 +29,7 @@ use super::service::api::{Api, ClientArgs};
 use super::service::send::Context;
 use super::table::rows::{Format, ReadOptions, Row, Source, Unreadable};
 use super::{Exit, format_of};
+use crate::client::apply::keys_of;
 use crate::client::outcome::{Outcome, RowReport};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use chunk::push_chunk;
@@ -225,18 +226,6 @@ async fn next_row(rx: &mut tokio::sync::mpsc::Receiver<Vec<Row>>, batch: &mut st
         }
         *batch = rx.recv().await?.into_iter();
     }
-}
-
-/// The names that order rows: a row waits for every earlier row with one of its names.
-fn keys_of(row: &Row) -> Vec<String> {
-    let mut keys = Vec::with_capacity(2);
-    if let Some(mlid) = &row.merchant_location_id {
-        keys.push(format!("m:{mlid}"));
-    }
-    if let Some(id) = row.location_id_str() {
-        keys.push(format!("i:{id}"));
-    }
-    keys
 }
 
 /// The chunks in flight and the rows' outcomes, written in file order.

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use super::api::{Api, Attempt, Backoff};
+pub(crate) use crate::client::apply::Sent;
 use crate::client::outcome::ItemAnswer;
 use crate::client::table::RowError;
 
@@ -16,16 +17,6 @@ pub(crate) struct Context {
     pub(crate) retries: u32,
     /// `--dry-run`: every request with `validate_only`.
     pub(crate) dry_run: bool,
-}
-
-/// What became of one sent item.
-pub(crate) enum Sent {
-    /// The item's result in a 200 answer.
-    Result(ItemAnswer),
-    /// The request's outcome is unknown and the item may not be sent again.
-    Unknown(String),
-    /// The request was refused, or not processed within the retries.
-    Failed(RowError),
 }
 
 #[derive(serde::Deserialize)]
