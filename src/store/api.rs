@@ -299,6 +299,9 @@ pub trait Store: Send + Sync + 'static {
     /// Resends, tests and recoveries (CONTRACT §20).
     fn redeliveries(&self) -> Arc<dyn RedeliveryStore>;
 
+    /// Merchants' files handed to the service and what became of their rows.
+    fn imports(&self) -> Arc<dyn super::import_api::ImportStore>;
+
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;
 

@@ -30,6 +30,7 @@ mod categories;
 mod changes;
 mod events;
 mod groups;
+mod imports;
 mod locations;
 mod merchants;
 mod migrations;
@@ -287,6 +288,14 @@ impl Store for PgStore {
         Arc::new(webhooks::PgWebhooks {
             pool: self.pool.clone(),
             heavy: Arc::clone(&self.heavy),
+        })
+    }
+
+    fn imports(&self) -> Arc<dyn crate::store::import_api::ImportStore> {
+        Arc::new(imports::PgImports {
+            pool: self.pool.clone(),
+            heavy: Arc::clone(&self.heavy),
+            signal: Arc::clone(&self.events),
         })
     }
 

@@ -22,6 +22,7 @@ mod changes;
 mod checkpoint;
 mod column;
 mod events;
+mod imports;
 mod keys;
 mod locations;
 mod readers;
@@ -333,6 +334,16 @@ impl Store for SqliteStore {
 
     fn redeliveries(&self) -> Arc<dyn RedeliveryStore> {
         Arc::new(self.webhook_sql())
+    }
+
+    fn imports(&self) -> Arc<dyn crate::store::import_api::ImportStore> {
+        Arc::new(imports::SqliteImports {
+            jobs: Arc::clone(&self.jobs),
+            readers: Arc::clone(&self.readers),
+            heavy: Arc::clone(&self.heavy),
+            health: Arc::clone(&self.health),
+            signal: Arc::clone(&self.events),
+        })
     }
 
     async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError> {

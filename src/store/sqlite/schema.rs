@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0009_claim_owner.sql"),
     include_str!("../../../migrations/sqlite/0010_redelivery.sql"),
     include_str!("../../../migrations/sqlite/0011_resent_through.sql"),
+    include_str!("../../../migrations/sqlite/0012_imports.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;

@@ -1,0 +1,194 @@
+//! An import's batch inside one transaction, the same on both engines: the steps of
+//! `client::apply` (read back by name, create, update) done by the store's own create and change
+//! (every rule, quarantine decision and event is the API's), and their answers given the shape
+//! the service's answer has, so that each row ends exactly as push would report it. An engine
+//! supplies the three calls in its transaction ([`TxSteps`]).
+
+use std::borrow::Cow;
+
+use serde_json::json;
+
+use super::api::StoreError;
+use super::group::Written;
+use crate::client::apply::{self, Applier, Sent};
+use crate::client::outcome::{ItemAnswer, Known, RowReport, ServiceError};
+use crate::client::table::RowError;
+use crate::client::table::rows::Row;
+use crate::domain::event::Change;
+use crate::domain::field_error::FieldError;
+use crate::domain::import::Counts;
+use crate::domain::json::Value;
+use crate::domain::location::Persist;
+use crate::domain::location::batch::{NewLocation, Outcome, Plan};
+use crate::domain::location::change::{ChangePlan, Decision, Operation};
+
+/// What an engine does inside the batch's transaction.
+pub(crate) trait TxSteps {
+    /// What is stored under these names.
+    async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError>;
+    /// The store's create of these valid items.
+    async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError>;
+    /// The store's change.
+    async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError>;
+}
+
+/// Applies `rows` with the engine's `steps` in its open transaction: the rows' reports and the
+/// changes whose events the engine appends. `persist` says whether the transaction is to be kept
+/// (a dry run's is not: a location it would create has no id, as `validate_only` answers).
+pub(crate) async fn apply_rows<S: TxSteps>(
+    steps: S,
+    rows: &[Row],
+    update: bool,
+    persist: Persist,
+) -> Result<(Vec<RowReport>, Vec<Change>), StoreError> {
+    let mut applier = InTx {
+        steps,
+        persist,
+        changes: Vec::new(),
+    };
+    let reports = apply::apply_chunk(&mut applier, rows, update).await?;
+    Ok((reports, applier.changes))
+}
+
+struct InTx<S> {
+    steps: S,
+    persist: Persist,
+    changes: Vec<Change>,
+}
+
+impl<S: TxSteps> Applier for InTx<S> {
+    type Error = StoreError;
+
+    async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError> {
+        self.steps.stored(mlids, ids).await
+    }
+
+    async fn create(&mut self, items: Vec<(usize, Cow<'_, str>)>, _rows: &[Row]) -> Result<Vec<(usize, Sent)>, StoreError> {
+        let values = parsed(&items);
+        let mut plan = Plan::new(&values);
+        drop(values);
+        let to_store = plan.take_to_store();
+        let outcomes = if to_store.is_empty() {
+            Vec::new()
+        } else {
+            let written = self.steps.create(&to_store).await?;
+            self.changes.extend(written.changes);
+            written.value
+        };
+        let results = plan
+            .finish(outcomes, self.persist)
+            .ok_or_else(|| StoreError::Backend("the store answered for fewer items than it was given".into()))?;
+        Ok(items
+            .iter()
+            .zip(results)
+            .map(|((i, _), r)| (*i, Sent::Result(answer(r.location_id, r.status.as_str(), None, r.errors))))
+            .collect())
+    }
+
+    async fn update(&mut self, items: Vec<(usize, Cow<'_, str>)>) -> Result<Vec<(usize, Sent)>, StoreError> {
+        let values = parsed(&items);
+        let plan = ChangePlan::new(Operation::Update, &values);
+        drop(values);
+        let decision = if plan.names_any() {
+            let written = self.steps.change(plan).await?;
+            self.changes.extend(written.changes);
+            written.value
+        } else {
+            plan.decide(Vec::new(), Vec::new(), Vec::new())
+        };
+        if decision.results.len() != items.len() {
+            return Err(StoreError::Backend("the store answered for fewer items than it was given".into()));
+        }
+        Ok(items
+            .iter()
+            .zip(decision.results)
+            .map(|((i, _), r)| {
+                let version = r.version.and_then(|v| u64::try_from(v).ok());
+                (*i, Sent::Result(answer(r.location_id, r.status.as_str(), version, r.errors)))
+            })
+            .collect())
+    }
+}
+
+/// The items' JSON as the request body's values (an item is JSON text a file's row became; one
+/// that is not is an item of the wrong type, as in a request).
+fn parsed<'a>(items: &'a [(usize, Cow<'_, str>)]) -> Vec<Value<'a>> {
+    items
+        .iter()
+        .map(|(_, item)| serde_json::from_str(item).unwrap_or(Value::Null))
+        .collect()
+}
+
+fn answer(location_id: String, status: &str, version: Option<u64>, errors: Vec<FieldError>) -> ItemAnswer {
+    ItemAnswer {
+        location_id,
+        status: status.to_owned(),
+        version,
+        errors: errors
+            .into_iter()
+            .map(|e| ServiceError {
+                field: e.field,
+                code: e.code.as_str().to_owned(),
+                message: e.message.into_owned(),
+            })
+            .collect(),
+    }
+}
+
+/// A row's outcome as stored: (row, merchant_location_id, location_id, outcome, errors as JSON).
+pub(crate) struct StoredRow<'a> {
+    pub row: i64,
+    pub merchant_location_id: Option<&'a str>,
+    pub location_id: Option<&'a str>,
+    pub outcome: &'static str,
+    pub errors: String,
+}
+
+/// The reports as stored, and what they count.
+pub(crate) fn stored_rows(reports: &[RowReport]) -> (Vec<StoredRow<'_>>, Counts) {
+    let mut counts = Counts::default();
+    let rows = reports
+        .iter()
+        .map(|r| {
+            counts.add(r.outcome.as_str());
+            StoredRow {
+                row: i64::try_from(r.row).unwrap_or(i64::MAX),
+                merchant_location_id: r.merchant_location_id.as_deref(),
+                location_id: r.location_id.as_deref().filter(|id| !id.is_empty()),
+                outcome: r.outcome.as_str(),
+                errors: errors_json(&r.errors),
+            }
+        })
+        .collect();
+    (rows, counts)
+}
+
+fn errors_json(errors: &[RowError]) -> String {
+    let errors: Vec<_> = errors
+        .iter()
+        .map(|e| json!({"field": e.field, "code": e.code, "message": e.message}))
+        .collect();
+    serde_json::Value::Array(errors).to_string()
+}
+
+/// An archive request's items for these locations.
+pub(crate) fn archive_plan(location_ids: &[String]) -> ChangePlan {
+    let items: Vec<String> = location_ids
+        .iter()
+        .map(|id| json!({ "location_id": id }).to_string())
+        .collect();
+    let values: Vec<Value<'_>> = items
+        .iter()
+        .map(|item| serde_json::from_str(item).unwrap_or(Value::Null))
+        .collect();
+    ChangePlan::new(Operation::Archive, &values)
+}
+
+/// How many of an archive's items were archived by it.
+pub(crate) fn archived(decision: &Decision) -> i64 {
+    decision
+        .results
+        .iter()
+        .filter(|r| r.status == crate::domain::location::Status::Archived && r.errors.is_empty())
+        .count() as i64
+}

@@ -1,0 +1,388 @@
+//! Imports on PostgreSQL: the statements of `store::import_sql` on the pool. A batch is one
+//! transaction on a connection of the merchant's turn at heavy work, under the merchant's lock
+//! (its writes through the API take turns with it, across every instance); a dry run is one such
+//! transaction for the whole file, rolled back, then its outcomes stored.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Pool};
+use tokio::sync::mpsc;
+
+use super::sql::{execute, lock_merchant, query};
+use super::{changes, events, locations};
+use crate::client::outcome::{Known, RowReport, Stored};
+use crate::client::table::rows::Row;
+use crate::domain::import::{BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE};
+use crate::domain::location::Persist;
+use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::change::{ChangePlan, Decision};
+use crate::store::api::{StoreError, stored_word};
+use crate::store::event_signal::EventSignal;
+use crate::store::group::{Written, after_commit};
+use crate::store::heavy::HeavyWork;
+use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore, NewImport};
+use crate::store::import_apply::{self, TxSteps, apply_rows, stored_rows};
+use crate::store::import_sql as sql;
+
+const M: char = '$';
+
+pub(super) struct PgImports {
+    pub(super) pool: Pool,
+    pub(super) heavy: Arc<HeavyWork>,
+    pub(super) signal: Arc<EventSignal>,
+}
+
+fn import_of(r: &tokio_postgres::Row, at: usize) -> Result<Import, StoreError> {
+    let code: Option<String> = r.try_get(at + 15)?;
+    let message: Option<String> = r.try_get(at + 16)?;
+    Ok(Import {
+        import_id: r.try_get(at)?,
+        file_name: r.try_get(at + 1)?,
+        status: stored_word(r.try_get(at + 2)?, "import status", ImportStatus::from_wire)?,
+        options: ImportOptions {
+            update: r.try_get(at + 3)?,
+            archive_missing: r.try_get(at + 4)?,
+            dry_run: r.try_get(at + 5)?,
+            sheet: r.try_get(at + 6)?,
+        },
+        rows_total: r.try_get(at + 7)?,
+        rows_done: r.try_get(at + 8)?,
+        counts: Counts {
+            created: r.try_get(at + 9)?,
+            updated: r.try_get(at + 10)?,
+            unchanged: r.try_get(at + 11)?,
+            quarantined: r.try_get(at + 12)?,
+            archived: r.try_get(at + 13)?,
+            failed: r.try_get(at + 14)?,
+        },
+        error: code.map(|code| ImportError {
+            code,
+            message: message.unwrap_or_default(),
+        }),
+        created_at_ms: r.try_get(at + 17)?,
+        started_at_ms: r.try_get(at + 18)?,
+        finished_at_ms: r.try_get(at + 19)?,
+    })
+}
+
+fn claim_of(r: &tokio_postgres::Row, owner: &str) -> Result<Claim, StoreError> {
+    Ok(Claim {
+        import_pk: r.try_get(0)?,
+        merchant_pk: r.try_get(1)?,
+        import_id: r.try_get(2)?,
+        file_name: r.try_get(3)?,
+        content: r.try_get(4)?,
+        options: ImportOptions {
+            sheet: r.try_get(5)?,
+            update: r.try_get(6)?,
+            archive_missing: r.try_get(7)?,
+            dry_run: r.try_get(8)?,
+        },
+        rows_total: r.try_get(9)?,
+        rows_done: r.try_get(10)?,
+        owner: owner.to_owned(),
+    })
+}
+
+/// The store's create and change in the batch's open transaction.
+struct Steps<'c, C> {
+    tx: &'c C,
+    merchant_pk: i64,
+}
+
+impl<C: GenericClient + Sync> TxSteps for Steps<'_, C> {
+    async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError> {
+        let mut known = Known::default();
+        for (column, names) in [("merchant_location_id", mlids), ("location_id", ids)] {
+            if names.is_empty() {
+                continue;
+            }
+            let sql = format!(
+                "SELECT location_id, version, status, merchant_location_id FROM locations \
+                 WHERE merchant_pk = $1 AND {column} = ANY($2)"
+            );
+            for r in query(self.tx, &sql, &[&self.merchant_pk, &names]).await? {
+                let stored = Stored {
+                    location_id: r.try_get(0)?,
+                    version: r.try_get::<_, i64>(1)?.try_into().unwrap_or(0),
+                    archived: r.try_get::<_, &str>(2)? == "ARCHIVED",
+                };
+                if column == "location_id" {
+                    known.by_id.insert(stored.location_id.clone(), stored);
+                } else if let Some(mlid) = r.try_get::<_, Option<String>>(3)? {
+                    known.by_mlid.insert(mlid, stored);
+                }
+            }
+        }
+        Ok(known)
+    }
+
+    async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError> {
+        locations::create_in_tx(self.tx, self.merchant_pk, items).await
+    }
+
+    async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError> {
+        changes::change_in_tx(self.tx, self.merchant_pk, plan).await
+    }
+}
+
+/// Stores the reports of the rows from `first` on (one statement), and the import's progress.
+async fn save(
+    tx: &impl GenericClient,
+    import_pk: i64,
+    first: i64,
+    reports: &[RowReport],
+) -> Result<Vec<String>, StoreError> {
+    let (rows, counts) = stored_rows(reports);
+    let ordinals: Vec<i64> = (0..rows.len() as i64).map(|k| first + k).collect();
+    let file_rows: Vec<i64> = rows.iter().map(|r| r.row).collect();
+    let names: Vec<Option<&str>> = rows.iter().map(|r| r.merchant_location_id).collect();
+    let ids: Vec<Option<&str>> = rows.iter().map(|r| r.location_id).collect();
+    let outcomes: Vec<&str> = rows.iter().map(|r| r.outcome).collect();
+    let errors: Vec<&str> = rows.iter().map(|r| r.errors.as_str()).collect();
+    execute(
+        tx,
+        "INSERT INTO import_rows (import_pk, ordinal, file_row, merchant_location_id, location_id, outcome, errors) \
+         SELECT $1, * FROM UNNEST($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[])",
+        &[&import_pk, &ordinals, &file_rows, &names, &ids, &outcomes, &errors],
+    )
+    .await?;
+    let n = rows.len() as i64;
+    execute(
+        tx,
+        &sql::progress(M),
+        &[&import_pk, &n, &counts.created, &counts.updated, &counts.unchanged, &counts.quarantined, &counts.failed],
+    )
+    .await?;
+    Ok(rows.iter().map(|r| r.outcome.to_owned()).collect())
+}
+
+async fn fence(tx: &impl GenericClient, claim: &Claim, first: i64) -> Result<bool, StoreError> {
+    Ok(execute(tx, &sql::fence(M), &[&claim.import_pk, &claim.owner, &first]).await? == 1)
+}
+
+#[async_trait]
+impl ImportStore for PgImports {
+    async fn create_import(&self, import: NewImport) -> Result<Option<Import>, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        // Two creates of one merchant take turns, so that neither counts before the other stored.
+        execute(&tx, "SELECT 1 FROM merchants WHERE pk = $1 FOR UPDATE", &[&import.merchant_pk]).await?;
+        let o = &import.options;
+        let inserted = execute(
+            &tx,
+            &sql::insert(M),
+            &[
+                &import.import_id,
+                &import.merchant_pk,
+                &import.file_name,
+                &import.content,
+                &o.sheet,
+                &o.update,
+                &o.archive_missing,
+                &o.dry_run,
+                &import.created_at_ms,
+                &MAX_ACTIVE,
+            ],
+        )
+        .await?;
+        if inserted == 0 {
+            return Ok(None);
+        }
+        let found = query(&tx, &sql::get(M), &[&import.merchant_pk, &import.import_id]).await?;
+        let import = found.first().map(|r| import_of(r, 0)).transpose()?;
+        tx.commit().await?;
+        Ok(import)
+    }
+
+    async fn get_import(&self, merchant_pk: i64, import_id: &str) -> Result<Option<Import>, StoreError> {
+        let client = self.pool.get().await?;
+        let found = query(&client, &sql::get(M), &[&merchant_pk, &import_id]).await?;
+        found.first().map(|r| import_of(r, 0)).transpose()
+    }
+
+    async fn list_imports(&self, merchant_pk: i64, before: Option<i64>, limit: usize) -> Result<Vec<(i64, Import)>, StoreError> {
+        let client = self.pool.get().await?;
+        let (before, limit) = (before.unwrap_or(i64::MAX), limit as i64);
+        let rows = query(&client, &sql::list(M), &[&merchant_pk, &before, &limit]).await?;
+        rows.iter().map(|r| Ok((r.try_get(0)?, import_of(r, 1)?))).collect()
+    }
+
+    async fn import_rows(
+        &self,
+        merchant_pk: i64,
+        import_id: &str,
+        failed_only: bool,
+        after: i64,
+        limit: usize,
+    ) -> Result<Option<Vec<ImportRow>>, StoreError> {
+        let client = self.pool.get().await?;
+        let Some(key) = query(&client, &sql::key(M), &[&merchant_pk, &import_id]).await?.first().map(|r| r.get::<_, i64>(0))
+        else {
+            return Ok(None);
+        };
+        let limit = limit as i64;
+        let rows = query(&client, &sql::rows(M, failed_only), &[&key, &after, &limit]).await?;
+        let rows = rows
+            .iter()
+            .map(|r| {
+                Ok(ImportRow {
+                    ordinal: r.try_get(0)?,
+                    row: r.try_get(1)?,
+                    merchant_location_id: r.try_get(2)?,
+                    location_id: r.try_get(3)?,
+                    outcome: r.try_get(4)?,
+                    errors: r.try_get(5)?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Some(rows))
+    }
+
+    async fn claim_import(&self, owner: &str, now_ms: i64, until_ms: i64) -> Result<Option<Claim>, StoreError> {
+        let client = self.pool.get().await?;
+        let found = query(&client, &sql::claim(M, " FOR UPDATE SKIP LOCKED"), &[&owner, &now_ms, &until_ms]).await?;
+        found.first().map(|r| claim_of(r, owner)).transpose()
+    }
+
+    async fn extend_import(&self, import_pk: i64, owner: &str, until_ms: i64) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        Ok(execute(&client, &sql::extend(M), &[&import_pk, &owner, &until_ms]).await? == 1)
+    }
+
+    async fn set_rows_total(&self, claim: &Claim, rows_total: i64) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        Ok(execute(&client, &sql::set_total(M), &[&claim.import_pk, &claim.owner, &rows_total]).await? == 1)
+    }
+
+    async fn apply_batch(&self, batch: Batch<'_>) -> Result<Applied, StoreError> {
+        let claim = batch.claim;
+        let _turn = self.heavy.turn(claim.merchant_pk).await?;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        if !fence(&tx, claim, batch.first).await? {
+            return Ok(Applied::Lost);
+        }
+        lock_merchant(&tx, claim.merchant_pk).await?;
+        let steps = Steps {
+            tx: &tx,
+            merchant_pk: claim.merchant_pk,
+        };
+        let (reports, changes) = apply_rows(steps, &batch.rows, claim.options.update, Persist::Commit).await?;
+        if !changes.is_empty() {
+            events::append(&tx, claim.merchant_pk, &changes).await?;
+        }
+        let words = save(&tx, claim.import_pk, batch.first, &reports).await?;
+        tx.commit().await?;
+        after_commit(&self.signal, std::iter::once((claim.merchant_pk, changes.as_slice())));
+        Ok(Applied::Done(words))
+    }
+
+    async fn archive_missing_step(&self, claim: &Claim) -> Result<Archived, StoreError> {
+        let _turn = self.heavy.turn(claim.merchant_pk).await?;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let Some(after) = query(&tx, &sql::archive_fence(M), &[&claim.import_pk, &claim.owner])
+            .await?
+            .first()
+            .map(|r| r.get::<_, i64>(0))
+        else {
+            return Ok(Archived::Lost);
+        };
+        lock_merchant(&tx, claim.merchant_pk).await?;
+        let limit = BATCH_ROWS as i64;
+        let candidates = query(
+            &tx,
+            &sql::archive_candidates(M),
+            &[&claim.merchant_pk, &after, &claim.import_pk, &limit],
+        )
+        .await?;
+        let Some(last) = candidates.last().map(|r| r.get::<_, i64>(0)) else {
+            return Ok(Archived::Done);
+        };
+        let missing: Vec<String> = candidates.iter().filter(|r| r.get::<_, bool>(2)).map(|r| r.get(1)).collect();
+        let (mut archived, mut changes) = (0, Vec::new());
+        if !missing.is_empty() {
+            let written = changes::change_in_tx(&tx, claim.merchant_pk, import_apply::archive_plan(&missing)).await?;
+            archived = import_apply::archived(&written.value);
+            changes = written.changes;
+            if !changes.is_empty() {
+                events::append(&tx, claim.merchant_pk, &changes).await?;
+            }
+        }
+        execute(&tx, &sql::archive_progress(M), &[&claim.import_pk, &archived, &last]).await?;
+        tx.commit().await?;
+        after_commit(&self.signal, std::iter::once((claim.merchant_pk, changes.as_slice())));
+        Ok(Archived::Some(archived))
+    }
+
+    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>, _now_ms: i64) -> Result<Applied, StoreError> {
+        let _turn = self.heavy.turn(claim.merchant_pk).await?;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        if !fence(&tx, claim, 0).await? {
+            return Ok(Applied::Lost);
+        }
+        lock_merchant(&tx, claim.merchant_pk).await?;
+        let mut reports = Vec::new();
+        while let Some(batch) = rows.recv().await {
+            let steps = Steps {
+                tx: &tx,
+                merchant_pk: claim.merchant_pk,
+            };
+            let (done, _) = apply_rows(steps, &batch, claim.options.update, Persist::ValidateOnly).await?;
+            save(&tx, claim.import_pk, reports.len() as i64, &done).await?;
+            reports.extend(done);
+        }
+        let would_archive: i64 = if claim.options.archive_missing {
+            let zero = 0i64;
+            query(&tx, &sql::unnamed_count(M), &[&claim.merchant_pk, &zero, &claim.import_pk])
+                .await?
+                .first()
+                .map_or(0, |r| r.get(0))
+        } else {
+            0
+        };
+        tx.rollback().await?;
+        let tx = client.transaction().await?;
+        if !fence(&tx, claim, 0).await? {
+            return Ok(Applied::Lost);
+        }
+        let words = save(&tx, claim.import_pk, 0, &reports).await?;
+        let zero = 0i64;
+        execute(&tx, &sql::archive_progress(M), &[&claim.import_pk, &would_archive, &zero]).await?;
+        tx.commit().await?;
+        Ok(Applied::Done(words))
+    }
+
+    async fn finish_import(&self, claim: &Claim, error: Option<ImportError>, now_ms: i64) -> Result<bool, StoreError> {
+        let client = self.pool.get().await?;
+        let status = if error.is_some() {
+            ImportStatus::Failed
+        } else {
+            ImportStatus::Succeeded
+        };
+        let (code, message) = error.map(|e| (e.code, e.message)).unzip();
+        let empty: Vec<u8> = Vec::new();
+        let ended = execute(
+            &client,
+            &sql::finish(M),
+            &[&claim.import_pk, &claim.owner, &status.as_str(), &code, &message, &now_ms, &empty],
+        )
+        .await?;
+        Ok(ended == 1)
+    }
+
+    async fn prune_imports(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
+        let Some(key) = query(&tx, &sql::ended_before(M), &[&cutoff_ms]).await?.first().map(|r| r.get::<_, i64>(0)) else {
+            return Ok(0);
+        };
+        execute(&tx, &sql::drop_rows(M), &[&key]).await?;
+        execute(&tx, &sql::drop_import(M), &[&key]).await?;
+        tx.commit().await?;
+        Ok(1)
+    }
+}

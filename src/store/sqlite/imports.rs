@@ -1,0 +1,449 @@
+//! Imports on SQLite: the statements of `store::import_sql` on the read connections and the
+//! writer. A batch is one job of the writer (its own transaction, between other merchants'
+//! groups), in the merchant's turn at heavy work; a dry run is one transaction the writer holds
+//! while the file's batches come, rolled back, then its outcomes stored.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use async_trait::async_trait;
+use futures_util::FutureExt;
+use rusqlite::{Connection, OptionalExtension, Row as SqlRow, TransactionBehavior, params};
+use tokio::sync::{mpsc, oneshot};
+
+use super::readers::ReadPool;
+use super::writer::{Job, Jobs, WriterHealth, sender, write};
+use super::{changes, events, locations};
+use crate::client::outcome::{Known, RowReport, Stored};
+use crate::client::table::rows::Row;
+use crate::domain::event::Change;
+use crate::domain::import::{BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE};
+use crate::domain::location::Persist;
+use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::change::{ChangePlan, Decision};
+use crate::store::api::StoreError;
+use crate::store::event_signal::EventSignal;
+use crate::store::group::{Written, after_commit};
+use crate::store::heavy::HeavyWork;
+use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore, NewImport};
+use crate::store::import_apply::{self, TxSteps, apply_rows, stored_rows};
+use crate::store::import_sql as sql;
+
+const M: char = '?';
+
+pub(super) struct SqliteImports {
+    pub(super) jobs: Jobs,
+    pub(super) readers: Arc<ReadPool>,
+    pub(super) heavy: Arc<HeavyWork>,
+    pub(super) health: Arc<WriterHealth>,
+    pub(super) signal: Arc<EventSignal>,
+}
+
+fn import_of(r: &SqlRow<'_>, at: usize) -> rusqlite::Result<Import> {
+    let code: Option<String> = r.get(at + 15)?;
+    let message: Option<String> = r.get(at + 16)?;
+    Ok(Import {
+        import_id: r.get(at)?,
+        file_name: r.get(at + 1)?,
+        status: super::column::word(r, at + 2, "import status", ImportStatus::from_wire)?,
+        options: ImportOptions {
+            update: r.get(at + 3)?,
+            archive_missing: r.get(at + 4)?,
+            dry_run: r.get(at + 5)?,
+            sheet: r.get(at + 6)?,
+        },
+        rows_total: r.get(at + 7)?,
+        rows_done: r.get(at + 8)?,
+        counts: Counts {
+            created: r.get(at + 9)?,
+            updated: r.get(at + 10)?,
+            unchanged: r.get(at + 11)?,
+            quarantined: r.get(at + 12)?,
+            archived: r.get(at + 13)?,
+            failed: r.get(at + 14)?,
+        },
+        error: code.map(|code| ImportError {
+            code,
+            message: message.unwrap_or_default(),
+        }),
+        created_at_ms: r.get(at + 17)?,
+        started_at_ms: r.get(at + 18)?,
+        finished_at_ms: r.get(at + 19)?,
+    })
+}
+
+fn claim_of(r: &SqlRow<'_>, owner: &str) -> rusqlite::Result<Claim> {
+    Ok(Claim {
+        import_pk: r.get(0)?,
+        merchant_pk: r.get(1)?,
+        import_id: r.get(2)?,
+        file_name: r.get(3)?,
+        content: r.get(4)?,
+        options: ImportOptions {
+            sheet: r.get(5)?,
+            update: r.get(6)?,
+            archive_missing: r.get(7)?,
+            dry_run: r.get(8)?,
+        },
+        rows_total: r.get(9)?,
+        rows_done: r.get(10)?,
+        owner: owner.to_owned(),
+    })
+}
+
+/// The store's create and change in the writer's open transaction.
+struct Steps<'c> {
+    tx: &'c Connection,
+    merchant_pk: i64,
+    failpoint: &'c AtomicU64,
+}
+
+impl TxSteps for Steps<'_> {
+    async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError> {
+        let mut known = Known::default();
+        let mut by_name = self.tx.prepare_cached(
+            "SELECT location_id, version, status FROM locations WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
+        )?;
+        let stored = |r: &SqlRow<'_>| {
+            Ok(Stored {
+                location_id: r.get(0)?,
+                version: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
+                archived: r.get_ref(2)?.as_str()? == "ARCHIVED",
+            })
+        };
+        for mlid in mlids {
+            if let Some(s) = by_name.query_row(params![self.merchant_pk, mlid], stored).optional()? {
+                known.by_mlid.insert((*mlid).to_owned(), s);
+            }
+        }
+        let mut by_id = self.tx.prepare_cached(
+            "SELECT location_id, version, status FROM locations WHERE merchant_pk = ?1 AND location_id = ?2",
+        )?;
+        for id in ids {
+            if let Some(s) = by_id.query_row(params![self.merchant_pk, id], stored).optional()? {
+                known.by_id.insert((*id).to_owned(), s);
+            }
+        }
+        Ok(known)
+    }
+
+    async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError> {
+        locations::create_in_tx(self.tx, self.merchant_pk, items, self.failpoint)
+    }
+
+    async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError> {
+        changes::change_in_tx(self.tx, self.merchant_pk, plan)
+    }
+}
+
+/// Applies `rows` in the open transaction `tx`. Every step on this connection is done when it
+/// returns, so the batch's future is ready at its first poll.
+fn apply_now(
+    tx: &Connection,
+    claim: (i64, &AtomicU64),
+    rows: &[Row],
+    update: bool,
+    persist: Persist,
+) -> Result<(Vec<RowReport>, Vec<Change>), StoreError> {
+    let steps = Steps {
+        tx,
+        merchant_pk: claim.0,
+        failpoint: claim.1,
+    };
+    apply_rows(steps, rows, update, persist)
+        .now_or_never()
+        .unwrap_or_else(|| Err(StoreError::Backend("a batch's write waited on this connection".into())))
+}
+
+/// Stores the reports of the rows from `first` on, and the import's progress.
+fn save(tx: &Connection, import_pk: i64, first: i64, reports: &[RowReport]) -> Result<Vec<String>, StoreError> {
+    let (rows, counts) = stored_rows(reports);
+    let mut insert = tx.prepare_cached(&sql::insert_row(M))?;
+    for (k, r) in rows.iter().enumerate() {
+        insert.execute(params![
+            import_pk,
+            first + k as i64,
+            r.row,
+            r.merchant_location_id,
+            r.location_id,
+            r.outcome,
+            r.errors
+        ])?;
+    }
+    tx.prepare_cached(&sql::progress(M))?.execute(params![
+        import_pk,
+        rows.len() as i64,
+        counts.created,
+        counts.updated,
+        counts.unchanged,
+        counts.quarantined,
+        counts.failed
+    ])?;
+    Ok(rows.iter().map(|r| r.outcome.to_owned()).collect())
+}
+
+fn fence(tx: &Connection, claim: &(i64, String), first: i64) -> Result<bool, StoreError> {
+    Ok(tx.prepare_cached(&sql::fence(M))?.execute(params![claim.0, claim.1, first])? == 1)
+}
+
+#[async_trait]
+impl ImportStore for SqliteImports {
+    async fn create_import(&self, import: NewImport) -> Result<Option<Import>, StoreError> {
+        write(&self.jobs, move |tx| {
+            let o = &import.options;
+            let inserted = tx.prepare_cached(&sql::insert(M))?.execute(params![
+                import.import_id,
+                import.merchant_pk,
+                import.file_name,
+                import.content,
+                o.sheet,
+                o.update,
+                o.archive_missing,
+                o.dry_run,
+                import.created_at_ms,
+                MAX_ACTIVE
+            ])?;
+            if inserted == 0 {
+                return Ok(None);
+            }
+            let found = tx
+                .prepare_cached(&sql::get(M))?
+                .query_row(params![import.merchant_pk, import.import_id], |r| import_of(r, 0))?;
+            Ok(Some(found))
+        })
+        .await
+    }
+
+    async fn get_import(&self, merchant_pk: i64, import_id: &str) -> Result<Option<Import>, StoreError> {
+        let import_id = import_id.to_owned();
+        self.readers
+            .read(move |c| {
+                Ok(c.prepare_cached(&sql::get(M))?
+                    .query_row(params![merchant_pk, import_id], |r| import_of(r, 0))
+                    .optional()?)
+            })
+            .await
+    }
+
+    async fn list_imports(&self, merchant_pk: i64, before: Option<i64>, limit: usize) -> Result<Vec<(i64, Import)>, StoreError> {
+        self.readers
+            .read(move |c| {
+                let mut statement = c.prepare_cached(&sql::list(M))?;
+                let rows = statement.query_map(
+                    params![merchant_pk, before.unwrap_or(i64::MAX), limit as i64],
+                    |r| Ok((r.get(0)?, import_of(r, 1)?)),
+                )?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            })
+            .await
+    }
+
+    async fn import_rows(
+        &self,
+        merchant_pk: i64,
+        import_id: &str,
+        failed_only: bool,
+        after: i64,
+        limit: usize,
+    ) -> Result<Option<Vec<ImportRow>>, StoreError> {
+        let import_id = import_id.to_owned();
+        self.readers
+            .snapshot(move |tx| {
+                let Some(import_pk) = tx
+                    .prepare_cached(&sql::key(M))?
+                    .query_row(params![merchant_pk, import_id], |r| r.get::<_, i64>(0))
+                    .optional()?
+                else {
+                    return Ok(None);
+                };
+                let mut statement = tx.prepare_cached(&sql::rows(M, failed_only))?;
+                let rows = statement.query_map(params![import_pk, after, limit as i64], |r| {
+                    Ok(ImportRow {
+                        ordinal: r.get(0)?,
+                        row: r.get(1)?,
+                        merchant_location_id: r.get(2)?,
+                        location_id: r.get(3)?,
+                        outcome: r.get(4)?,
+                        errors: r.get(5)?,
+                    })
+                })?;
+                Ok(Some(rows.collect::<rusqlite::Result<Vec<_>>>()?))
+            })
+            .await
+    }
+
+    async fn claim_import(&self, owner: &str, now_ms: i64, until_ms: i64) -> Result<Option<Claim>, StoreError> {
+        let owner = owner.to_owned();
+        write(&self.jobs, move |tx| {
+            Ok(tx
+                .prepare_cached(&sql::claim(M, ""))?
+                .query_row(params![owner, now_ms, until_ms], |r| claim_of(r, &owner))
+                .optional()?)
+        })
+        .await
+    }
+
+    async fn extend_import(&self, import_pk: i64, owner: &str, until_ms: i64) -> Result<bool, StoreError> {
+        let owner = owner.to_owned();
+        write(&self.jobs, move |tx| {
+            Ok(tx.prepare_cached(&sql::extend(M))?.execute(params![import_pk, owner, until_ms])? == 1)
+        })
+        .await
+    }
+
+    async fn set_rows_total(&self, claim: &Claim, rows_total: i64) -> Result<bool, StoreError> {
+        let held = (claim.import_pk, claim.owner.clone());
+        write(&self.jobs, move |tx| {
+            Ok(tx.prepare_cached(&sql::set_total(M))?.execute(params![held.0, held.1, rows_total])? == 1)
+        })
+        .await
+    }
+
+    async fn apply_batch(&self, batch: Batch<'_>) -> Result<Applied, StoreError> {
+        let claim = batch.claim;
+        let _turn = self.heavy.turn(claim.merchant_pk).await?;
+        let held = (claim.import_pk, claim.owner.clone());
+        let (merchant_pk, update, first, rows) = (claim.merchant_pk, claim.options.update, batch.first, batch.rows);
+        let health = Arc::clone(&self.health);
+        let done = write(&self.jobs, move |tx| {
+            if !fence(tx, &held, first)? {
+                return Ok(None);
+            }
+            let (reports, changes) = apply_now(tx, (merchant_pk, &health.failpoint), &rows, update, Persist::Commit)?;
+            if !changes.is_empty() {
+                events::append(tx, merchant_pk, &changes)?;
+            }
+            let words = save(tx, held.0, first, &reports)?;
+            Ok(Some((words, changes)))
+        })
+        .await?;
+        Ok(match done {
+            Some((words, changes)) => {
+                after_commit(&self.signal, std::iter::once((merchant_pk, changes.as_slice())));
+                Applied::Done(words)
+            }
+            None => Applied::Lost,
+        })
+    }
+
+    async fn archive_missing_step(&self, claim: &Claim) -> Result<Archived, StoreError> {
+        let _turn = self.heavy.turn(claim.merchant_pk).await?;
+        let held = (claim.import_pk, claim.owner.clone());
+        let merchant_pk = claim.merchant_pk;
+        let (done, changes) = write(&self.jobs, move |tx| {
+            let Some(after) = tx
+                .prepare_cached(&sql::archive_fence(M))?
+                .query_row(params![held.0, held.1], |r| r.get::<_, i64>(0))
+                .optional()?
+            else {
+                return Ok((Archived::Lost, Vec::new()));
+            };
+            let mut statement = tx.prepare_cached(&sql::archive_candidates(M))?;
+            let candidates = statement
+                .query_map(params![merchant_pk, after, held.0, BATCH_ROWS as i64], |r| {
+                    Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get::<_, bool>(2)?))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let Some(last) = candidates.last().map(|c| c.0) else {
+                return Ok((Archived::Done, Vec::new()));
+            };
+            let missing: Vec<String> = candidates.into_iter().filter(|c| c.2).map(|c| c.1).collect();
+            let (mut archived, mut changes) = (0, Vec::new());
+            if !missing.is_empty() {
+                let written = changes::change_in_tx(tx, merchant_pk, import_apply::archive_plan(&missing))?;
+                archived = import_apply::archived(&written.value);
+                changes = written.changes;
+                if !changes.is_empty() {
+                    events::append(tx, merchant_pk, &changes)?;
+                }
+            }
+            tx.prepare_cached(&sql::archive_progress(M))?
+                .execute(params![held.0, archived, last])?;
+            Ok((Archived::Some(archived), changes))
+        })
+        .await?;
+        after_commit(&self.signal, std::iter::once((merchant_pk, changes.as_slice())));
+        Ok(done)
+    }
+
+    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>, _now_ms: i64) -> Result<Applied, StoreError> {
+        let _turn = self.heavy.turn(claim.merchant_pk).await?;
+        let held = (claim.import_pk, claim.owner.clone());
+        let (merchant_pk, update, archive) = (claim.merchant_pk, claim.options.update, claim.options.archive_missing);
+        let health = Arc::clone(&self.health);
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Run(Box::new(move |conn: &mut Connection| {
+            let result = (|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if !fence(&tx, &held, 0)? {
+                    return Ok(Applied::Lost);
+                }
+                let mut reports = Vec::new();
+                while let Some(batch) = rows.blocking_recv() {
+                    let (done, _) =
+                        apply_now(&tx, (merchant_pk, &health.failpoint), &batch, update, Persist::ValidateOnly)?;
+                    save(&tx, held.0, reports.len() as i64, &done)?;
+                    reports.extend(done);
+                }
+                let would_archive: i64 = if archive {
+                    tx.prepare_cached(&sql::unnamed_count(M))?
+                        .query_row(params![merchant_pk, 0, held.0], |r| r.get(0))?
+                } else {
+                    0
+                };
+                tx.rollback()?;
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if !fence(&tx, &held, 0)? {
+                    return Ok(Applied::Lost);
+                }
+                let words = save(&tx, held.0, 0, &reports)?;
+                tx.prepare_cached(&sql::archive_progress(M))?
+                    .execute(params![held.0, would_archive, 0])?;
+                tx.commit()?;
+                Ok(Applied::Done(words))
+            })();
+            let _ = reply.send(result);
+        }));
+        sender(&self.jobs)?.send(job).await.map_err(|_| StoreError::Unavailable)?;
+        answer.await.map_err(|_| StoreError::Unavailable)?
+    }
+
+    async fn finish_import(&self, claim: &Claim, error: Option<ImportError>, now_ms: i64) -> Result<bool, StoreError> {
+        let held = (claim.import_pk, claim.owner.clone());
+        write(&self.jobs, move |tx| {
+            let status = if error.is_some() {
+                ImportStatus::Failed
+            } else {
+                ImportStatus::Succeeded
+            };
+            let (code, message) = error.map(|e| (e.code, e.message)).unzip();
+            let ended = tx.prepare_cached(&sql::finish(M))?.execute(params![
+                held.0,
+                held.1,
+                status.as_str(),
+                code,
+                message,
+                now_ms,
+                Vec::<u8>::new()
+            ])?;
+            Ok(ended == 1)
+        })
+        .await
+    }
+
+    async fn prune_imports(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
+        write(&self.jobs, move |tx| {
+            let Some(import_pk) = tx
+                .prepare_cached(&sql::ended_before(M))?
+                .query_row([cutoff_ms], |r| r.get::<_, i64>(0))
+                .optional()?
+            else {
+                return Ok(0);
+            };
+            tx.prepare_cached(&sql::drop_rows(M))?.execute([import_pk])?;
+            tx.prepare_cached(&sql::drop_import(M))?.execute([import_pk])?;
+            Ok(1)
+        })
+        .await
+    }
+}
