@@ -27,8 +27,8 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{
-    categories, changes, console, cors, events, gate, locations, openapi, ops, redelivery, request_id, search,
-    webhooks, widget,
+    categories, changes, console, cors, events, gate, imports, locations, openapi, ops, redelivery, request_id,
+    search, webhooks, widget,
 };
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
@@ -149,6 +149,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/webhook/resend", post(redelivery::resend))
         .route("/v1/webhook/recover", post(redelivery::recover))
         .route("/v1/webhook/test", post(redelivery::test))
+        .route("/v1/import/create", post(imports::create))
+        .route("/v1/import/get", post(imports::get))
+        .route("/v1/import/list", post(imports::list))
+        .route("/v1/import/rows", post(imports::rows))
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::merchant_gate));
     Router::new()
         .merge(storefront)
@@ -317,6 +321,11 @@ pub async fn serve(
         state.settings.webhooks.clone(),
         stopping.clone(),
     ));
+    let imports = tokio::spawn(crate::imports::run(
+        state.store.imports(),
+        std::sync::Arc::clone(&state.imports_wake),
+        stopping.clone(),
+    ));
     let signal = stopping.clone();
     let shutdown = async move {
         shutdown.await;
@@ -330,5 +339,6 @@ pub async fn serve(
     prune.abort();
     stopping.cancel();
     let _ = deliver.await;
+    let _ = imports.await;
     served
 }

@@ -11,6 +11,7 @@ pub mod demo;
 pub mod domain;
 pub mod errors;
 pub mod http;
+pub mod imports;
 pub mod key_verdicts;
 pub mod pagination;
 pub mod rate_limit;

@@ -170,6 +170,46 @@ impl Position for BeforeAttempt {
     }
 }
 
+/// Where a page of a merchant's imports ends (newest first): its last (oldest) import's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BeforeImport(pub i64);
+
+/// Version bytes of import-list cursors.
+const IMPORTS_V1: u8 = 0x49;
+
+impl Position for BeforeImport {
+    const VERSIONS: &'static [u8] = &[IMPORTS_V1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.0.to_be_bytes());
+    }
+
+    fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
+        let key = i64::from_be_bytes(bytes.try_into().ok()?);
+        (key > 0).then_some(BeforeImport(key))
+    }
+}
+
+/// Where a page of an import's rows ends (file order): its last row's place in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AfterRow(pub i64);
+
+/// Version bytes of import-row cursors.
+const IMPORT_ROWS_V1: u8 = 0x52;
+
+impl Position for AfterRow {
+    const VERSIONS: &'static [u8] = &[IMPORT_ROWS_V1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.0.to_be_bytes());
+    }
+
+    fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
+        let ordinal = i64::from_be_bytes(bytes.try_into().ok()?);
+        (ordinal >= 0).then_some(AfterRow(ordinal))
+    }
+}
+
 /// Version bytes of search cursors.
 const SEARCH_V1: u8 = 0x53;
 

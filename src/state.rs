@@ -72,6 +72,8 @@ pub struct Services {
     pub events: Arc<EventSignal>,
     /// Resends and tests: the delivery worker's transport and places.
     pub by_hand: Arc<ByHand>,
+    /// Rung when an import is created here: this instance's runner claims it at once.
+    pub imports_wake: Arc<tokio::sync::Notify>,
     pub settings: Settings,
 }
 
@@ -122,6 +124,7 @@ impl AppState {
                 Arc::new(Places::default()),
                 settings.webhooks.clone(),
             )),
+            imports_wake: Arc::default(),
             settings,
         })))
     }

@@ -29,8 +29,11 @@ pub(crate) trait Applier {
 
     /// Creates the items (row index, item as JSON text), in order; what became of each. `rows`
     /// are the chunk's rows, which the indexes name.
-    async fn create(&mut self, items: Vec<(usize, Cow<'_, str>)>, rows: &[Row])
-    -> Result<Vec<(usize, Sent)>, Self::Error>;
+    async fn create(
+        &mut self,
+        items: Vec<(usize, Cow<'_, str>)>,
+        rows: &[Row],
+    ) -> Result<Vec<(usize, Sent)>, Self::Error>;
 
     /// Updates the locations the items name (each with its `expected_version` when the row has a
     /// version); what became of each.
@@ -51,7 +54,11 @@ pub fn names(rows: &[Row], update: bool) -> (Vec<&str>, Vec<&str>) {
 
 /// One chunk, start to end: its rows' outcomes in row order. The rows of a chunk name different
 /// locations (a row naming one already named waits for the next chunk).
-pub(crate) async fn apply_chunk<A: Applier>(applier: &mut A, rows: &[Row], update: bool) -> Result<Vec<RowReport>, A::Error> {
+pub(crate) async fn apply_chunk<A: Applier>(
+    applier: &mut A,
+    rows: &[Row],
+    update: bool,
+) -> Result<Vec<RowReport>, A::Error> {
     let (mlids, ids) = names(rows, update);
     let known = applier.stored(&mlids, &ids).await?;
     let mut routes: Vec<Route> = rows.iter().map(|row| outcome::route(row, update, &known)).collect();

@@ -1,6 +1,10 @@
 //! A merchant's file handed to the service: what an import is, where it stands and what its rows
 //! came to, and the rules about its size and count that need no storage.
 
+use serde::Serialize;
+use serde::ser::{SerializeStruct, Serializer};
+
+use super::wire::timestamp;
 use crate::wire_enum;
 
 wire_enum! {
@@ -92,6 +96,66 @@ pub struct ImportRow {
     pub errors: String,
 }
 
+impl Serialize for Counts {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut c = s.serialize_struct("Counts", 6)?;
+        c.serialize_field("created", &self.created)?;
+        c.serialize_field("updated", &self.updated)?;
+        c.serialize_field("unchanged", &self.unchanged)?;
+        c.serialize_field("quarantined", &self.quarantined)?;
+        c.serialize_field("archived", &self.archived)?;
+        c.serialize_field("failed", &self.failed)?;
+        c.end()
+    }
+}
+
+impl Serialize for ImportError {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut e = s.serialize_struct("ImportError", 2)?;
+        e.serialize_field("code", &self.code)?;
+        e.serialize_field("message", &self.message)?;
+        e.end()
+    }
+}
+
+/// A time as the API writes it, or `null`.
+fn time(ms: Option<i64>) -> Option<String> {
+    ms.map(|ms| String::from_utf8_lossy(&timestamp(ms)).into_owned())
+}
+
+impl Serialize for Import {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut i = s.serialize_struct("Import", 13)?;
+        i.serialize_field("import_id", &self.import_id)?;
+        i.serialize_field("file_name", &self.file_name)?;
+        i.serialize_field("status", &self.status)?;
+        i.serialize_field("dry_run", &self.options.dry_run)?;
+        i.serialize_field("update", &self.options.update)?;
+        i.serialize_field("archive_missing", &self.options.archive_missing)?;
+        i.serialize_field("rows_total", &self.rows_total)?;
+        i.serialize_field("rows_done", &self.rows_done)?;
+        i.serialize_field("counts", &self.counts)?;
+        i.serialize_field("error", &self.error)?;
+        i.serialize_field("created_at", &time(Some(self.created_at_ms)))?;
+        i.serialize_field("started_at", &time(self.started_at_ms))?;
+        i.serialize_field("finished_at", &time(self.finished_at_ms))?;
+        i.end()
+    }
+}
+
+impl Serialize for ImportRow {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let errors: Option<&serde_json::value::RawValue> = serde_json::from_str(&self.errors).ok();
+        let mut r = s.serialize_struct("ImportRow", 5)?;
+        r.serialize_field("row", &self.row)?;
+        r.serialize_field("merchant_location_id", &self.merchant_location_id)?;
+        r.serialize_field("location_id", &self.location_id)?;
+        r.serialize_field("outcome", &self.outcome)?;
+        r.serialize_field("errors", &errors)?;
+        r.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,7 +163,15 @@ mod tests {
     #[test]
     fn rows_are_counted_by_outcome_and_anything_else_failed() {
         let mut counts = Counts::default();
-        for outcome in ["created", "created", "updated", "unchanged", "quarantined", "failed", "unknown"] {
+        for outcome in [
+            "created",
+            "created",
+            "updated",
+            "unchanged",
+            "quarantined",
+            "failed",
+            "unknown",
+        ] {
             counts.add(outcome);
         }
         let expected = Counts {
@@ -111,5 +183,29 @@ mod tests {
             failed: 2,
         };
         assert_eq!(counts, expected);
+    }
+
+    #[test]
+    fn an_import_is_written_with_its_keys_in_order_and_times_as_the_api_writes_them() {
+        let import = Import {
+            import_id: "i".into(),
+            file_name: "f.csv".into(),
+            status: ImportStatus::Failed,
+            options: ImportOptions::default(),
+            rows_total: None,
+            rows_done: 0,
+            counts: Counts::default(),
+            error: Some(ImportError {
+                code: "INVALID_FILE".into(),
+                message: "line 2: m".into(),
+            }),
+            created_at_ms: 0,
+            started_at_ms: Some(1),
+            finished_at_ms: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&import).unwrap(),
+            r#"{"import_id":"i","file_name":"f.csv","status":"FAILED","dry_run":false,"update":false,"archive_missing":false,"rows_total":null,"rows_done":0,"counts":{"created":0,"updated":0,"unchanged":0,"quarantined":0,"archived":0,"failed":0},"error":{"code":"INVALID_FILE","message":"line 2: m"},"created_at":"1970-01-01T00:00:00.000Z","started_at":"1970-01-01T00:00:00.001Z","finished_at":null}"#
+        );
     }
 }

@@ -27,6 +27,10 @@ use crate::store::MerchantRef;
 /// Largest request body accepted.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// Largest body of an import's create, the one operation that takes more: a file of up to 6 MiB
+/// is 8 MiB as base64, with the request's other keys around it.
+pub const IMPORT_BODY_BYTES: usize = 9 * 1024 * 1024;
+
 /// Most JSON tokens (`{`, `[`, `:` and `,` outside strings) in a body. The largest valid request,
 /// 200 items each with 100 dated schedules and every field, has under 400,000.
 pub const MAX_TOKENS: usize = 1_000_000;
@@ -72,76 +76,92 @@ impl FromRequest<AppState> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let budgets = &state.bodies;
-        let (parts, body) = request.into_parts();
-        let is_json = is_json(&parts.headers);
-        let timing = parts.extensions.get::<BodyTiming>().copied().unwrap_or_default();
-        let declared = parts
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-        let unsupported = || ApiError::new(ErrorCode::UnsupportedMediaType, "Content-Type must be application/json");
-        let too_large = || {
-            ApiError::new(
-                ErrorCode::PayloadTooLarge,
-                format!("request body must be at most {MAX_BODY_BYTES} bytes"),
-            )
-            .detail("max_bytes", MAX_BODY_BYTES)
-        };
-        match declared {
-            Some(0) => return Ok(JsonBody::empty()),
-            Some(_) if !is_json => {
-                discard(body, timing).await;
-                return Err(unsupported());
-            }
-            Some(n) if n > MAX_BODY_BYTES as u64 => {
-                discard(body, timing).await;
-                return Err(too_large());
-            }
-            _ => {}
-        }
-        let merchant = parts.extensions.get::<MerchantRef>().map_or(0, |m| m.pk);
-        let (bytes, mut budget) = match read(budgets, body, declared, merchant, timing).await {
-            Ok(read) => read,
-            Err(Unread::TooLarge) => return Err(if is_json { too_large() } else { unsupported() }),
-            Err(Unread::Late(why)) => {
-                tracing::warn!(
-                    request_id = super::request_id::current().as_deref().unwrap_or_default(),
-                    "{why}: answered 408"
-                );
-                return Err(ApiError::new(
-                    ErrorCode::RequestTimeout,
-                    format!("{why}; send the whole body without pausing"),
-                ));
-            }
-            Err(Unread::Broken) => {
-                return Err(ApiError::new(
-                    ErrorCode::InvalidRequest,
-                    "the request body could not be read",
-                ));
-            }
-        };
-        if bytes.is_empty() {
-            return Ok(JsonBody::empty());
-        }
-        if !is_json {
+        extract(request, state, MAX_BODY_BYTES).await
+    }
+}
+
+/// The body of an import's create: a [`JsonBody`] of up to `IMPORT_BODY_BYTES`.
+pub struct ImportBody(pub JsonBody);
+
+impl FromRequest<AppState> for ImportBody {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        extract(request, state, IMPORT_BODY_BYTES).await.map(ImportBody)
+    }
+}
+
+/// A body of at most `max` bytes, checked in the contract's order.
+async fn extract(request: Request, state: &AppState, max: usize) -> Result<JsonBody, ApiError> {
+    let budgets = &state.bodies;
+    let (parts, body) = request.into_parts();
+    let is_json = is_json(&parts.headers);
+    let timing = parts.extensions.get::<BodyTiming>().copied().unwrap_or_default();
+    let declared = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let unsupported = || ApiError::new(ErrorCode::UnsupportedMediaType, "Content-Type must be application/json");
+    let too_large = || {
+        ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("request body must be at most {max} bytes"),
+        )
+        .detail("max_bytes", max)
+    };
+    match declared {
+        Some(0) => return Ok(JsonBody::empty()),
+        Some(_) if !is_json => {
+            discard(body, timing).await;
             return Err(unsupported());
         }
-        let Some(tokens) = tokens(&bytes, MAX_TOKENS) else {
-            return Err(ApiError::new(
-                ErrorCode::PayloadTooLarge,
-                format!("request body must have at most {MAX_TOKENS} JSON values, keys and separators"),
-            )
-            .detail("max_tokens", MAX_TOKENS));
-        };
-        budget.push(
-            budgets
-                .parsing(tokens * BYTES_PER_TOKEN)
-                .await
-                .map_err(|closed| ApiError::internal(&closed))?,
-        );
-        Ok(JsonBody { bytes, _budget: budget })
+        Some(n) if n > max as u64 => {
+            discard(body, timing).await;
+            return Err(too_large());
+        }
+        _ => {}
     }
+    let merchant = parts.extensions.get::<MerchantRef>().map_or(0, |m| m.pk);
+    let (bytes, mut budget) = match read(budgets, body, declared, merchant, timing, max).await {
+        Ok(read) => read,
+        Err(Unread::TooLarge) => return Err(if is_json { too_large() } else { unsupported() }),
+        Err(Unread::Late(why)) => {
+            tracing::warn!(
+                request_id = super::request_id::current().as_deref().unwrap_or_default(),
+                "{why}: answered 408"
+            );
+            return Err(ApiError::new(
+                ErrorCode::RequestTimeout,
+                format!("{why}; send the whole body without pausing"),
+            ));
+        }
+        Err(Unread::Broken) => {
+            return Err(ApiError::new(
+                ErrorCode::InvalidRequest,
+                "the request body could not be read",
+            ));
+        }
+    };
+    if bytes.is_empty() {
+        return Ok(JsonBody::empty());
+    }
+    if !is_json {
+        return Err(unsupported());
+    }
+    let Some(tokens) = tokens(&bytes, MAX_TOKENS) else {
+        return Err(ApiError::new(
+            ErrorCode::PayloadTooLarge,
+            format!("request body must have at most {MAX_TOKENS} JSON values, keys and separators"),
+        )
+        .detail("max_tokens", MAX_TOKENS));
+    };
+    budget.push(
+        budgets
+            .parsing(tokens * BYTES_PER_TOKEN)
+            .await
+            .map_err(|closed| ApiError::internal(&closed))?,
+    );
+    Ok(JsonBody { bytes, _budget: budget })
 }
 
 /// A request's share of the memory budgets, held while what it accounts for lives.
@@ -151,7 +171,7 @@ pub struct Budget {
 
 /// Why a body was not read.
 enum Unread {
-    /// Over `MAX_BODY_BYTES`, or over its declared length (the rest was read and dropped, up to
+    /// Over its limit, or over its declared length (the rest was read and dropped, up to
     /// `DISCARD_LIMIT`).
     TooLarge,
     /// It stalled or was not complete in time (CONTRACT §17): the reason, for the answer.
@@ -170,8 +190,9 @@ async fn read(
     declared: Option<u64>,
     merchant: i64,
     timing: BodyTiming,
+    max: usize,
 ) -> Result<(Bytes, Vec<OwnedSemaphorePermit>), Unread> {
-    let limit = declared.map_or(MAX_BODY_BYTES, |n| (n as usize).min(MAX_BODY_BYTES));
+    let limit = declared.map_or(max, |n| (n as usize).min(max));
     let (mine, shared) = match tokio::time::timeout_at(timing.deadline.into(), budgets.reading(merchant, limit)).await {
         Err(_) => return Err(Unread::Late("the request body was not complete in time")),
         Ok(Ok(taken)) => taken,

@@ -11,6 +11,8 @@ pub mod event_schemas;
 pub mod events;
 pub mod extract;
 pub mod gate;
+pub mod import_schemas;
+pub mod imports;
 pub mod locations;
 pub mod openapi;
 pub mod ops;

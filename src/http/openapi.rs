@@ -15,7 +15,8 @@ use super::event_schemas::*;
 use super::locations as create;
 use super::schemas::*;
 use super::search;
-use super::{events, redelivery, webhooks};
+use super::import_schemas::*;
+use super::{events, imports, redelivery, webhooks};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::event::EventType;
 use crate::domain::field_error::{FieldCode, FieldError};
@@ -40,7 +41,8 @@ use crate::domain::webhook::{Outcome, Trigger};
     paths(
         create::create, create::list, search::search, changes::update, changes::archive, changes::restore, list::list,
         events::feed, webhooks::create, webhooks::list, webhooks::delete, webhooks::enable, webhooks::rotate_secret,
-        webhooks::deliveries, redelivery::resend, redelivery::recover, redelivery::test
+        webhooks::deliveries, redelivery::resend, redelivery::recover, redelivery::test, imports::create, imports::get,
+        imports::list, imports::rows
     ),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
@@ -51,7 +53,9 @@ use crate::domain::webhook::{Outcome, Trigger};
         FeedPagination, EventFeedResponse, EmptyRequest, WebhookObject, WebhookCreateRequest, WebhookIdRequest, DeliveriesRequest,
         AttemptObject, AttemptPagination, webhooks::WebhookAnswer, webhooks::WebhookWithSecret, webhooks::WebhookList,
         webhooks::AttemptPage, AttemptFilterInput, ResendRequest, RecoverRequest, TestEvent, Outcome, Trigger,
-        redelivery::DeliveryAnswer, redelivery::RecoverAnswer
+        redelivery::DeliveryAnswer, redelivery::RecoverAnswer, ImportCreateRequest, ImportIdRequest, ImportsRequest,
+        ImportRowsRequest, ImportRowsFilter, ImportStatusSchema, ImportCounts, ImportErrorObject, ImportObject,
+        RowErrorObject, ImportRowObject, imports::ImportAnswer, imports::ImportList, imports::ImportRowsPage
     )),
     modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),
@@ -59,7 +63,8 @@ use crate::domain::webhook::{Outcome, Trigger};
         (name = "locations", description = "Delivery locations of the authenticated merchant"),
         (name = "categories", description = "The shared product category taxonomy"),
         (name = "events", description = "What changed in the merchant's locations: the ordered event feed"),
-        (name = "webhooks", description = "The same events pushed to the merchant's own HTTPS endpoints, signed")
+        (name = "webhooks", description = "The same events pushed to the merchant's own HTTPS endpoints, signed"),
+        (name = "imports", description = "A merchant's file of locations handed to the service, applied in the background exactly once, and followed row by row")
     )
 )]
 pub struct ApiDoc;

@@ -42,7 +42,6 @@ pub struct Batch<'a> {
     pub claim: &'a Claim,
     pub first: i64,
     pub rows: Vec<Row>,
-    pub now_ms: i64,
 }
 
 /// What a batch did.
@@ -63,9 +62,6 @@ pub enum Archived {
     Done,
     Lost,
 }
-
-/// The most imports a merchant's list page holds.
-pub const PAGE_MAX: usize = 100;
 
 #[async_trait]
 pub trait ImportStore: Send + Sync {
@@ -117,7 +113,7 @@ pub trait ImportStore: Send + Sync {
     /// A dry run, whole: the batches from `rows` applied in one transaction, in the merchant's turn
     /// at heavy work, then rolled back; the rows' outcomes (and with `archive_missing` how many
     /// would be archived) stored and the import `SUCCEEDED`.
-    async fn dry_run(&self, claim: &Claim, rows: mpsc::Receiver<Vec<Row>>, now_ms: i64) -> Result<Applied, StoreError>;
+    async fn dry_run(&self, claim: &Claim, rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError>;
 
     /// Ends the import: `SUCCEEDED` (`error` `None`) or `FAILED`; its file is no longer kept.
     async fn finish_import(&self, claim: &Claim, error: Option<ImportError>, now_ms: i64) -> Result<bool, StoreError>;

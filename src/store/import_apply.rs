@@ -63,7 +63,11 @@ impl<S: TxSteps> Applier for InTx<S> {
         self.steps.stored(mlids, ids).await
     }
 
-    async fn create(&mut self, items: Vec<(usize, Cow<'_, str>)>, _rows: &[Row]) -> Result<Vec<(usize, Sent)>, StoreError> {
+    async fn create(
+        &mut self,
+        items: Vec<(usize, Cow<'_, str>)>,
+        _rows: &[Row],
+    ) -> Result<Vec<(usize, Sent)>, StoreError> {
         let values = parsed(&items);
         let mut plan = Plan::new(&values);
         drop(values);
@@ -81,7 +85,12 @@ impl<S: TxSteps> Applier for InTx<S> {
         Ok(items
             .iter()
             .zip(results)
-            .map(|((i, _), r)| (*i, Sent::Result(answer(r.location_id, r.status.as_str(), None, r.errors))))
+            .map(|((i, _), r)| {
+                (
+                    *i,
+                    Sent::Result(answer(r.location_id, r.status.as_str(), None, r.errors)),
+                )
+            })
             .collect())
     }
 
@@ -97,14 +106,19 @@ impl<S: TxSteps> Applier for InTx<S> {
             plan.decide(Vec::new(), Vec::new(), Vec::new())
         };
         if decision.results.len() != items.len() {
-            return Err(StoreError::Backend("the store answered for fewer items than it was given".into()));
+            return Err(StoreError::Backend(
+                "the store answered for fewer items than it was given".into(),
+            ));
         }
         Ok(items
             .iter()
             .zip(decision.results)
             .map(|((i, _), r)| {
                 let version = r.version.and_then(|v| u64::try_from(v).ok());
-                (*i, Sent::Result(answer(r.location_id, r.status.as_str(), version, r.errors)))
+                (
+                    *i,
+                    Sent::Result(answer(r.location_id, r.status.as_str(), version, r.errors)),
+                )
             })
             .collect())
     }

@@ -8,8 +8,7 @@ pub const IMPORT_COLUMNS: &str = "import_id, file_name, status, do_update, archi
      started_at, finished_at";
 
 /// A claimed import's columns, in `Claim`'s order.
-pub const CLAIM_COLUMNS: &str =
-    "import_pk, merchant_pk, import_id, file_name, content, sheet, do_update, archive_missing, dry_run, rows_total, \
+pub const CLAIM_COLUMNS: &str = "import_pk, merchant_pk, import_id, file_name, content, sheet, do_update, archive_missing, dry_run, rows_total, \
      rows_done";
 
 /// The statements with `$n` parameters, as `mark` numbers them.

@@ -18,6 +18,7 @@ mod events;
 mod fairness;
 mod helpers;
 mod import;
+mod imports;
 mod limits;
 mod location_list;
 mod migration;

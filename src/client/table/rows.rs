@@ -227,6 +227,20 @@ pub fn scan_bytes(
     })
 }
 
+/// `Source::check` over bytes: the number of rows of a file that reads to its end.
+pub fn check_bytes(data: &[u8], format: Format, options: &ReadOptions) -> Result<u64, Unreadable> {
+    let csv = match format {
+        Format::Csv => Some(csv_dialect::inspect(|| Ok(Cursor::new(data)), options.csv).map_err(Unreadable)?),
+        _ => None,
+    };
+    let mut rows = 0;
+    scan_any(Cursor::new(data), format, csv, options.sheet.as_deref(), &mut |_| {
+        rows += 1;
+        true
+    })?;
+    Ok(rows)
+}
+
 fn scan_any<R: Read + Seek>(
     reader: R,
     format: Format,

@@ -13,7 +13,9 @@ use super::sql::{execute, lock_merchant, query};
 use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::client::table::rows::Row;
-use crate::domain::import::{BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE};
+use crate::domain::import::{
+    BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE,
+};
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
@@ -152,7 +154,15 @@ async fn save(
     execute(
         tx,
         &sql::progress(M),
-        &[&import_pk, &n, &counts.created, &counts.updated, &counts.unchanged, &counts.quarantined, &counts.failed],
+        &[
+            &import_pk,
+            &n,
+            &counts.created,
+            &counts.updated,
+            &counts.unchanged,
+            &counts.quarantined,
+            &counts.failed,
+        ],
     )
     .await?;
     Ok(rows.iter().map(|r| r.outcome.to_owned()).collect())
@@ -168,7 +178,12 @@ impl ImportStore for PgImports {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
         // Two creates of one merchant take turns, so that neither counts before the other stored.
-        execute(&tx, "SELECT 1 FROM merchants WHERE pk = $1 FOR UPDATE", &[&import.merchant_pk]).await?;
+        execute(
+            &tx,
+            "SELECT 1 FROM merchants WHERE pk = $1 FOR UPDATE",
+            &[&import.merchant_pk],
+        )
+        .await?;
         let o = &import.options;
         let inserted = execute(
             &tx,
@@ -202,7 +217,12 @@ impl ImportStore for PgImports {
         found.first().map(|r| import_of(r, 0)).transpose()
     }
 
-    async fn list_imports(&self, merchant_pk: i64, before: Option<i64>, limit: usize) -> Result<Vec<(i64, Import)>, StoreError> {
+    async fn list_imports(
+        &self,
+        merchant_pk: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Import)>, StoreError> {
         let client = self.pool.get().await?;
         let (before, limit) = (before.unwrap_or(i64::MAX), limit as i64);
         let rows = query(&client, &sql::list(M), &[&merchant_pk, &before, &limit]).await?;
@@ -218,7 +238,10 @@ impl ImportStore for PgImports {
         limit: usize,
     ) -> Result<Option<Vec<ImportRow>>, StoreError> {
         let client = self.pool.get().await?;
-        let Some(key) = query(&client, &sql::key(M), &[&merchant_pk, &import_id]).await?.first().map(|r| r.get::<_, i64>(0))
+        let Some(key) = query(&client, &sql::key(M), &[&merchant_pk, &import_id])
+            .await?
+            .first()
+            .map(|r| r.get::<_, i64>(0))
         else {
             return Ok(None);
         };
@@ -242,7 +265,12 @@ impl ImportStore for PgImports {
 
     async fn claim_import(&self, owner: &str, now_ms: i64, until_ms: i64) -> Result<Option<Claim>, StoreError> {
         let client = self.pool.get().await?;
-        let found = query(&client, &sql::claim(M, " FOR UPDATE SKIP LOCKED"), &[&owner, &now_ms, &until_ms]).await?;
+        let found = query(
+            &client,
+            &sql::claim(M, " FOR UPDATE SKIP LOCKED"),
+            &[&owner, &now_ms, &until_ms],
+        )
+        .await?;
         found.first().map(|r| claim_of(r, owner)).transpose()
     }
 
@@ -253,7 +281,13 @@ impl ImportStore for PgImports {
 
     async fn set_rows_total(&self, claim: &Claim, rows_total: i64) -> Result<bool, StoreError> {
         let client = self.pool.get().await?;
-        Ok(execute(&client, &sql::set_total(M), &[&claim.import_pk, &claim.owner, &rows_total]).await? == 1)
+        Ok(execute(
+            &client,
+            &sql::set_total(M),
+            &[&claim.import_pk, &claim.owner, &rows_total],
+        )
+        .await?
+            == 1)
     }
 
     async fn apply_batch(&self, batch: Batch<'_>) -> Result<Applied, StoreError> {
@@ -301,7 +335,11 @@ impl ImportStore for PgImports {
         let Some(last) = candidates.last().map(|r| r.get::<_, i64>(0)) else {
             return Ok(Archived::Done);
         };
-        let missing: Vec<String> = candidates.iter().filter(|r| r.get::<_, bool>(2)).map(|r| r.get(1)).collect();
+        let missing: Vec<String> = candidates
+            .iter()
+            .filter(|r| r.get::<_, bool>(2))
+            .map(|r| r.get(1))
+            .collect();
         let (mut archived, mut changes) = (0, Vec::new());
         if !missing.is_empty() {
             let written = changes::change_in_tx(&tx, claim.merchant_pk, import_apply::archive_plan(&missing)).await?;
@@ -317,7 +355,7 @@ impl ImportStore for PgImports {
         Ok(Archived::Some(archived))
     }
 
-    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>, _now_ms: i64) -> Result<Applied, StoreError> {
+    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError> {
         let _turn = self.heavy.turn(claim.merchant_pk).await?;
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
@@ -337,10 +375,14 @@ impl ImportStore for PgImports {
         }
         let would_archive: i64 = if claim.options.archive_missing {
             let zero = 0i64;
-            query(&tx, &sql::unnamed_count(M), &[&claim.merchant_pk, &zero, &claim.import_pk])
-                .await?
-                .first()
-                .map_or(0, |r| r.get(0))
+            query(
+                &tx,
+                &sql::unnamed_count(M),
+                &[&claim.merchant_pk, &zero, &claim.import_pk],
+            )
+            .await?
+            .first()
+            .map_or(0, |r| r.get(0))
         } else {
             0
         };
@@ -351,7 +393,12 @@ impl ImportStore for PgImports {
         }
         let words = save(&tx, claim.import_pk, 0, &reports).await?;
         let zero = 0i64;
-        execute(&tx, &sql::archive_progress(M), &[&claim.import_pk, &would_archive, &zero]).await?;
+        execute(
+            &tx,
+            &sql::archive_progress(M),
+            &[&claim.import_pk, &would_archive, &zero],
+        )
+        .await?;
         tx.commit().await?;
         Ok(Applied::Done(words))
     }
@@ -368,7 +415,15 @@ impl ImportStore for PgImports {
         let ended = execute(
             &client,
             &sql::finish(M),
-            &[&claim.import_pk, &claim.owner, &status.as_str(), &code, &message, &now_ms, &empty],
+            &[
+                &claim.import_pk,
+                &claim.owner,
+                &status.as_str(),
+                &code,
+                &message,
+                &now_ms,
+                &empty,
+            ],
         )
         .await?;
         Ok(ended == 1)
@@ -377,7 +432,11 @@ impl ImportStore for PgImports {
     async fn prune_imports(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        let Some(key) = query(&tx, &sql::ended_before(M), &[&cutoff_ms]).await?.first().map(|r| r.get::<_, i64>(0)) else {
+        let Some(key) = query(&tx, &sql::ended_before(M), &[&cutoff_ms])
+            .await?
+            .first()
+            .map(|r| r.get::<_, i64>(0))
+        else {
             return Ok(0);
         };
         execute(&tx, &sql::drop_rows(M), &[&key]).await?;

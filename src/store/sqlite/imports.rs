@@ -17,7 +17,9 @@ use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::client::table::rows::Row;
 use crate::domain::event::Change;
-use crate::domain::import::{BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE};
+use crate::domain::import::{
+    BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE,
+};
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
@@ -183,7 +185,10 @@ fn save(tx: &Connection, import_pk: i64, first: i64, reports: &[RowReport]) -> R
 }
 
 fn fence(tx: &Connection, claim: &(i64, String), first: i64) -> Result<bool, StoreError> {
-    Ok(tx.prepare_cached(&sql::fence(M))?.execute(params![claim.0, claim.1, first])? == 1)
+    Ok(tx
+        .prepare_cached(&sql::fence(M))?
+        .execute(params![claim.0, claim.1, first])?
+        == 1)
 }
 
 #[async_trait]
@@ -225,14 +230,19 @@ impl ImportStore for SqliteImports {
             .await
     }
 
-    async fn list_imports(&self, merchant_pk: i64, before: Option<i64>, limit: usize) -> Result<Vec<(i64, Import)>, StoreError> {
+    async fn list_imports(
+        &self,
+        merchant_pk: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<(i64, Import)>, StoreError> {
         self.readers
             .read(move |c| {
                 let mut statement = c.prepare_cached(&sql::list(M))?;
-                let rows = statement.query_map(
-                    params![merchant_pk, before.unwrap_or(i64::MAX), limit as i64],
-                    |r| Ok((r.get(0)?, import_of(r, 1)?)),
-                )?;
+                let rows = statement
+                    .query_map(params![merchant_pk, before.unwrap_or(i64::MAX), limit as i64], |r| {
+                        Ok((r.get(0)?, import_of(r, 1)?))
+                    })?;
                 Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
             })
             .await
@@ -286,7 +296,10 @@ impl ImportStore for SqliteImports {
     async fn extend_import(&self, import_pk: i64, owner: &str, until_ms: i64) -> Result<bool, StoreError> {
         let owner = owner.to_owned();
         write(&self.jobs, move |tx| {
-            Ok(tx.prepare_cached(&sql::extend(M))?.execute(params![import_pk, owner, until_ms])? == 1)
+            Ok(tx
+                .prepare_cached(&sql::extend(M))?
+                .execute(params![import_pk, owner, until_ms])?
+                == 1)
         })
         .await
     }
@@ -294,7 +307,10 @@ impl ImportStore for SqliteImports {
     async fn set_rows_total(&self, claim: &Claim, rows_total: i64) -> Result<bool, StoreError> {
         let held = (claim.import_pk, claim.owner.clone());
         write(&self.jobs, move |tx| {
-            Ok(tx.prepare_cached(&sql::set_total(M))?.execute(params![held.0, held.1, rows_total])? == 1)
+            Ok(tx
+                .prepare_cached(&sql::set_total(M))?
+                .execute(params![held.0, held.1, rows_total])?
+                == 1)
         })
         .await
     }
@@ -366,7 +382,7 @@ impl ImportStore for SqliteImports {
         Ok(done)
     }
 
-    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>, _now_ms: i64) -> Result<Applied, StoreError> {
+    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError> {
         let _turn = self.heavy.turn(claim.merchant_pk).await?;
         let held = (claim.import_pk, claim.owner.clone());
         let (merchant_pk, update, archive) = (claim.merchant_pk, claim.options.update, claim.options.archive_missing);
@@ -380,8 +396,13 @@ impl ImportStore for SqliteImports {
                 }
                 let mut reports = Vec::new();
                 while let Some(batch) = rows.blocking_recv() {
-                    let (done, _) =
-                        apply_now(&tx, (merchant_pk, &health.failpoint), &batch, update, Persist::ValidateOnly)?;
+                    let (done, _) = apply_now(
+                        &tx,
+                        (merchant_pk, &health.failpoint),
+                        &batch,
+                        update,
+                        Persist::ValidateOnly,
+                    )?;
                     save(&tx, held.0, reports.len() as i64, &done)?;
                     reports.extend(done);
                 }
@@ -404,7 +425,10 @@ impl ImportStore for SqliteImports {
             })();
             let _ = reply.send(result);
         }));
-        sender(&self.jobs)?.send(job).await.map_err(|_| StoreError::Unavailable)?;
+        sender(&self.jobs)?
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Unavailable)?;
         answer.await.map_err(|_| StoreError::Unavailable)?
     }
 

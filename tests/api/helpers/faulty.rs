@@ -133,6 +133,10 @@ impl Store for FaultyStore {
         self.inner.redeliveries()
     }
 
+    fn imports(&self) -> Arc<dyn storefront::store::import_api::ImportStore> {
+        self.inner.imports()
+    }
+
     fn event_signal(&self) -> Arc<storefront::store::event_signal::EventSignal> {
         self.inner.event_signal()
     }
