@@ -324,7 +324,7 @@ async fn a_third_import_queued_or_running_is_refused_and_another_merchant_sees_n
             app.db_url(),
             &format!(
                 "INSERT INTO imports (import_id, merchant_pk, file_name, content, do_update, archive_missing, dry_run, \
-                 status, created_at, owner, claim_until) VALUES ('{id}', {merchant}, 'a.csv', x'00', false, false, false, \
+                 status, created_at, owner, claim_until) VALUES ('{id}', {merchant}, 'a.csv', '', false, false, false, \
                  'RUNNING', 1, 'elsewhere', 9000000000000)"
             ),
         )

@@ -19,6 +19,7 @@ mod fairness;
 mod helpers;
 mod import;
 mod imports;
+mod imports_resume;
 mod limits;
 mod location_list;
 mod migration;
