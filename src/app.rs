@@ -27,8 +27,8 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{
-    categories, changes, console, cors, events, gate, imports, locations, openapi, ops, redelivery, request_id,
-    search, webhooks, widget,
+    categories, changes, console, cors, events, gate, imports, locations, openapi, ops, redelivery, request_id, search,
+    webhooks, widget,
 };
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;

@@ -77,7 +77,12 @@ fn create_request(body: &Map<String, Value>) -> Result<CreateRequest, ApiError> 
                 "file_name must end in .csv, .xlsx, .jsonl, .ndjson or .json: the file's format is taken from it",
             ));
         }
-        _ => return Err(invalid("file_name", "file_name is required: the file's name, with its extension")),
+        _ => {
+            return Err(invalid(
+                "file_name",
+                "file_name is required: the file's name, with its extension",
+            ));
+        }
     };
     let Some(Value::String(encoded)) = body.get("content_base64") else {
         return Err(invalid(
@@ -86,7 +91,10 @@ fn create_request(body: &Map<String, Value>) -> Result<CreateRequest, ApiError> 
         ));
     };
     if encoded.is_empty() {
-        return Err(invalid("content_base64", "content_base64 is empty: the file has no bytes"));
+        return Err(invalid(
+            "content_base64",
+            "content_base64 is empty: the file has no bytes",
+        ));
     }
     let too_large = || {
         invalid(
@@ -179,7 +187,14 @@ pub async fn create(
     Ok(Json(ImportAnswer { import }))
 }
 
-const KEYS: [&str; 6] = ["file_name", "content_base64", "update", "archive_missing", "dry_run", "sheet"];
+const KEYS: [&str; 6] = [
+    "file_name",
+    "content_base64",
+    "update",
+    "archive_missing",
+    "dry_run",
+    "sheet",
+];
 
 /// `import_id`: a string.
 fn import_id(body: &Map<String, Value>) -> Result<String, ApiError> {
@@ -274,7 +289,10 @@ fn failed_only(filter: Option<Map<String, Value>>) -> Result<bool, ApiError> {
     match filter_value(&filter, "outcome") {
         None => Ok(false),
         Some(Value::String(outcome)) if outcome == "failed" => Ok(true),
-        Some(_) => Err(invalid_filter("filter.outcome", "filter.outcome must be \"failed\" or null")),
+        Some(_) => Err(invalid_filter(
+            "filter.outcome",
+            "filter.outcome must be \"failed\" or null",
+        )),
     }
 }
 

@@ -13,7 +13,9 @@ use crate::helpers::*;
 use crate::push::{jsonl, path_arg, report_lines, sample_csv, write};
 
 pub(crate) fn sheet(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/sheets").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/sheets")
+        .join(name)
 }
 
 pub(crate) fn base64_of(bytes: &[u8]) -> String {
@@ -97,7 +99,11 @@ fn masked(message: &str) -> String {
         .split(' ')
         .map(|word| {
             let is_id = word.len() == 36 && word.chars().filter(|c| *c == '-').count() == 4;
-            if is_id || word.starts_with("locations[") { "<id>" } else { word }
+            if is_id || word.starts_with("locations[") {
+                "<id>"
+            } else {
+                word
+            }
         })
         .collect::<Vec<_>>()
         .join(" ")
@@ -116,7 +122,15 @@ fn mixed_jsonl(dir: &Path) -> PathBuf {
     anonymous.as_object_mut().unwrap().remove("merchant_location_id");
     let mut renamed = warehouse(4);
     renamed["name"] = json!("Warehouse 4, renamed");
-    let rows = [pickup_point(1), near, broken, anonymous, warehouse(4), renamed, postamat(5)];
+    let rows = [
+        pickup_point(1),
+        near,
+        broken,
+        anonymous,
+        warehouse(4),
+        renamed,
+        postamat(5),
+    ];
     write(dir, "mixed.jsonl", &jsonl(&rows))
 }
 
@@ -155,7 +169,10 @@ async fn an_import_ends_each_row_as_push_reports_the_same_file() {
         let expected: Vec<Value> = report.iter().map(outcome_of).collect();
         let got: Vec<Value> = rows.iter().map(outcome_of).collect();
         assert_eq!(got, expected, "{}", file.display());
-        for row in rows.iter().filter(|r| r["outcome"] == "created" || r["outcome"] == "quarantined") {
+        for row in rows
+            .iter()
+            .filter(|r| r["outcome"] == "created" || r["outcome"] == "quarantined")
+        {
             assert!(row["location_id"].is_string(), "{row}");
         }
     }
@@ -164,7 +181,15 @@ async fn an_import_ends_each_row_as_push_reports_the_same_file() {
     let outcomes: Vec<&str> = rows.iter().map(|r| r["outcome"].as_str().unwrap()).collect();
     assert_eq!(
         outcomes,
-        ["created", "quarantined", "failed", "created", "created", "failed", "created"]
+        [
+            "created",
+            "quarantined",
+            "failed",
+            "created",
+            "created",
+            "failed",
+            "created"
+        ]
     );
     assert_eq!(
         import["counts"],
@@ -199,10 +224,14 @@ async fn a_dry_run_stores_nothing_and_ends_as_a_real_run_of_the_same_file() {
     assert!(app.records().await.is_empty(), "a dry run stores nothing");
     let feed = app.post("/v1/location/events", &json!({})).await;
     assert_eq!(feed.body["events"], json!([]), "and appends no event");
-    let dry_rows = app.import_rows(dry["import_id"].as_str().unwrap(), Value::Null, 100).await;
+    let dry_rows = app
+        .import_rows(dry["import_id"].as_str().unwrap(), Value::Null, 100)
+        .await;
 
     let real = app.import(&file, json!({"update": true})).await;
-    let real_rows = app.import_rows(real["import_id"].as_str().unwrap(), Value::Null, 100).await;
+    let real_rows = app
+        .import_rows(real["import_id"].as_str().unwrap(), Value::Null, 100)
+        .await;
     assert_eq!(
         dry_rows.iter().map(outcome_of).collect::<Vec<_>>(),
         real_rows.iter().map(outcome_of).collect::<Vec<_>>(),
@@ -235,7 +264,10 @@ async fn a_file_push_refuses_fails_the_import_with_the_line_and_nothing_applied(
     assert_eq!(import["error"]["code"], "INVALID_FILE");
     let message = import["error"]["message"].as_str().unwrap();
     assert!(message.starts_with("line 3: not a JSON value"), "{message}");
-    assert!(app.records().await.is_empty(), "the valid lines before it were not applied");
+    assert!(
+        app.records().await.is_empty(),
+        "the valid lines before it were not applied"
+    );
 
     let no_sheet = app.import(&sheet("locations.xlsx"), json!({"sheet": "Nope"})).await;
     assert_eq!(no_sheet["error"]["code"], "INVALID_FILE");
@@ -246,7 +278,9 @@ async fn a_file_push_refuses_fails_the_import_with_the_line_and_nothing_applied(
     assert_eq!(import["status"], "FAILED");
     assert_eq!(import["error"]["code"], "TOO_MANY_ITEMS");
     assert_eq!(import["counts"]["failed"], 0, "no row was applied");
-    let rows = app.import_rows(import["import_id"].as_str().unwrap(), Value::Null, 10).await;
+    let rows = app
+        .import_rows(import["import_id"].as_str().unwrap(), Value::Null, 10)
+        .await;
     assert!(rows.is_empty());
     let metrics = app.client.get(format!("{}/metrics", app.base)).send().await.unwrap();
     let metrics = metrics.text().await.unwrap();
@@ -275,7 +309,10 @@ async fn every_rule_of_the_create_request_is_answered_at_its_field() {
         (with("content_base64", json!(["a"])), "content_base64"),
         (with("content_base64", json!("not base64!")), "content_base64"),
         (with("content_base64", json!("")), "content_base64"),
-        (with("content_base64", json!(base64_of(&vec![b'x'; 6 * 1024 * 1024 + 1]))), "content_base64"),
+        (
+            with("content_base64", json!(base64_of(&vec![b'x'; 6 * 1024 * 1024 + 1]))),
+            "content_base64",
+        ),
         (with("update", json!("yes")), "update"),
         (with("archive_missing", json!(1)), "archive_missing"),
         (with("dry_run", json!({})), "dry_run"),
@@ -294,15 +331,22 @@ async fn every_rule_of_the_create_request_is_answered_at_its_field() {
 
     // A body over 9 MiB is too large; one of 8.5 MiB is not.
     let (status, text) = app
-        .post_text("/v1/import/create", &with("content_base64", json!("A".repeat(9 * 1024 * 1024))))
+        .post_text(
+            "/v1/import/create",
+            &with("content_base64", json!("A".repeat(9 * 1024 * 1024))),
+        )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(text.contains("PAYLOAD_TOO_LARGE"), "{text}");
     let exactly = app
-        .post("/v1/import/create", &with("content_base64", json!(base64_of(&vec![b'\n'; 6 * 1024 * 1024]))))
+        .post(
+            "/v1/import/create",
+            &with("content_base64", json!(base64_of(&vec![b'\n'; 6 * 1024 * 1024]))),
+        )
         .await;
     assert_eq!(exactly.status, StatusCode::OK, "{:#}", exactly.body);
-    app.import_ended(exactly.body["import"]["import_id"].as_str().unwrap()).await;
+    app.import_ended(exactly.body["import"]["import_id"].as_str().unwrap())
+        .await;
 
     // Null flags are false; an absent sheet is the first.
     let mut nulls = with("update", Value::Null);
@@ -330,7 +374,9 @@ async fn a_third_import_queued_or_running_is_refused_and_another_merchant_sees_n
         )
         .await;
     }
-    let answer = app.post("/v1/import/create", &create_body(&sample_csv(), json!({}))).await;
+    let answer = app
+        .post("/v1/import/create", &create_body(&sample_csv(), json!({})))
+        .await;
     assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{:#}", answer.body);
     assert_eq!(answer.body["code"], "TOO_MANY_ITEMS");
     assert_eq!(answer.body["details"]["field"], "file_name");
@@ -338,7 +384,12 @@ async fn a_third_import_queued_or_running_is_refused_and_another_merchant_sees_n
     assert_eq!(listed.body["imports"][0]["import_id"], "held-2", "newest first");
     assert_eq!(listed.body["pagination"]["has_next"], true);
     let cursor = listed.body["pagination"]["next_cursor"].clone();
-    let next = app.post("/v1/import/list", &json!({"pagination": {"limit": 1, "cursor": cursor}})).await;
+    let next = app
+        .post(
+            "/v1/import/list",
+            &json!({"pagination": {"limit": 1, "cursor": cursor}}),
+        )
+        .await;
     assert_eq!(next.body["imports"][0]["import_id"], "held-1");
     assert_eq!(next.body["pagination"], json!({"next_cursor": null, "has_next": false}));
 
@@ -349,7 +400,10 @@ async fn a_third_import_queued_or_running_is_refused_and_another_merchant_sees_n
         assert_eq!(answer.body["code"], "NOT_FOUND");
         assert_eq!(answer.body["details"]["field"], "import_id");
     }
-    assert_eq!(other.post("/v1/import/list", &json!({})).await.body["imports"], json!([]));
+    assert_eq!(
+        other.post("/v1/import/list", &json!({})).await.body["imports"],
+        json!([])
+    );
 }
 
 #[tokio::test]
@@ -367,11 +421,23 @@ async fn an_import_s_rows_page_in_file_order_and_filter_the_failed_ones() {
     assert_eq!(app.import_rows(id, json!({"outcome": null}), 100).await.len(), 7);
 
     let bad = [
-        (json!({"import_id": id, "filter": {"outcome": "created"}}), "INVALID_FILTER", "filter.outcome"),
-        (json!({"import_id": id, "filter": {"colour": 1}}), "INVALID_FILTER", "filter.colour"),
+        (
+            json!({"import_id": id, "filter": {"outcome": "created"}}),
+            "INVALID_FILTER",
+            "filter.outcome",
+        ),
+        (
+            json!({"import_id": id, "filter": {"colour": 1}}),
+            "INVALID_FILTER",
+            "filter.colour",
+        ),
         (json!({"import_id": id, "filter": 5}), "INVALID_REQUEST", "filter"),
         (json!({"import_id": 5}), "INVALID_REQUEST", "import_id"),
-        (json!({"import_id": id, "pagination": {"limit": 0}}), "INVALID_PAGINATION", "pagination.limit"),
+        (
+            json!({"import_id": id, "pagination": {"limit": 0}}),
+            "INVALID_PAGINATION",
+            "pagination.limit",
+        ),
     ];
     for (body, code, field) in bad {
         let answer = app.post("/v1/import/rows", &body).await;

@@ -66,7 +66,13 @@ async fn all_events(base: &str, key: &str) -> Vec<Value> {
     let mut events = Vec::new();
     let mut cursor = Value::Null;
     loop {
-        let page = call(base, key, "/v1/location/events", &json!({"pagination": {"limit": 1000, "cursor": cursor}})).await;
+        let page = call(
+            base,
+            key,
+            "/v1/location/events",
+            &json!({"pagination": {"limit": 1000, "cursor": cursor}}),
+        )
+        .await;
         events.extend(page["events"].as_array().unwrap().iter().cloned());
         if page["pagination"]["has_next"] == json!(false) {
             return events;
@@ -80,7 +86,13 @@ async fn all_locations(base: &str, key: &str) -> Vec<Value> {
     let mut records = Vec::new();
     let mut cursor = Value::Null;
     loop {
-        let page = call(base, key, "/v1/location/list", &json!({"pagination": {"limit": 1000, "cursor": cursor}})).await;
+        let page = call(
+            base,
+            key,
+            "/v1/location/list",
+            &json!({"pagination": {"limit": 1000, "cursor": cursor}}),
+        )
+        .await;
         records.extend(page["locations"].as_array().unwrap().iter().cloned());
         if page["pagination"]["has_next"] == json!(false) {
             return records;
@@ -95,7 +107,10 @@ const ROWS: usize = 20_000;
 async fn every_location_and_event_once(base: &str, key: &str) {
     let records = all_locations(base, key).await;
     assert_eq!(records.len(), ROWS, "every row's location, once");
-    let names: HashSet<&str> = records.iter().map(|r| r["merchant_location_id"].as_str().unwrap()).collect();
+    let names: HashSet<&str> = records
+        .iter()
+        .map(|r| r["merchant_location_id"].as_str().unwrap())
+        .collect();
     assert_eq!(names.len(), ROWS);
     let events = all_events(base, key).await;
     assert_eq!(events.len(), ROWS, "one event per location");
@@ -108,7 +123,10 @@ async fn every_location_and_event_once(base: &str, key: &str) {
 async fn an_import_killed_in_the_middle_ends_after_a_restart_with_every_location_and_event_once() {
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database_url(dir.path()).await;
-    let key = merchant_create_at(&url, "import")["api_key"].as_str().unwrap().to_owned();
+    let key = merchant_create_at(&url, "import")["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let body = create_body(&many_warehouses(dir.path(), ROWS), json!({}));
     let server = Server::start_at(&url);
     let import = call(&server.base, &key, "/v1/import/create", &body).await["import"].clone();
@@ -121,15 +139,33 @@ async fn an_import_killed_in_the_middle_ends_after_a_restart_with_every_location
 
     let server = Server::start_at(&url);
     let before = call(&server.base, &key, "/v1/import/get", &json!({"import_id": id})).await["import"].clone();
-    assert!(before["rows_done"].as_i64() < Some(ROWS as i64), "killed in the middle: {before:#}");
+    assert!(
+        before["rows_done"].as_i64() < Some(ROWS as i64),
+        "killed in the middle: {before:#}"
+    );
     let ended = import_when(&server.base, &key, &id, |i| i["status"] != "RUNNING").await;
     assert_eq!(ended["status"], "SUCCEEDED", "{ended:#}");
     assert_eq!(ended["rows_done"], ROWS);
-    let failed = call(&server.base, &key, "/v1/import/rows", &json!({"import_id": id, "filter": {"outcome": "failed"}})).await;
+    let failed = call(
+        &server.base,
+        &key,
+        "/v1/import/rows",
+        &json!({"import_id": id, "filter": {"outcome": "failed"}}),
+    )
+    .await;
     assert_eq!(failed["rows"], json!([]), "no row failed");
-    assert_eq!(ended["counts"]["created"], ROWS, "no row was created twice (it would be unchanged)");
+    assert_eq!(
+        ended["counts"]["created"], ROWS,
+        "no row was created twice (it would be unchanged)"
+    );
     every_location_and_event_once(&server.base, &key).await;
-    let rows = call(&server.base, &key, "/v1/import/rows", &json!({"import_id": id, "pagination": {"limit": 1000}})).await;
+    let rows = call(
+        &server.base,
+        &key,
+        "/v1/import/rows",
+        &json!({"import_id": id, "pagination": {"limit": 1000}}),
+    )
+    .await;
     assert_eq!(rows["rows"][999]["row"], 1000);
 }
 
@@ -139,7 +175,10 @@ async fn on_postgres_another_instance_finishes_the_import_of_one_that_was_killed
     let Some(_) = postgres_admin_url() else { return };
     let dir = tempfile::tempdir().unwrap();
     let url = fresh_database_url(dir.path()).await;
-    let key = merchant_create_at(&url, "import")["api_key"].as_str().unwrap().to_owned();
+    let key = merchant_create_at(&url, "import")["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let body = create_body(&many_warehouses(dir.path(), ROWS), json!({}));
     let first = Server::start_at(&url);
     let import = call(&first.base, &key, "/v1/import/create", &body).await["import"].clone();
@@ -173,7 +212,10 @@ async fn a_pulled_workbook_imports_unchanged_and_archive_missing_archives_the_re
 
     // Two locations the file does not name.
     let extra = app
-        .post("/v1/location/create", &json!({"locations": [warehouse(1), pickup_point(2)]}))
+        .post(
+            "/v1/location/create",
+            &json!({"locations": [warehouse(1), pickup_point(2)]}),
+        )
         .await;
     let extra: Vec<&str> = extra.body["locations"]
         .as_array()
@@ -181,13 +223,26 @@ async fn a_pulled_workbook_imports_unchanged_and_archive_missing_archives_the_re
         .iter()
         .map(|r| r["location_id"].as_str().unwrap())
         .collect();
-    let events_before = app.post("/v1/location/events", &json!({"pagination": {"limit": 1000}})).await.body["events"]
+    let events_before = app
+        .post("/v1/location/events", &json!({"pagination": {"limit": 1000}}))
+        .await
+        .body["events"]
         .as_array()
         .unwrap()
         .len();
-    let dry = app.import(&pulled, json!({"update": true, "archive_missing": true, "dry_run": true})).await;
-    assert_eq!(dry["counts"]["archived"], 2, "a dry run counts what it would archive: {dry:#}");
-    let archiving = app.import(&pulled, json!({"update": true, "archive_missing": true})).await;
+    let dry = app
+        .import(
+            &pulled,
+            json!({"update": true, "archive_missing": true, "dry_run": true}),
+        )
+        .await;
+    assert_eq!(
+        dry["counts"]["archived"], 2,
+        "a dry run counts what it would archive: {dry:#}"
+    );
+    let archiving = app
+        .import(&pulled, json!({"update": true, "archive_missing": true}))
+        .await;
     assert_eq!(archiving["status"], "SUCCEEDED", "{archiving:#}");
     assert_eq!(archiving["counts"]["archived"], 2);
     assert_eq!(archiving["counts"]["unchanged"], 4);
@@ -199,12 +254,18 @@ async fn a_pulled_workbook_imports_unchanged_and_archive_missing_archives_the_re
         .collect();
     assert_eq!(archived.len(), 2);
     assert!(extra.iter().all(|id| archived.contains(id)), "exactly the missing ones");
-    let events = app.post("/v1/location/events", &json!({"pagination": {"limit": 1000}})).await.body["events"].clone();
+    let events = app
+        .post("/v1/location/events", &json!({"pagination": {"limit": 1000}}))
+        .await
+        .body["events"]
+        .clone();
     let new: Vec<&Value> = events.as_array().unwrap()[events_before..].iter().collect();
     assert_eq!(new.len(), 2, "one event per archived location: {new:#?}");
     assert!(new.iter().all(|e| e["type"] == "location.archived"));
 
     // The same again archives nothing more.
-    let twice = app.import(&pulled, json!({"update": true, "archive_missing": true})).await;
+    let twice = app
+        .import(&pulled, json!({"update": true, "archive_missing": true}))
+        .await;
     assert_eq!(twice["counts"]["archived"], 0);
 }

@@ -1,7 +1,8 @@
 //! Imports on PostgreSQL: the statements of `store::import_sql` on the pool. A batch is one
 //! transaction on a connection of the merchant's turn at heavy work, under the merchant's lock
-//! (its writes through the API take turns with it, across every instance); a dry run is one such
-//! transaction for the whole file, rolled back, then its outcomes stored.
+//! (its writes through the API take turns with it, across every instance); a dry run is one
+//! transaction for the whole file, rolled back at the end, its rows' outcomes stored a batch at a
+//! time on another connection.
 
 use std::sync::Arc;
 
@@ -356,50 +357,42 @@ impl ImportStore for PgImports {
     }
 
     async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError> {
-        let _turn = self.heavy.turn(claim.merchant_pk).await?;
+        // The batches' transaction is rolled back at the end; it takes no merchant's lock, so the
+        // merchant's own writes go on beside it (only a write of a location it touched waits).
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        if !fence(&tx, claim, 0).await? {
-            return Ok(Applied::Lost);
-        }
-        lock_merchant(&tx, claim.merchant_pk).await?;
-        let mut reports = Vec::new();
+        let mut words = Vec::new();
         while let Some(batch) = rows.recv().await {
             let steps = Steps {
                 tx: &tx,
                 merchant_pk: claim.merchant_pk,
             };
-            let (done, _) = apply_rows(steps, &batch, claim.options.update, Persist::ValidateOnly).await?;
-            save(&tx, claim.import_pk, reports.len() as i64, &done).await?;
-            reports.extend(done);
+            let (reports, _) = apply_rows(steps, &batch, claim.options.update, Persist::ValidateOnly).await?;
+            let first = words.len() as i64;
+            // Committed at once: the batches' transaction reads them back when `archive_missing`
+            // counts the locations no row names.
+            let mut progress = self.pool.get().await?;
+            let stored = progress.transaction().await?;
+            if !fence(&stored, claim, first).await? {
+                return Ok(Applied::Lost);
+            }
+            words.extend(save(&stored, claim.import_pk, first, &reports).await?);
+            stored.commit().await?;
         }
-        let would_archive: i64 = if claim.options.archive_missing {
+        if claim.options.archive_missing {
             let zero = 0i64;
-            query(
+            let would: i64 = query(
                 &tx,
                 &sql::unnamed_count(M),
                 &[&claim.merchant_pk, &zero, &claim.import_pk],
             )
             .await?
             .first()
-            .map_or(0, |r| r.get(0))
-        } else {
-            0
-        };
-        tx.rollback().await?;
-        let tx = client.transaction().await?;
-        if !fence(&tx, claim, 0).await? {
-            return Ok(Applied::Lost);
+            .map_or(0, |r| r.get(0));
+            let progress = self.pool.get().await?;
+            execute(&progress, &sql::archive_progress(M), &[&claim.import_pk, &would, &zero]).await?;
         }
-        let words = save(&tx, claim.import_pk, 0, &reports).await?;
-        let zero = 0i64;
-        execute(
-            &tx,
-            &sql::archive_progress(M),
-            &[&claim.import_pk, &would_archive, &zero],
-        )
-        .await?;
-        tx.commit().await?;
+        tx.rollback().await?;
         Ok(Applied::Done(words))
     }
 

@@ -1,18 +1,17 @@
 //! Imports on SQLite: the statements of `store::import_sql` on the read connections and the
 //! writer. A batch is one job of the writer (its own transaction, between other merchants'
-//! groups), in the merchant's turn at heavy work; a dry run is one transaction the writer holds
-//! while the file's batches come, rolled back, then its outcomes stored.
+//! groups), in the merchant's turn at heavy work; a dry run is `dry_run`'s, beside the writer.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use async_trait::async_trait;
 use futures_util::FutureExt;
-use rusqlite::{Connection, OptionalExtension, Row as SqlRow, TransactionBehavior, params};
-use tokio::sync::{mpsc, oneshot};
+use rusqlite::{Connection, OptionalExtension, Row as SqlRow, params};
+use tokio::sync::mpsc;
 
 use super::readers::ReadPool;
-use super::writer::{Job, Jobs, WriterHealth, sender, write};
+use super::writer::{Jobs, WriterHealth, write};
 use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::client::table::rows::Row;
@@ -140,7 +139,7 @@ impl TxSteps for Steps<'_> {
 
 /// Applies `rows` in the open transaction `tx`. Every step on this connection is done when it
 /// returns, so the batch's future is ready at its first poll.
-fn apply_now(
+pub(super) fn apply_now(
     tx: &Connection,
     claim: (i64, &AtomicU64),
     rows: &[Row],
@@ -158,7 +157,12 @@ fn apply_now(
 }
 
 /// Stores the reports of the rows from `first` on, and the import's progress.
-fn save(tx: &Connection, import_pk: i64, first: i64, reports: &[RowReport]) -> Result<Vec<String>, StoreError> {
+pub(super) fn save(
+    tx: &Connection,
+    import_pk: i64,
+    first: i64,
+    reports: &[RowReport],
+) -> Result<Vec<String>, StoreError> {
     let (rows, counts) = stored_rows(reports);
     let mut insert = tx.prepare_cached(&sql::insert_row(M))?;
     for (k, r) in rows.iter().enumerate() {
@@ -184,7 +188,7 @@ fn save(tx: &Connection, import_pk: i64, first: i64, reports: &[RowReport]) -> R
     Ok(rows.iter().map(|r| r.outcome.to_owned()).collect())
 }
 
-fn fence(tx: &Connection, claim: &(i64, String), first: i64) -> Result<bool, StoreError> {
+pub(super) fn fence(tx: &Connection, claim: &(i64, String), first: i64) -> Result<bool, StoreError> {
     Ok(tx
         .prepare_cached(&sql::fence(M))?
         .execute(params![claim.0, claim.1, first])?
@@ -382,54 +386,12 @@ impl ImportStore for SqliteImports {
         Ok(done)
     }
 
-    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError> {
-        let _turn = self.heavy.turn(claim.merchant_pk).await?;
-        let held = (claim.import_pk, claim.owner.clone());
-        let (merchant_pk, update, archive) = (claim.merchant_pk, claim.options.update, claim.options.archive_missing);
-        let health = Arc::clone(&self.health);
-        let (reply, answer) = oneshot::channel();
-        let job = Job::Run(Box::new(move |conn: &mut Connection| {
-            let result = (|| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                if !fence(&tx, &held, 0)? {
-                    return Ok(Applied::Lost);
-                }
-                let mut reports = Vec::new();
-                while let Some(batch) = rows.blocking_recv() {
-                    let (done, _) = apply_now(
-                        &tx,
-                        (merchant_pk, &health.failpoint),
-                        &batch,
-                        update,
-                        Persist::ValidateOnly,
-                    )?;
-                    save(&tx, held.0, reports.len() as i64, &done)?;
-                    reports.extend(done);
-                }
-                let would_archive: i64 = if archive {
-                    tx.prepare_cached(&sql::unnamed_count(M))?
-                        .query_row(params![merchant_pk, 0, held.0], |r| r.get(0))?
-                } else {
-                    0
-                };
-                tx.rollback()?;
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                if !fence(&tx, &held, 0)? {
-                    return Ok(Applied::Lost);
-                }
-                let words = save(&tx, held.0, 0, &reports)?;
-                tx.prepare_cached(&sql::archive_progress(M))?
-                    .execute(params![held.0, would_archive, 0])?;
-                tx.commit()?;
-                Ok(Applied::Done(words))
-            })();
-            let _ = reply.send(result);
-        }));
-        sender(&self.jobs)?
-            .send(job)
+    async fn dry_run(&self, claim: &Claim, rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError> {
+        let live = self.readers.path().to_owned();
+        let (jobs, claim, handle) = (Arc::clone(&self.jobs), claim.clone(), tokio::runtime::Handle::current());
+        tokio::task::spawn_blocking(move || super::dry_run::run(&live, &jobs, &claim, rows, &handle))
             .await
-            .map_err(|_| StoreError::Unavailable)?;
-        answer.await.map_err(|_| StoreError::Unavailable)?
+            .map_err(StoreError::backend)?
     }
 
     async fn finish_import(&self, claim: &Claim, error: Option<ImportError>, now_ms: i64) -> Result<bool, StoreError> {

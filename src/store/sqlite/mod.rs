@@ -21,6 +21,7 @@ mod categories;
 mod changes;
 mod checkpoint;
 mod column;
+mod dry_run;
 mod events;
 mod imports;
 mod keys;

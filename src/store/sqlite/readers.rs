@@ -33,6 +33,11 @@ impl ReadPool {
         }
     }
 
+    /// The database file's path.
+    pub(super) fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     /// Drops the idle connections.
     pub(super) fn close(&self) {
         if let Ok(mut idle) = self.idle.lock() {

@@ -83,7 +83,7 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, StoreError> {
 }
 
 /// Applies the embedded migrations not yet applied, tracked in `PRAGMA user_version`.
-fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
     let applied: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     crate::store::migrate::refuse_newer(applied, MIGRATIONS.len())?;
