@@ -177,12 +177,9 @@ pub(crate) fn stored_rows(reports: &[RowReport]) -> (Vec<StoredRow<'_>>, Counts)
     (rows, counts)
 }
 
+/// The errors as push's report writes them (`field`, `code`, `message`).
 fn errors_json(errors: &[RowError]) -> String {
-    let errors: Vec<_> = errors
-        .iter()
-        .map(|e| json!({"field": e.field, "code": e.code, "message": e.message}))
-        .collect();
-    serde_json::Value::Array(errors).to_string()
+    serde_json::to_string(errors).unwrap_or_else(|_| "[]".to_owned())
 }
 
 /// An archive request's items for these locations.
