@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Imports through the API (`scripts/bench --import`), on SQLite or (`--engine postgres`) on a
+throwaway PostgreSQL server with fsync on, each run on a fresh database and a freshly started
+release server:
+
+- `import`: a workbook of ROWS warehouses (written by `locations pull --format xlsx` from a scratch
+  service) handed to `POST /v1/import/create`; the seconds from the request to `SUCCEEDED`, the
+  server's peak RSS growth over the import (its VmHWM after, less its VmRSS before), and another
+  merchant's one-location creates made one after another meanwhile (p50 / p99).
+  Goals: <= 30 s on SQLite, <= 60 s on PostgreSQL; RSS growth <= 64 MiB; the creates' p99 <= 250 ms.
+- beside it, `push`: the same workbook pushed by `storefront locations push` (4 chunks in flight,
+  the default) into another fresh database, with the other merchant's creates beside it too. The
+  import should take no longer: it saves the round trips.
+"""
+
+import argparse
+import base64
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+import events_bench  # noqa: E402
+import fairness_bench  # noqa: E402
+
+ROOT = bench.ROOT
+PG = None
+
+
+def status_kib(pid, field):
+    """A `/proc/PID/status` figure, in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def workbook(binary, workdir, rows):
+    """A workbook of `rows` warehouses, as `pull --format xlsx` writes them (without the columns
+    only a pulled file has, so that every row is a create)."""
+    db = Path(workdir) / "source.db"
+    key = events_bench.merchant(binary, db, "source")
+    proc, base = bench.serve(binary, f"sqlite://{db}")
+    try:
+        for c in range(0, rows, 200):
+            fairness_bench.post(base, key, "/v1/location/create",
+                                {"locations": [fairness_bench.location("w", c + i) for i in range(min(200, rows - c))]})
+        path = Path(workdir) / "locations.xlsx"
+        subprocess.run([str(binary), "locations", "pull", "--output", str(path)], check=True,
+                       env=dict(os.environ, STOREFRONT_URL=base, STOREFRONT_API_KEY=key), capture_output=True)
+    finally:
+        events_bench.stop(proc)
+    return path
+
+
+def fresh(binary, workdir, tag):
+    """A fresh database, the importing merchant's key and the other's, and the server on it."""
+    db = PG.fresh(tag) if PG else Path(workdir) / f"{tag}-{time.time_ns()}.db"
+    key = events_bench.merchant(binary, db, "importer")
+    other = events_bench.merchant(binary, db, "other")
+    url = db if PG else f"sqlite://{db}"
+    proc, base = bench.serve(binary, url)
+    return key, other, proc, base
+
+
+class Creates:
+    """The other merchant's one-location creates, one after another, until `stop`."""
+
+    def __init__(self, base, key):
+        self.base, self.key, self.latencies, self.done = base, key, [], threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        i = 0
+        while not self.done.is_set():
+            t = time.perf_counter()
+            fairness_bench.post(self.base, self.key, "/v1/location/create",
+                                {"locations": [fairness_bench.location("o", i)]})
+            self.latencies.append(time.perf_counter() - t)
+            i += 1
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(60)
+        lat = sorted(self.latencies)
+        return {"creates": len(lat), "p50_ms": statistics.median(lat) * 1000,
+                "p99_ms": lat[max(0, int(len(lat) * 0.99) - 1)] * 1000}
+
+
+def import_run(binary, workdir, path):
+    key, other, proc, base = fresh(binary, workdir, "import")
+    try:
+        body = {"file_name": path.name, "content_base64": base64.b64encode(path.read_bytes()).decode()}
+        rss_before = status_kib(proc.pid, "VmRSS")
+        creates = Creates(base, other)
+        time.sleep(1)
+        t = time.perf_counter()
+        created = bench.post(base, "/v1/import/create", key, body)
+        import_id = created["import"]["import_id"]
+        while True:
+            got = bench.post(base, "/v1/import/get", key, {"import_id": import_id})["import"]
+            if got["status"] in ("SUCCEEDED", "FAILED"):
+                break
+            time.sleep(0.05)
+        seconds = time.perf_counter() - t
+        others = creates.stop()
+        peak = status_kib(proc.pid, "VmHWM")
+    finally:
+        events_bench.stop(proc)
+    assert got["status"] == "SUCCEEDED" and got["counts"]["created"] == got["rows_total"], got
+    return {"seconds": seconds, "rows": got["rows_total"], "rss_growth_mib": (peak - rss_before) / 1024, **others}
+
+
+def push_run(binary, workdir, path):
+    key, other, proc, base = fresh(binary, workdir, "push")
+    try:
+        creates = Creates(base, other)
+        time.sleep(1)
+        t = time.perf_counter()
+        run = subprocess.run([str(binary), "locations", "push", str(path)], capture_output=True, text=True,
+                             env=dict(os.environ, STOREFRONT_URL=base, STOREFRONT_API_KEY=key))
+        seconds = time.perf_counter() - t
+        others = creates.stop()
+    finally:
+        events_bench.stop(proc)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return {"seconds": seconds, "summary": run.stdout.strip(), **others}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--binary", default=str(ROOT / "target/release/storefront"))
+    p.add_argument("--rows", type=int, default=50_000)
+    p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
+    p.add_argument("--out", default=str(ROOT / "target/bench/import.md"))
+    cfg = p.parse_args()
+    binary = Path(cfg.binary)
+    global PG
+    with tempfile.TemporaryDirectory() as workdir:
+        if cfg.engine == "postgres":
+            os.chmod(workdir, 0o755)  # the cluster runs as the postgres user
+            PG = bench.Postgres(workdir)
+        try:
+            path = workbook(binary, workdir, cfg.rows)
+            size = path.stat().st_size
+            bench.log(f"   workbook: {cfg.rows} rows, {size / 2**20:.1f} MiB")
+            imported = import_run(binary, workdir, path)
+            bench.log(f"   import: {imported}")
+            pushed = push_run(binary, workdir, path)
+            bench.log(f"   push: {pushed}")
+        finally:
+            if PG:
+                PG.stop()
+    machine = bench.machine()
+    goal = 30 if cfg.engine == "sqlite" else 60
+    lines = [f"Command: `scripts/bench --import --rows {cfg.rows} --engine {cfg.engine}`, {time.strftime('%Y-%m-%d')}, "
+             f"{machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB; a workbook of "
+             f"{cfg.rows:,} rows, {size / 2**20:.1f} MiB.", "",
+             "| way in | seconds | rows/s | server RSS growth | other merchant's creates | p50 | p99 |",
+             "|---|---:|---:|---:|---:|---:|---:|",
+             f"| import (`/v1/import/create` to `SUCCEEDED`) | {imported['seconds']:.1f} | "
+             f"{cfg.rows / imported['seconds']:,.0f} | {imported['rss_growth_mib']:.1f} MiB | {imported['creates']} | "
+             f"{imported['p50_ms']:.1f} ms | {imported['p99_ms']:.1f} ms |",
+             f"| push (the CLI) | {pushed['seconds']:.1f} | {cfg.rows / pushed['seconds']:,.0f} | | "
+             f"{pushed['creates']} | {pushed['p50_ms']:.1f} ms | {pushed['p99_ms']:.1f} ms |", "",
+             f"Goals: the import in <= {goal} s ({'met' if imported['seconds'] <= goal else 'NOT met'}), "
+             f"RSS growth <= 64 MiB ({'met' if imported['rss_growth_mib'] <= 64 else 'NOT met'}), the other "
+             f"merchant's p99 <= 250 ms ({'met' if imported['p99_ms'] <= 250 else 'NOT met'}); the import "
+             f"{pushed['seconds'] / imported['seconds']:.2f}x as fast as push."]
+    bench.write_report(cfg.out, lines)
+
+
+if __name__ == "__main__":
+    main()
