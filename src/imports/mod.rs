@@ -37,7 +37,8 @@ pub async fn run(store: Arc<dyn ImportStore>, wake: Arc<Notify>, stop: Cancellat
     let token = crate::secret::random::<12>().unwrap_or_default();
     let owner: String = token.iter().map(|b| format!("{b:02x}")).collect();
     let mut running: JoinSet<()> = JoinSet::new();
-    let mut last_prune = tokio::time::Instant::now();
+    // The first look for imports past their keeping is at the start.
+    let mut last_prune: Option<tokio::time::Instant> = None;
     loop {
         while running.try_join_next().is_some() {}
         while running.len() < AT_ONCE && !stop.is_cancelled() {
@@ -55,8 +56,8 @@ pub async fn run(store: Arc<dyn ImportStore>, wake: Arc<Notify>, stop: Cancellat
                 }
             }
         }
-        if last_prune.elapsed() >= PRUNE_EVERY {
-            last_prune = tokio::time::Instant::now();
+        if last_prune.is_none_or(|at| at.elapsed() >= PRUNE_EVERY) {
+            last_prune = Some(tokio::time::Instant::now());
             prune(store.as_ref()).await;
         }
         tokio::select! {

@@ -240,6 +240,27 @@ async fn a_dry_run_stores_nothing_and_ends_as_a_real_run_of_the_same_file() {
     assert_eq!(dry["counts"], real["counts"]);
     assert_eq!(real_rows[5]["outcome"], "updated");
     assert_eq!(app.records().await.len(), 5);
+    let metrics = app.client.get(format!("{}/metrics", app.base)).send().await.unwrap();
+    let metrics = metrics.text().await.unwrap();
+    for line in ["imports_total{status=\"SUCCEEDED\"}", "import_rows_total{outcome=\"quarantined\"}"] {
+        assert!(metrics.contains(line), "{line}: {metrics}");
+    }
+}
+
+#[tokio::test]
+async fn an_import_is_gone_seven_days_after_it_ended() {
+    let app = TestApp::spawn().await;
+    let ended = app.import(&sample_csv(), json!({})).await;
+    let id = ended["import_id"].as_str().unwrap();
+    let store = app.store.imports();
+    let finished = storefront::store::now_ms();
+    let kept = finished - storefront::domain::import::KEPT_FOR_MS;
+    assert_eq!(store.prune_imports(kept - 1).await.unwrap(), 0, "kept for 7 days");
+    assert_eq!(store.prune_imports(finished + 1).await.unwrap(), 1);
+    let answer = app.post("/v1/import/get", &json!({"import_id": id})).await;
+    assert_eq!(answer.body["code"], "NOT_FOUND");
+    let answer = app.post("/v1/import/rows", &json!({"import_id": id})).await;
+    assert_eq!(answer.body["code"], "NOT_FOUND");
 }
 
 #[tokio::test]
