@@ -242,7 +242,10 @@ async fn a_dry_run_stores_nothing_and_ends_as_a_real_run_of_the_same_file() {
     assert_eq!(app.records().await.len(), 5);
     let metrics = app.client.get(format!("{}/metrics", app.base)).send().await.unwrap();
     let metrics = metrics.text().await.unwrap();
-    for line in ["imports_total{status=\"SUCCEEDED\"}", "import_rows_total{outcome=\"quarantined\"}"] {
+    for line in [
+        "imports_total{status=\"SUCCEEDED\"}",
+        "import_rows_total{outcome=\"quarantined\"}",
+    ] {
         assert!(metrics.contains(line), "{line}: {metrics}");
     }
 }
