@@ -296,6 +296,25 @@ async fn a_file_push_refuses_fails_the_import_with_the_line_and_nothing_applied(
     let no_sheet = app.import(&sheet("locations.xlsx"), json!({"sheet": "Nope"})).await;
     assert_eq!(no_sheet["error"]["code"], "INVALID_FILE");
 
+    // A workbook of a few hundred kilobytes whose shared strings are over 128 MiB uncompressed.
+    let bomb = dir.path().join("bomb.xlsx");
+    {
+        use std::io::Write;
+        let mut zip = zip::ZipWriter::new(std::fs::File::create(&bomb).unwrap());
+        let deflated = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file("xl/sharedStrings.xml", deflated).unwrap();
+        let zeros = vec![b'0'; 1 << 20];
+        for _ in 0..129 {
+            zip.write_all(&zeros).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+    let import = app.import(&bomb, json!({})).await;
+    assert_eq!(import["error"]["code"], "INVALID_FILE");
+    let message = import["error"]["message"].as_str().unwrap();
+    assert!(message.contains("too large once uncompressed"), "{message}");
+
     let many: String = (0..100_001).map(|_| "{}\n").collect();
     let many = write(dir.path(), "many.jsonl", &many);
     let import = app.import(&many, json!({})).await;

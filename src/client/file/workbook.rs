@@ -10,6 +10,32 @@ use rust_xlsxwriter::{Format, Workbook, XlsxError};
 
 use super::cells::Cell;
 
+/// Checks that no part of the workbook in `reader` is over `max_part` bytes uncompressed, and all
+/// of them together not over `max_total`: a few megabytes of a workbook can hold gigabytes of
+/// text, which a reader holds in part (its shared strings). Each part is decompressed and counted,
+/// never held, whatever sizes the archive claims.
+pub fn check_parts<RS: Read + Seek>(reader: RS, max_part: u64, max_total: u64) -> Result<(), String> {
+    let mut archive = zip::ZipArchive::new(reader).map_err(|e| format!("not a workbook (.xlsx): {e}"))?;
+    let mut total = 0u64;
+    for i in 0..archive.len() {
+        let part = archive
+            .by_index(i)
+            .map_err(|e| format!("not a workbook (.xlsx): {e}"))?;
+        let name = part.name().map(|n| n.into_owned()).unwrap_or_default();
+        let mut counted = part.take(max_part + 1);
+        let size =
+            std::io::copy(&mut counted, &mut std::io::sink()).map_err(|e| format!("not a workbook (.xlsx): {e}"))?;
+        total += size;
+        if size > max_part || total > max_total {
+            return Err(format!(
+                "the workbook is too large once uncompressed ({name} and the parts before it: over {} MiB)",
+                total.max(size) / (1024 * 1024)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// What receives a workbook's rows: the row's number and its cells; whether to go on.
 pub type EachRow<'f> = dyn FnMut(u64, &[Cell<'_>]) -> Result<bool, String> + 'f;
 

@@ -227,8 +227,18 @@ pub fn scan_bytes(
     })
 }
 
-/// `Source::check` over bytes: the number of rows of a file that reads to its end.
+/// The most a workbook's part may hold uncompressed when read from bytes (`check_bytes`), and all
+/// its parts together.
+const WORKBOOK_PART_BYTES: u64 = 128 * 1024 * 1024;
+const WORKBOOK_BYTES: u64 = 512 * 1024 * 1024;
+
+/// `Source::check` over bytes: the number of rows of a file that reads to its end. A workbook whose
+/// parts are larger uncompressed than any file of up to a few megabytes of locations is refused
+/// before it is read (its shared strings would be held whole).
 pub fn check_bytes(data: &[u8], format: Format, options: &ReadOptions) -> Result<u64, Unreadable> {
+    if format == Format::Xlsx {
+        workbook::check_parts(Cursor::new(data), WORKBOOK_PART_BYTES, WORKBOOK_BYTES).map_err(Unreadable)?;
+    }
     let csv = match format {
         Format::Csv => Some(csv_dialect::inspect(|| Ok(Cursor::new(data)), options.csv).map_err(Unreadable)?),
         _ => None,
