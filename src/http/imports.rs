@@ -159,11 +159,13 @@ pub async fn create(
     Merchant(merchant): Merchant,
     ImportBody(body): ImportBody,
 ) -> Result<Json<ImportAnswer>, ApiError> {
-    let request = {
-        let body = object(body.parse()?, &KEYS)?;
-        create_request(&body)?
-    };
-    drop(body);
+    // Parsing and decoding megabytes is work for a blocking thread, not for the ones serving requests.
+    let request = tokio::task::spawn_blocking(move || {
+        let parsed = object(body.parse()?, &KEYS)?;
+        create_request(&parsed)
+    })
+    .await
+    .map_err(|e| ApiError::internal(&e))??;
     let import = state
         .store
         .imports()
