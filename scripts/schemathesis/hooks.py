@@ -9,19 +9,23 @@ Likewise a search's `filter.open_at` must be a real calendar date (CONTRACT §12
 says `YYYY-MM-DDTHH:MM`, which no pattern can narrow to real dates short of spelling out the
 calendar, so a pattern-valid string that is not a real date (2026-02-30) is replaced by a real one.
 
-The event feed's cursors and an endpoint's delivery cursors are handled as the lists' are; a feed's
+The event feed's cursors, an endpoint's delivery cursors and the imports' are handled as the lists' are; a feed's
 `wait_s` is cut to 1 s (a valid wait that no event ends would take up to 25 s of the run). A
 webhook's id, like a cursor, is one the server issues: a string id is replaced by a real one's, the
 create's URL string by one the create accepts, and the merchant kept under its 10 endpoints. A
 resend's event id is one the server issued too: a string is replaced by an event appended after the
 endpoint was created (a demo location archived and restored); a recovery's `until` that is not after
-its `since` (a rule no schema states) is sent as null.
+its `since` (a rule no schema states) is sent as null. An import's id is one the server issued too:
+a string is replaced by a real import's; an import is created only once fewer than 2 of the
+merchant's are queued or running (the third is refused, a rule of the merchant's state no schema
+states), and `archive_missing` is sent with `update`, which it needs.
 """
 
 import datetime
 import json
 import re
 import threading
+import time
 import urllib.request
 
 import schemathesis
@@ -90,13 +94,48 @@ def _after(until, since):
         return True
 
 
+IMPORTS_LOCK = threading.Lock()
+TINY_CSV = {"file_name": "tiny.csv", "content_base64": "bmFtZQpB", "dry_run": True}
+
+
+def _imports(case, kwargs):
+    """Import cases with the server's own ids, and within the 2 imports a merchant may have running."""
+    base = (getattr(case.operation, "base_url", None) or case.operation.schema.get_base_url() or "").rstrip("/")
+    auth = (kwargs.get("headers") or {}).get("Authorization") or (case.headers or {}).get("Authorization")
+    if not base or not auth or not isinstance(case.body, dict):
+        return
+    if case.operation.path == "/v1/import/create":
+        if case.body.get("archive_missing") is True and case.body.get("update") is not True:
+            case.body = dict(case.body, update=True)
+        _fewer_than_two_running(base, auth)
+    elif isinstance(case.body.get("import_id"), str):
+        imports = _api(base, auth, "/v1/import/list", {"pagination": {"limit": 1}})["imports"]
+        if not imports:
+            _fewer_than_two_running(base, auth)
+            imports = [_api(base, auth, "/v1/import/create", TINY_CSV)["import"]]
+        case.body = dict(case.body, import_id=imports[0]["import_id"])
+
+
+def _fewer_than_two_running(base, auth, seconds=20):
+    """Waits until fewer than 2 of the merchant's imports are queued or running (they end in moments)."""
+    for _ in range(seconds * 10):
+        imports = _api(base, auth, "/v1/import/list", {"pagination": {"limit": 10}})["imports"]
+        if sum(i["status"] in ("QUEUED", "RUNNING") for i in imports) < 2:
+            return
+        time.sleep(0.1)
+
+
 @schemathesis.hook
 def before_call(ctx, case, kwargs):
+    if case.operation.path.startswith("/v1/import/"):
+        with IMPORTS_LOCK:
+            _imports(case, kwargs)
     if case.operation.path.startswith("/v1/webhook/"):
         with WEBHOOKS_LOCK:
             _webhooks(case, kwargs)
     if case.operation.path not in ("/v1/categories/list", "/v1/location/list", "/v1/location/search",
-                                   "/v1/location/events", "/v1/webhook/deliveries") \
+                                   "/v1/location/events", "/v1/webhook/deliveries", "/v1/import/list",
+                                   "/v1/import/rows") \
             or not isinstance(case.body, dict):
         return
     # A feed may wait up to 25 s for an event that never comes: one second is enough to check it.

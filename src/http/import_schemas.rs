@@ -12,14 +12,18 @@ use super::schemas::PaginationRequest;
 #[serde(deny_unknown_fields)]
 pub struct ImportCreateRequest {
     /// The file's name: its extension says its format (`.csv`, `.xlsx`, `.jsonl` or `.ndjson`,
-    /// `.json`), as `locations push` reads it.
+    /// `.json`, in any case), as `locations push` reads it.
+    #[schema(pattern = r"[^/]\.([cC][sS][vV]|[xX][lL][sS][xX]|[jJ][sS][oO][nN][lL]?|[nN][dD][jJ][sS][oO][nN])$")]
     file_name: String,
-    /// The file's bytes in standard base64, at most 6 MiB once decoded (8 MiB of base64).
+    /// The file's bytes in standard base64 (with its padding), at most 6 MiB once decoded (8 MiB
+    /// of base64); not empty.
+    #[schema(pattern = r"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{4}|[A-Za-z0-9+/]{3}=|[A-Za-z0-9+/]{2}==)$")]
     content_base64: String,
     /// A row whose location is stored with other content updates it (by `location_id` when the
     /// row has one, else by `merchant_location_id`). Absent or null: false.
     update: Option<bool>,
-    /// Afterwards, archive every stored location that no row names. Needs `update`.
+    /// Afterwards, archive every stored location that no row names. Needs `update` (true alone is
+    /// refused at `archive_missing`).
     archive_missing: Option<bool>,
     /// Store nothing and append no event: each row's outcome is what a real run would have now,
     /// each row seeing the file's earlier rows.

@@ -51,6 +51,13 @@ pub struct ImportRowsPage {
     pagination: Value,
 }
 
+/// Standard base64 with its padding; the unused bits of the last character are not checked (an
+/// encoder that leaves them set still means the same bytes).
+const BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new().with_decode_allow_trailing_bits(true),
+);
+
 /// What `create` was asked, checked.
 struct CreateRequest {
     file_name: String,
@@ -106,7 +113,7 @@ fn create_request(body: &Map<String, Value>) -> Result<CreateRequest, ApiError> 
     if encoded.len() > MAX_FILE_BYTES.div_ceil(3) * 4 {
         return Err(too_large());
     }
-    let content = base64::engine::general_purpose::STANDARD
+    let content = BASE64
         .decode(encoded)
         .map_err(|e| invalid("content_base64", format!("content_base64 is not standard base64: {e}")))?;
     if content.len() > MAX_FILE_BYTES {
@@ -248,7 +255,8 @@ fn list_digest(merchant_id: &str) -> [u8; 16] {
 /// The merchant's imports, newest first.
 #[utoipa::path(
     post, path = "/v1/import/list", tag = "imports", operation_id = "listImports",
-    request_body(content = ImportsRequest, content_type = "application/json", example = json!({"pagination": {"limit": 20}})),
+    request_body(content = ImportsRequest, description = "Optional: an empty body means `{}`",
+        content_type = "application/json", example = json!({"pagination": {"limit": 20}})),
     responses(
         (status = 200, description = "A page of the merchant's imports, newest first", body = ImportList),
         (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_PAGINATION, INVALID_CURSOR",

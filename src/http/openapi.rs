@@ -199,6 +199,7 @@ pub fn document() -> serde_json::Value {
         "/v1/location/list",
         "/v1/location/events",
         "/v1/webhook/list",
+        "/v1/import/list",
     ] {
         if let Some(RefOr::T(body)) = doc
             .paths
