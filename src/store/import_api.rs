@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use tokio::sync::mpsc;
 
-use super::api::StoreError;
+use super::error::StoreError;
 use crate::client::table::rows::Row;
 use crate::domain::import::{Import, ImportError, ImportOptions, ImportRow};
 

@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicU64;
 use rusqlite::{Connection, params};
 use tokio::sync::mpsc;
 
-use super::imports::{apply_now, fence, save};
+use super::import_batch::{apply_now, fence, save};
 use super::schema::{configure, migrate};
 use super::writer::{Jobs, write};
 use crate::client::table::rows::Row;

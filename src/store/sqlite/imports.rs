@@ -3,31 +3,26 @@
 //! groups), in the merchant's turn at heavy work; a dry run is `dry_run`'s, beside the writer.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 
 use async_trait::async_trait;
-use futures_util::FutureExt;
-use rusqlite::{Connection, OptionalExtension, Row as SqlRow, params};
+use rusqlite::{OptionalExtension, Row as SqlRow, params};
 use tokio::sync::mpsc;
 
+use super::import_batch::{apply_now, fence, save};
 use super::readers::ReadPool;
 use super::writer::{Jobs, WriterHealth, write};
-use super::{changes, events, locations};
-use crate::client::outcome::{Known, RowReport, Stored};
+use super::{changes, events};
 use crate::client::table::rows::Row;
-use crate::domain::event::Change;
 use crate::domain::import::{
     BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE,
 };
 use crate::domain::location::Persist;
-use crate::domain::location::batch::{NewLocation, Outcome};
-use crate::domain::location::change::{ChangePlan, Decision};
 use crate::store::api::StoreError;
 use crate::store::event_signal::EventSignal;
-use crate::store::group::{Written, after_commit};
+use crate::store::group::after_commit;
 use crate::store::heavy::HeavyWork;
 use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore, NewImport};
-use crate::store::import_apply::{self, TxSteps, apply_rows, stored_rows};
+use crate::store::import_apply;
 use crate::store::import_sql as sql;
 
 const M: char = '?';
@@ -90,109 +85,6 @@ fn claim_of(r: &SqlRow<'_>, owner: &str) -> rusqlite::Result<Claim> {
         rows_done: r.get(10)?,
         owner: owner.to_owned(),
     })
-}
-
-/// The store's create and change in the writer's open transaction.
-struct Steps<'c> {
-    tx: &'c Connection,
-    merchant_pk: i64,
-    failpoint: &'c AtomicU64,
-}
-
-impl TxSteps for Steps<'_> {
-    async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError> {
-        let mut known = Known::default();
-        let mut by_name = self.tx.prepare_cached(
-            "SELECT location_id, version, status FROM locations WHERE merchant_pk = ?1 AND merchant_location_id = ?2",
-        )?;
-        let stored = |r: &SqlRow<'_>| {
-            Ok(Stored {
-                location_id: r.get(0)?,
-                version: r.get::<_, i64>(1)?.try_into().unwrap_or(0),
-                archived: r.get_ref(2)?.as_str()? == "ARCHIVED",
-            })
-        };
-        for mlid in mlids {
-            if let Some(s) = by_name.query_row(params![self.merchant_pk, mlid], stored).optional()? {
-                known.by_mlid.insert((*mlid).to_owned(), s);
-            }
-        }
-        let mut by_id = self.tx.prepare_cached(
-            "SELECT location_id, version, status FROM locations WHERE merchant_pk = ?1 AND location_id = ?2",
-        )?;
-        for id in ids {
-            if let Some(s) = by_id.query_row(params![self.merchant_pk, id], stored).optional()? {
-                known.by_id.insert((*id).to_owned(), s);
-            }
-        }
-        Ok(known)
-    }
-
-    async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError> {
-        locations::create_in_tx(self.tx, self.merchant_pk, items, self.failpoint)
-    }
-
-    async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError> {
-        changes::change_in_tx(self.tx, self.merchant_pk, plan)
-    }
-}
-
-/// Applies `rows` in the open transaction `tx`. Every step on this connection is done when it
-/// returns, so the batch's future is ready at its first poll.
-pub(super) fn apply_now(
-    tx: &Connection,
-    claim: (i64, &AtomicU64),
-    rows: &[Row],
-    update: bool,
-    persist: Persist,
-) -> Result<(Vec<RowReport>, Vec<Change>), StoreError> {
-    let steps = Steps {
-        tx,
-        merchant_pk: claim.0,
-        failpoint: claim.1,
-    };
-    apply_rows(steps, rows, update, persist)
-        .now_or_never()
-        .unwrap_or_else(|| Err(StoreError::Backend("a batch's write waited on this connection".into())))
-}
-
-/// Stores the reports of the rows from `first` on, and the import's progress.
-pub(super) fn save(
-    tx: &Connection,
-    import_pk: i64,
-    first: i64,
-    reports: &[RowReport],
-) -> Result<Vec<String>, StoreError> {
-    let (rows, counts) = stored_rows(reports);
-    let mut insert = tx.prepare_cached(&sql::insert_row(M))?;
-    for (k, r) in rows.iter().enumerate() {
-        insert.execute(params![
-            import_pk,
-            first + k as i64,
-            r.row,
-            r.merchant_location_id,
-            r.location_id,
-            r.outcome,
-            r.errors
-        ])?;
-    }
-    tx.prepare_cached(&sql::progress(M))?.execute(params![
-        import_pk,
-        rows.len() as i64,
-        counts.created,
-        counts.updated,
-        counts.unchanged,
-        counts.quarantined,
-        counts.failed
-    ])?;
-    Ok(rows.iter().map(|r| r.outcome.to_owned()).collect())
-}
-
-pub(super) fn fence(tx: &Connection, claim: &(i64, String), first: i64) -> Result<bool, StoreError> {
-    Ok(tx
-        .prepare_cached(&sql::fence(M))?
-        .execute(params![claim.0, claim.1, first])?
-        == 1)
 }
 
 #[async_trait]

@@ -23,6 +23,7 @@ mod checkpoint;
 mod column;
 mod dry_run;
 mod events;
+mod import_batch;
 mod imports;
 mod keys;
 mod locations;
