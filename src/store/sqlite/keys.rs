@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::store::api::{KeyRow, KeyScope, MerchantRow, StoreError, StoredKey};
+use crate::store::api::{KeyRow, KeyScope, MerchantRef, MerchantRow, StoreError, StoredKey};
 use rusqlite::OptionalExtension;
 
 /// Verified API keys, each with the version of the database it was read at.
@@ -108,6 +108,26 @@ impl KeyCache {
 }
 
 /// Every merchant, oldest first.
+/// The unrevoked key with this id.
+pub(super) fn lookup(c: &Connection, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+    let row = c
+        .prepare_cached(
+            "SELECT m.pk, m.id, k.secret_hash, k.scope FROM api_keys k \
+             JOIN merchants m ON m.pk = k.merchant_pk WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
+        )?
+        .query_row([key_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?, r.get::<_, String>(3)?))
+        })
+        .optional()?;
+    Ok(row.and_then(|(pk, id, hash, scope)| {
+        Some(StoredKey {
+            merchant: MerchantRef { pk, id },
+            scope: KeyScope::from_stored(&scope),
+            secret_hash: hash.try_into().ok()?,
+        })
+    }))
+}
+
 pub(super) fn merchants(conn: &rusqlite::Connection) -> Result<Vec<MerchantRow>, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT id, name, created_at FROM merchants ORDER BY created_at, pk")?;
     let rows = stmt.query_map([], |r| {

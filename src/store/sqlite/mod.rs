@@ -56,8 +56,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    Approval, Imported, KeyRow, KeyScope, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
-    Store, StoreError, StoredKey, WriteFor, now_ms,
+    Approval, Imported, KeyRow, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn, Store,
+    StoreError, StoredKey, WriteFor, now_ms,
 };
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -140,26 +140,7 @@ impl SqliteStore {
     /// The unrevoked key with this id, read from the database.
     async fn lookup_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
         let key_id = key_id.to_owned();
-        self.readers
-            .read(move |c| {
-                let row = c
-                    .prepare_cached(
-                        "SELECT m.pk, m.id, k.secret_hash, k.scope FROM api_keys k \
-                         JOIN merchants m ON m.pk = k.merchant_pk WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
-                    )?
-                    .query_row([&key_id], |r| {
-                        Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?, r.get::<_, String>(3)?))
-                    })
-                    .optional()?;
-                Ok(row.and_then(|(pk, id, hash, scope)| {
-                    Some(StoredKey {
-                        merchant: MerchantRef { pk, id },
-                        scope: KeyScope::from_stored(&scope),
-                        secret_hash: hash.try_into().ok()?,
-                    })
-                }))
-            })
-            .await
+        self.readers.read(move |c| keys::lookup(c, &key_id)).await
     }
 
     /// Test hook (a failpoint, in debug builds only): the `k`-th location insert from now on fails, as a full disk
@@ -587,7 +568,7 @@ mod tests {
         assert!(matches!(store.keys.version(), Some(Version::WalIndex(_))));
         let merchant = crate::auth::create_merchant(&store, "m").await.unwrap();
         for round in 0..20 {
-            let issued = crate::auth::issue_key(&store, &merchant.merchant_id, KeyScope::Full)
+            let issued = crate::auth::issue_key(&store, &merchant.merchant_id, crate::store::api::KeyScope::Full)
                 .await
                 .unwrap();
             // Twice: the second answer comes from the cache.
