@@ -14,7 +14,7 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::table::rows::{Format, ReadOptions, check_bytes};
+use crate::client::table::rows::{Format, ReadOptions, Row, check_bytes};
 use crate::domain::import::{ImportError, KEPT_FOR_MS, MAX_ROWS};
 use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore};
 use crate::store::now_ms;
@@ -29,6 +29,9 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// Imports this instance runs at once. Their batches take the merchants' turns at heavy work, so
 /// more would only wait there.
 const AT_ONCE: usize = 4;
+/// Most batches written in one transaction: 1,000 rows, some tens of milliseconds of the writer
+/// that every merchant's writes share.
+const BATCHES_PER_WRITE: usize = 5;
 /// How often ended imports past their keeping are looked for.
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 
@@ -169,7 +172,7 @@ async fn run_claimed(
         }
     }
     let content = std::mem::take(&mut claim.content);
-    let (tx, mut rx) = mpsc::channel(2);
+    let (tx, mut rx) = mpsc::channel(2 * BATCHES_PER_WRITE);
     let skip = u64::try_from(claim.rows_done).unwrap_or(0);
     let reader = tokio::task::spawn_blocking(move || batches::send(&content, format, &options, skip, &tx));
     if claim.options.dry_run {
@@ -181,19 +184,19 @@ async fn run_claimed(
         }
     } else {
         let mut first = claim.rows_done;
-        while let Some(rows) = rx.recv().await {
+        while let Some(batches) = ready_batches(&mut rx).await {
             if lost.is_cancelled() {
                 return Ok(());
             }
-            let n = rows.len() as i64;
-            // A batch the store could not write stored nothing (or, when its commit's answer was
-            // lost, everything, and its fence stops a second try): the run stops, and whoever
+            let n: i64 = batches.iter().map(|rows| rows.len() as i64).sum();
+            // Batches the store could not write stored nothing (or, when their commit's answer was
+            // lost, everything, and the fence stops a second try): the run stops, and whoever
             // claims the import next goes on from what is stored.
             match store
                 .apply_batch(Batch {
                     claim: &claim,
                     first,
-                    rows,
+                    batches,
                 })
                 .await?
             {
@@ -220,6 +223,19 @@ async fn run_claimed(
         metrics::counter!("imports_total", "status" => "SUCCEEDED").increment(1);
     }
     Ok(())
+}
+
+/// The next batch, and those read already behind it, up to `BATCHES_PER_WRITE`: one transaction
+/// (one commit, one flush to disk) for several, while the file is read ahead. `None` at the end.
+async fn ready_batches(rx: &mut mpsc::Receiver<Vec<Row>>) -> Option<Vec<Vec<Row>>> {
+    let mut batches = vec![rx.recv().await?];
+    while batches.len() < BATCHES_PER_WRITE {
+        match rx.try_recv() {
+            Ok(rows) => batches.push(rows),
+            Err(_) => break,
+        }
+    }
+    Some(batches)
 }
 
 async fn fail(

@@ -1,6 +1,6 @@
 //! What is stored of imports, and what crosses the storage boundary for them. An import's rows are
-//! applied in batches, each in one transaction with its rows' outcomes and the import's progress,
-//! fenced by the runner that claimed it: a batch of a runner that lost its claim stores nothing,
+//! applied in batches, a few in one transaction with their rows' outcomes and the import's
+//! progress, fenced by the runner that claimed it: a batch of a runner that lost its claim stores nothing,
 //! so no row is applied twice whatever kill or restart comes between.
 
 use async_trait::async_trait;
@@ -37,11 +37,12 @@ pub struct Claim {
     pub owner: String,
 }
 
-/// One batch of a real run: the rows after the first `first` of the file.
+/// Batches of a real run, written in one transaction: the rows after the first `first` of the
+/// file, each batch applied as one chunk (at most `BATCH_ROWS` rows naming different locations).
 pub struct Batch<'a> {
     pub claim: &'a Claim,
     pub first: i64,
-    pub rows: Vec<Row>,
+    pub batches: Vec<Vec<Row>>,
 }
 
 /// What a batch did.
@@ -103,7 +104,8 @@ pub trait ImportStore: Send + Sync {
     /// The file was read whole: it has `rows_total` rows.
     async fn set_rows_total(&self, claim: &Claim, rows_total: i64) -> Result<bool, StoreError>;
 
-    /// Applies one batch of a real run (see the module's notes), in the merchant's turn at heavy work.
+    /// Applies batches of a real run in one transaction (see the module's notes), in the merchant's
+    /// turn at heavy work.
     async fn apply_batch(&self, batch: Batch<'_>) -> Result<Applied, StoreError>;
 
     /// One step of `archive_missing`: up to a batch of the merchant's locations that are not

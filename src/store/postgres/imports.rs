@@ -300,15 +300,19 @@ impl ImportStore for PgImports {
             return Ok(Applied::Lost);
         }
         lock_merchant(&tx, claim.merchant_pk).await?;
-        let steps = Steps {
-            tx: &tx,
-            merchant_pk: claim.merchant_pk,
-        };
-        let (reports, changes) = apply_rows(steps, &batch.rows, claim.options.update, Persist::Commit).await?;
-        if !changes.is_empty() {
-            events::append(&tx, claim.merchant_pk, &changes).await?;
+        let (mut words, mut changes) = (Vec::new(), Vec::new());
+        for rows in &batch.batches {
+            let steps = Steps {
+                tx: &tx,
+                merchant_pk: claim.merchant_pk,
+            };
+            let (reports, changed) = apply_rows(steps, rows, claim.options.update, Persist::Commit).await?;
+            if !changed.is_empty() {
+                events::append(&tx, claim.merchant_pk, &changed).await?;
+            }
+            words.extend(save(&tx, claim.import_pk, batch.first + words.len() as i64, &reports).await?);
+            changes.extend(changed);
         }
-        let words = save(&tx, claim.import_pk, batch.first, &reports).await?;
         tx.commit().await?;
         after_commit(&self.signal, std::iter::once((claim.merchant_pk, changes.as_slice())));
         Ok(Applied::Done(words))

@@ -215,17 +215,23 @@ impl ImportStore for SqliteImports {
         let claim = batch.claim;
         let _turn = self.heavy.turn(claim.merchant_pk).await?;
         let held = (claim.import_pk, claim.owner.clone());
-        let (merchant_pk, update, first, rows) = (claim.merchant_pk, claim.options.update, batch.first, batch.rows);
+        let (merchant_pk, update, first, batches) =
+            (claim.merchant_pk, claim.options.update, batch.first, batch.batches);
         let health = Arc::clone(&self.health);
         let done = write(&self.jobs, move |tx| {
             if !fence(tx, &held, first)? {
                 return Ok(None);
             }
-            let (reports, changes) = apply_now(tx, (merchant_pk, &health.failpoint), &rows, update, Persist::Commit)?;
-            if !changes.is_empty() {
-                events::append(tx, merchant_pk, &changes)?;
+            let (mut words, mut changes) = (Vec::new(), Vec::new());
+            for rows in &batches {
+                let (reports, changed) =
+                    apply_now(tx, (merchant_pk, &health.failpoint), rows, update, Persist::Commit)?;
+                if !changed.is_empty() {
+                    events::append(tx, merchant_pk, &changed)?;
+                }
+                words.extend(save(tx, held.0, first + words.len() as i64, &reports)?);
+                changes.extend(changed);
             }
-            let words = save(tx, held.0, first, &reports)?;
             Ok(Some((words, changes)))
         })
         .await?;
