@@ -11,7 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, ErrorCode};
-use super::extract::JsonBody;
+use super::extract::{JsonBody, invalid, object};
 use super::gate::{InFlight, Merchant};
 use super::paging::{PageSize, cursor_position, invalid_filter, parse_pagination, reject_unknown_filter_keys, section};
 use crate::domain::event::{EventPage, EventQuery, EventType, EventTypes, feed_digest};
@@ -44,10 +44,6 @@ struct FeedRequest {
     cursor: Option<String>,
     start: Start,
     wait: Duration,
-}
-
-fn invalid(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidRequest, message).field(field)
 }
 
 /// A set of event types at `field` (`filter.types`; a webhook's `types`): a non-empty array of
@@ -90,18 +86,7 @@ fn parse_filter(filter: &Map<String, Value>) -> Result<EventTypes, ApiError> {
 
 impl FeedRequest {
     fn parse(body: Value) -> Result<Self, ApiError> {
-        let Value::Object(mut body) = body else {
-            return Err(invalid("", "the request body must be a JSON object"));
-        };
-        if let Some(unknown) = body
-            .keys()
-            .find(|k| !["filter", "pagination", "start", "wait_s"].contains(&k.as_str()))
-        {
-            return Err(invalid(
-                unknown,
-                "unknown top-level field; the request has only filter, pagination, start and wait_s",
-            ));
-        }
+        let mut body = object(body, &["filter", "pagination", "start", "wait_s"])?;
         let filter = section(&mut body, "filter")?;
         let types = parse_filter(&filter.unwrap_or_default())?;
         let pagination = section(&mut body, "pagination")?;

@@ -164,6 +164,31 @@ async fn extract(request: Request, state: &AppState, max: usize) -> Result<JsonB
     Ok(JsonBody { bytes, _budget: budget })
 }
 
+/// `INVALID_REQUEST` at `field`.
+pub fn invalid(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
+    ApiError::new(ErrorCode::InvalidRequest, message).field(field)
+}
+
+/// A parsed body as an object with no key but `keys`: else `INVALID_REQUEST`, at the first
+/// unknown key in byte order (or at the body, `""`, when it is not an object).
+pub fn object(body: serde_json::Value, keys: &[&str]) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+    let serde_json::Value::Object(body) = body else {
+        return Err(invalid("", "the request body must be a JSON object"));
+    };
+    if let Some(unknown) = body.keys().find(|k| !keys.contains(&k.as_str())) {
+        let listed = match keys.split_last() {
+            Some((last, [])) => (*last).to_owned(),
+            Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+            None => "no field".to_owned(),
+        };
+        return Err(invalid(
+            unknown,
+            format!("unknown top-level field; the request has only {listed}"),
+        ));
+    }
+    Ok(body)
+}
+
 /// A request's share of the memory budgets, held while what it accounts for lives.
 pub struct Budget {
     _permits: Vec<OwnedSemaphorePermit>,

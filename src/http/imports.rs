@@ -9,13 +9,12 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, ErrorCode};
-use super::extract::{ImportBody, JsonBody};
+use super::extract::{ImportBody, JsonBody, invalid, object};
 use super::gate::Merchant;
 use super::import_schemas::{ImportIdRequest, ImportObject, ImportRowObject, ImportRowsRequest, ImportsRequest};
 use super::paging::{
     PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
 };
-use super::webhooks::{invalid, object};
 use crate::client::table::rows::Format;
 use crate::domain::import::{Import, ImportOptions, ImportRow, MAX_ACTIVE, MAX_FILE_BYTES};
 use crate::pagination::{AfterRow, BeforeImport};

@@ -42,16 +42,7 @@ impl<F> ListRequest<F> {
         body: Value,
         parse_filter: impl FnOnce(&Map<String, Value>) -> Result<F, ApiError>,
     ) -> Result<Self, ApiError> {
-        let Value::Object(mut body) = body else {
-            return Err(ApiError::new(ErrorCode::InvalidRequest, "the request body must be a JSON object").field(""));
-        };
-        if let Some(unknown) = body.keys().find(|k| *k != "filter" && *k != "pagination") {
-            return Err(ApiError::new(
-                ErrorCode::InvalidRequest,
-                "unknown top-level field; the request has only filter and pagination",
-            )
-            .field(unknown));
-        }
+        let mut body = super::extract::object(body, &["filter", "pagination"])?;
         let filter = section(&mut body, "filter")?;
         let pagination = section(&mut body, "pagination")?;
         let filter = parse_filter(&filter.unwrap_or_default())?;

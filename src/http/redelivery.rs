@@ -10,9 +10,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, ErrorCode};
-use super::extract::JsonBody;
+use super::extract::{JsonBody, invalid, object};
 use super::gate::{InFlight, Merchant};
-use super::webhooks::{invalid, not_found, object, webhook_id};
+use super::webhooks::{not_found, webhook_id};
 use crate::domain::event::{new_event_id, render_test};
 use crate::domain::webhook::{Attempt, Trigger};
 use crate::domain::wire::parse_timestamp;

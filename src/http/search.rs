@@ -8,8 +8,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 
 use super::body::Pieces;
-use super::error::{ApiError, ErrorCode};
-use super::extract::JsonBody;
+use super::error::ApiError;
+use super::extract::{JsonBody, invalid, object};
 use super::gate::{Merchant, Scope};
 use super::paging::{
     PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
@@ -98,22 +98,10 @@ struct Request {
     cursor: Option<String>,
 }
 
-fn invalid_request(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidRequest, message).field(field)
-}
-
 /// The checks of CONTRACT §12.1, in the order of its keys: an unknown top-level key, `near`,
 /// `radius_m`, `filter`, `pagination`.
 fn parse_request(body: Value) -> Result<Request, ApiError> {
-    let Value::Object(mut body) = body else {
-        return Err(invalid_request("", "the request body must be a JSON object"));
-    };
-    if let Some(unknown) = body.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(invalid_request(
-            unknown,
-            "unknown top-level field; a search has near, radius_m, filter and pagination",
-        ));
-    }
+    let mut body = object(body, &KEYS)?;
     let near = parse_near(body.remove("near"))?;
     let radius = parse_radius(body.remove("radius_m"))?;
     let filter = section(&mut body, "filter")?;
@@ -131,13 +119,13 @@ fn parse_request(body: Value) -> Result<Request, ApiError> {
 
 fn parse_near(near: Option<Value>) -> Result<Near, ApiError> {
     let Some(Value::Object(near)) = near else {
-        return Err(invalid_request(
+        return Err(invalid(
             "near",
             "near is required: an object with latitude and longitude",
         ));
     };
     if let Some(unknown) = near.keys().find(|k| *k != "latitude" && *k != "longitude") {
-        return Err(invalid_request(
+        return Err(invalid(
             &format!("near.{unknown}"),
             "unknown field; near has only latitude and longitude",
         ));
@@ -145,7 +133,7 @@ fn parse_near(near: Option<Value>) -> Result<Near, ApiError> {
     let number = |key: &str| near.get(key).and_then(Value::as_f64);
     Near::new(number("latitude"), number("longitude")).map_err(|axis| {
         let (key, bound) = axis.name_and_bound();
-        invalid_request(
+        invalid(
             &format!("near.{key}"),
             format!("near.{key} is required: a number from -{bound} to {bound}"),
         )
@@ -156,7 +144,7 @@ fn parse_radius(radius: Option<Value>) -> Result<Radius, ApiError> {
     match radius {
         None | Some(Value::Null) => Ok(Radius::DEFAULT),
         Some(v) => v.as_f64().and_then(Radius::new).ok_or_else(|| {
-            invalid_request(
+            invalid(
                 "radius_m",
                 format!("radius_m must be an integer from 1 to {MAX_RADIUS_M}, or null"),
             )

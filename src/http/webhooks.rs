@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, ErrorCode};
 use super::events::parse_types;
-use super::extract::JsonBody;
+use super::extract::{JsonBody, invalid, object};
 use super::gate::Merchant;
 use super::paging::{
     PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
@@ -29,24 +29,6 @@ const ATTEMPTS_PAGE: PageSize = PageSize {
     default: 100,
     max: 1000,
 };
-
-pub(super) fn invalid(field: &str, message: impl Into<std::borrow::Cow<'static, str>>) -> ApiError {
-    ApiError::new(ErrorCode::InvalidRequest, message).field(field)
-}
-
-/// The body as an object with no key but `keys`.
-pub(super) fn object(body: Value, keys: &[&str]) -> Result<Map<String, Value>, ApiError> {
-    let Value::Object(body) = body else {
-        return Err(invalid("", "the request body must be a JSON object"));
-    };
-    if let Some(unknown) = body.keys().find(|k| !keys.contains(&k.as_str())) {
-        return Err(invalid(
-            unknown,
-            format!("unknown top-level field; the request has only {}", keys.join(", ")),
-        ));
-    }
-    Ok(body)
-}
 
 /// `webhook_id`: a string (`INVALID_REQUEST` otherwise).
 pub(super) fn webhook_id(body: &Map<String, Value>) -> Result<String, ApiError> {
