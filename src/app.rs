@@ -101,7 +101,7 @@ async fn prune_events(state: AppState) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
-        let retention = i64::try_from(state.settings.event_retention.as_millis()).unwrap_or(i64::MAX);
+        let retention = crate::store::api::millis(state.settings.event_retention);
         let cutoff = crate::store::now_ms().saturating_sub(retention);
         let webhooks = state.store.webhooks();
         loop {

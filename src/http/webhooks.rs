@@ -208,7 +208,7 @@ pub async fn rotate_secret(
     body: JsonBody,
 ) -> Result<Json<WebhookWithSecret>, ApiError> {
     let secret = new_secret().map_err(|e| ApiError::internal(&e))?;
-    let old_until_ms = crate::store::now_ms() + i64::try_from(ROTATION_OVERLAP.as_millis()).unwrap_or(0);
+    let old_until_ms = crate::store::now_ms() + crate::store::api::millis(ROTATION_OVERLAP);
     let rotate = WebhookChange::Rotate {
         secret: crate::secret::Secret::new(secret.clone()),
         old_until_ms,

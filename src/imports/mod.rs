@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::table::rows::{Format, ReadOptions, Row, check_bytes};
 use crate::domain::import::{ImportError, KEPT_FOR_MS, MAX_ROWS};
+use crate::store::api::millis;
 use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore};
 use crate::store::now_ms;
 
@@ -46,7 +47,7 @@ pub async fn run(store: Arc<dyn ImportStore>, wake: Arc<Notify>, stop: Cancellat
         while running.try_join_next().is_some() {}
         while running.len() < AT_ONCE && !stop.is_cancelled() {
             let now = now_ms();
-            let until = now + CLAIM_FOR.as_millis() as i64;
+            let until = now + millis(CLAIM_FOR);
             match store.claim_import(&owner, now, until).await {
                 Ok(Some(claim)) => {
                     let (store, stop) = (Arc::clone(&store), stop.clone());
@@ -119,7 +120,7 @@ async fn extend(store: Arc<dyn ImportStore>, import_pk: i64, owner: String, lost
             () = lost.cancelled() => return,
             () = tokio::time::sleep(EXTEND_EVERY) => {}
         }
-        let until = now_ms() + CLAIM_FOR.as_millis() as i64;
+        let until = now_ms() + millis(CLAIM_FOR);
         match store.extend_import(import_pk, &owner, until).await {
             Ok(true) => {}
             Ok(false) => {

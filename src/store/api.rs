@@ -331,6 +331,12 @@ pub trait Store: Send + Sync + 'static {
     }
 }
 
+/// A duration in whole milliseconds, at most `i64::MAX / 2`: a time in milliseconds plus it never
+/// overflows.
+pub fn millis(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).map_or(i64::MAX / 2, |ms| ms.min(i64::MAX / 2))
+}
+
 /// Unix time in milliseconds.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

@@ -124,7 +124,7 @@ impl Bisect {
 /// The bisections of a recovery: where its scan of the log starts (a margin before `since`),
 /// and where it ends (a margin after `until`).
 pub fn recovery_bounds(recovery: &Recovery, lo: i64, hi: i64) -> (Bisect, Bisect) {
-    let skew = i64::try_from(APPENDED_SKEW.as_millis()).unwrap_or(0);
+    let skew = super::api::millis(APPENDED_SKEW);
     (
         Bisect::new(lo, hi, recovery.since_ms.saturating_sub(skew)),
         Bisect::new(lo, hi, recovery.until_ms.saturating_add(skew)),

@@ -62,7 +62,7 @@ pub fn plan(batch: Vec<Settlement>, rules: &SettleRules<'_>) -> SettlePlan {
                 .push(Made { settled, from_window });
         }
     }
-    let disable_after = i64::try_from(rules.disable_after.as_millis()).unwrap_or(i64::MAX);
+    let disable_after = super::api::millis(rules.disable_after);
     for (webhook_id, mut made) in by_endpoint {
         made.sort_by_key(|m| (m.settled.attempt.attempted_at_ms, m.settled.sequence));
         let failing = failing_clock(&made);
@@ -116,10 +116,9 @@ fn next_of(s: &Settled, from_window: Option<i64>, schedule: &RetrySchedule, plan
         Outcome::Delivered => None,
         Outcome::Failed => {
             let attempts = usize::try_from(a.attempt).unwrap_or(usize::MAX);
-            schedule.next(attempts, s.retry_after, s.jitter).map(|delay| {
-                s.ended_at_ms
-                    .saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX / 2))
-            })
+            schedule
+                .next(attempts, s.retry_after, s.jitter)
+                .map(|delay| s.ended_at_ms.saturating_add(super::api::millis(delay)))
         }
     };
     let retry = |at_ms| Retry {

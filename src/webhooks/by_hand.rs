@@ -79,7 +79,7 @@ impl ByHand {
             outcome,
             http_status: sent.status.map(i64::from),
             error: sent.error,
-            duration_ms: i64::try_from(sent.took.as_millis()).unwrap_or(i64::MAX),
+            duration_ms: crate::store::api::millis(sent.took),
             trigger: made.trigger,
         })
     }

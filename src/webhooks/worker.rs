@@ -27,6 +27,7 @@ use super::places::{Candidate, InFlight, PER_ENDPOINT, Places};
 use super::send::{Delivery, Transport};
 use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::errors::ErrorChain;
+use crate::store::api::millis;
 use crate::store::settle_plan::{self, SettleRules};
 use crate::store::webhook_api::{
     Chooser, ClaimRequest, Due, Held as HeldClaims, Settled, Settlement, Source, WebhookStore, Window,
@@ -341,7 +342,7 @@ impl Worker {
                 outcome,
                 http_status: sent.status.map(i64::from),
                 error: sent.error,
-                duration_ms: i64::try_from(sent.took.as_millis()).unwrap_or(i64::MAX),
+                duration_ms: millis(sent.took),
                 trigger: Trigger::Automatic,
             },
             retry_after: sent.retry_after,
@@ -464,10 +465,6 @@ impl Chooser for Turn {
         }
         granted
     }
-}
-
-fn millis(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
 }
 
 /// `webhook_pending`, every few seconds (the README says the gauge lags by as much).

@@ -12,6 +12,7 @@ use super::events::stored_event;
 use super::sql::lock_merchant;
 use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, WebhookStatus};
+use crate::store::api::millis;
 use crate::store::api::{StoreError, stored_word};
 use crate::store::event_rows::{
     ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, attempts_sql, delivered_column,
@@ -24,10 +25,6 @@ use crate::store::webhook_api::{
 
 /// The database's clock, in Unix milliseconds: claims are held and expire by it.
 pub(super) const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::int8";
-
-fn millis(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2)
-}
 
 pub(super) struct PgWebhooks {
     pub(super) pool: Pool,

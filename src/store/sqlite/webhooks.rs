@@ -12,7 +12,7 @@ use super::readers::ReadPool;
 use super::writer::{Jobs, write};
 use crate::domain::event::EventTypes;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, WebhookStatus};
-use crate::store::api::{StoreError, now_ms};
+use crate::store::api::{StoreError, millis, now_ms};
 use crate::store::event_rows::{
     ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, StoredEvent, attempts_sql,
     delivered_column, read_attempt,
@@ -276,7 +276,7 @@ impl WebhookStore for SqliteWebhooks {
                 skip: &skip,
                 chooser: &chooser,
             };
-            let until_ms = now_ms.saturating_add(i64::try_from(hold.as_millis()).unwrap_or(i64::MAX / 2));
+            let until_ms = now_ms.saturating_add(millis(hold));
             let mut claimed = Claimed::default();
             if windows > 0 {
                 claimed.windows = claim_windows(tx, &req, until_ms)?;
@@ -295,7 +295,7 @@ impl WebhookStore for SqliteWebhooks {
 
     async fn extend(&self, held: Held<'_>) -> Result<Lost, StoreError> {
         let (owner, windows, retries) = (held.owner.to_owned(), held.windows.to_vec(), held.retries.to_vec());
-        let until_ms = now_ms().saturating_add(i64::try_from(held.hold.as_millis()).unwrap_or(i64::MAX / 2));
+        let until_ms = now_ms().saturating_add(millis(held.hold));
         write(&self.jobs, move |tx| {
             let mut window = tx.prepare_cached(
                 "UPDATE webhooks SET claim_until = ?3 WHERE webhook_id = ?1 AND claim_owner = ?2 AND claim_until > 0",
