@@ -81,6 +81,14 @@ pub fn claim(mark: char, lock: &str) -> String {
     )
 }
 
+/// Whether an import is waiting for a runner at (1): the question a claim asks first.
+pub fn claimable(mark: char) -> String {
+    marked(
+        "SELECT 1 FROM imports WHERE status IN ('QUEUED', 'RUNNING') AND claim_until < $1 LIMIT 1",
+        mark,
+    )
+}
+
 /// The condition that the owner (2) still holds the running import (1).
 const HELD: &str = "import_pk = $1 AND owner = $2 AND status = 'RUNNING'";
 

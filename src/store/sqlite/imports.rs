@@ -179,6 +179,19 @@ impl ImportStore for SqliteImports {
     }
 
     async fn claim_import(&self, owner: &str, now_ms: i64, until_ms: i64) -> Result<Option<Claim>, StoreError> {
+        // Asked every second: an instance with nothing to run reads, and never takes the writer.
+        let waiting = self
+            .readers
+            .read(move |c| {
+                Ok(c.prepare_cached(&sql::claimable(M))?
+                    .query_row([now_ms], |_| Ok(()))
+                    .optional()?
+                    .is_some())
+            })
+            .await?;
+        if !waiting {
+            return Ok(None);
+        }
         let owner = owner.to_owned();
         write(&self.jobs, move |tx| {
             Ok(tx
