@@ -16,6 +16,8 @@ pub trait Columns {
     fn opt_int(&self, i: usize) -> Result<Option<i64>, Self::Error>;
     fn text(&self, i: usize) -> Result<String, Self::Error>;
     fn opt_text(&self, i: usize) -> Result<Option<String>, Self::Error>;
+    fn flag(&self, i: usize) -> Result<bool, Self::Error>;
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, Self::Error>;
 }
 
 /// An event's columns, in the order both engines read them into [`StoredEvent`] (the table as

@@ -1,6 +1,87 @@
-//! The SQL of imports, written once for both engines (`mark`: `?` for SQLite, `$` for
-//! PostgreSQL, before each parameter's number). What only one engine needs (PostgreSQL's row
-//! locks, its array parameters) is in that engine's module.
+//! The SQL of imports and how their rows are read, written once for both engines (`mark`: `?` for
+//! SQLite, `$` for PostgreSQL, before each parameter's number). What only one engine needs
+//! (PostgreSQL's row locks, its array parameters) is in that engine's module.
+
+use super::api::stored_word;
+use super::error::StoreError;
+use super::event_rows::Columns;
+use super::import_api::Claim;
+use crate::domain::import::{Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus};
+
+/// [`IMPORT_COLUMNS`] read from column `at` on.
+pub fn read_import<R: Columns>(r: &R, at: usize) -> Result<Import, StoreError>
+where
+    StoreError: From<R::Error>,
+{
+    let code = r.opt_text(at + 15)?;
+    let message = r.opt_text(at + 16)?;
+    Ok(Import {
+        import_id: r.text(at)?,
+        file_name: r.text(at + 1)?,
+        status: stored_word(&r.text(at + 2)?, "import status", ImportStatus::from_wire)?,
+        options: ImportOptions {
+            update: r.flag(at + 3)?,
+            archive_missing: r.flag(at + 4)?,
+            dry_run: r.flag(at + 5)?,
+            sheet: r.opt_text(at + 6)?,
+        },
+        rows_total: r.opt_int(at + 7)?,
+        rows_done: r.int(at + 8)?,
+        counts: Counts {
+            created: r.int(at + 9)?,
+            updated: r.int(at + 10)?,
+            unchanged: r.int(at + 11)?,
+            quarantined: r.int(at + 12)?,
+            archived: r.int(at + 13)?,
+            failed: r.int(at + 14)?,
+        },
+        error: code.map(|code| ImportError {
+            code,
+            message: message.unwrap_or_default(),
+        }),
+        created_at_ms: r.int(at + 17)?,
+        started_at_ms: r.opt_int(at + 18)?,
+        finished_at_ms: r.opt_int(at + 19)?,
+    })
+}
+
+/// [`CLAIM_COLUMNS`], claimed by `owner`.
+pub fn read_claim<R: Columns>(r: &R, owner: &str) -> Result<Claim, StoreError>
+where
+    StoreError: From<R::Error>,
+{
+    Ok(Claim {
+        import_pk: r.int(0)?,
+        merchant_pk: r.int(1)?,
+        import_id: r.text(2)?,
+        file_name: r.text(3)?,
+        content: r.bytes(4)?,
+        options: ImportOptions {
+            sheet: r.opt_text(5)?,
+            update: r.flag(6)?,
+            archive_missing: r.flag(7)?,
+            dry_run: r.flag(8)?,
+        },
+        rows_total: r.opt_int(9)?,
+        rows_done: r.int(10)?,
+        owner: owner.to_owned(),
+    })
+}
+
+/// A row of [`rows`].
+pub fn read_row<R: Columns>(r: &R) -> Result<ImportRow, StoreError>
+where
+    StoreError: From<R::Error>,
+{
+    Ok(ImportRow {
+        ordinal: r.int(0)?,
+        row: r.int(1)?,
+        merchant_location_id: r.opt_text(2)?,
+        location_id: r.opt_text(3)?,
+        outcome: r.text(4)?,
+        errors: r.text(5)?,
+    })
+}
 
 /// An import's columns as the merchant reads it, in `Import`'s order.
 pub const IMPORT_COLUMNS: &str = "import_id, file_name, status, do_update, archive_missing, dry_run, sheet, rows_total, \

@@ -86,6 +86,12 @@ impl Columns for tokio_postgres::Row {
     fn text(&self, i: usize) -> Result<String, tokio_postgres::Error> {
         self.try_get(i)
     }
+    fn flag(&self, i: usize) -> Result<bool, tokio_postgres::Error> {
+        self.try_get(i)
+    }
+    fn bytes(&self, i: usize) -> Result<Vec<u8>, tokio_postgres::Error> {
+        self.try_get(i)
+    }
     fn opt_text(&self, i: usize) -> Result<Option<String>, tokio_postgres::Error> {
         self.try_get(i)
     }

@@ -14,13 +14,11 @@ use super::sql::{execute, lock_merchant, query};
 use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::client::table::rows::Row;
-use crate::domain::import::{
-    BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE,
-};
+use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
-use crate::store::api::{StoreError, stored_word};
+use crate::store::api::StoreError;
 use crate::store::event_signal::EventSignal;
 use crate::store::group::{Written, after_commit};
 use crate::store::heavy::HeavyWork;
@@ -34,58 +32,6 @@ pub(super) struct PgImports {
     pub(super) pool: Pool,
     pub(super) heavy: Arc<HeavyWork>,
     pub(super) signal: Arc<EventSignal>,
-}
-
-fn import_of(r: &tokio_postgres::Row, at: usize) -> Result<Import, StoreError> {
-    let code: Option<String> = r.try_get(at + 15)?;
-    let message: Option<String> = r.try_get(at + 16)?;
-    Ok(Import {
-        import_id: r.try_get(at)?,
-        file_name: r.try_get(at + 1)?,
-        status: stored_word(r.try_get(at + 2)?, "import status", ImportStatus::from_wire)?,
-        options: ImportOptions {
-            update: r.try_get(at + 3)?,
-            archive_missing: r.try_get(at + 4)?,
-            dry_run: r.try_get(at + 5)?,
-            sheet: r.try_get(at + 6)?,
-        },
-        rows_total: r.try_get(at + 7)?,
-        rows_done: r.try_get(at + 8)?,
-        counts: Counts {
-            created: r.try_get(at + 9)?,
-            updated: r.try_get(at + 10)?,
-            unchanged: r.try_get(at + 11)?,
-            quarantined: r.try_get(at + 12)?,
-            archived: r.try_get(at + 13)?,
-            failed: r.try_get(at + 14)?,
-        },
-        error: code.map(|code| ImportError {
-            code,
-            message: message.unwrap_or_default(),
-        }),
-        created_at_ms: r.try_get(at + 17)?,
-        started_at_ms: r.try_get(at + 18)?,
-        finished_at_ms: r.try_get(at + 19)?,
-    })
-}
-
-fn claim_of(r: &tokio_postgres::Row, owner: &str) -> Result<Claim, StoreError> {
-    Ok(Claim {
-        import_pk: r.try_get(0)?,
-        merchant_pk: r.try_get(1)?,
-        import_id: r.try_get(2)?,
-        file_name: r.try_get(3)?,
-        content: r.try_get(4)?,
-        options: ImportOptions {
-            sheet: r.try_get(5)?,
-            update: r.try_get(6)?,
-            archive_missing: r.try_get(7)?,
-            dry_run: r.try_get(8)?,
-        },
-        rows_total: r.try_get(9)?,
-        rows_done: r.try_get(10)?,
-        owner: owner.to_owned(),
-    })
 }
 
 /// The store's create and change in the batch's open transaction.
@@ -207,7 +153,7 @@ impl ImportStore for PgImports {
             return Ok(None);
         }
         let found = query(&tx, &sql::get(M), &[&import.merchant_pk, &import.import_id]).await?;
-        let import = found.first().map(|r| import_of(r, 0)).transpose()?;
+        let import = found.first().map(|r| sql::read_import(r, 0)).transpose()?;
         tx.commit().await?;
         Ok(import)
     }
@@ -215,7 +161,7 @@ impl ImportStore for PgImports {
     async fn get_import(&self, merchant_pk: i64, import_id: &str) -> Result<Option<Import>, StoreError> {
         let client = self.pool.get().await?;
         let found = query(&client, &sql::get(M), &[&merchant_pk, &import_id]).await?;
-        found.first().map(|r| import_of(r, 0)).transpose()
+        found.first().map(|r| sql::read_import(r, 0)).transpose()
     }
 
     async fn list_imports(
@@ -227,7 +173,9 @@ impl ImportStore for PgImports {
         let client = self.pool.get().await?;
         let (before, limit) = (before.unwrap_or(i64::MAX), limit as i64);
         let rows = query(&client, &sql::list(M), &[&merchant_pk, &before, &limit]).await?;
-        rows.iter().map(|r| Ok((r.try_get(0)?, import_of(r, 1)?))).collect()
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, sql::read_import(r, 1)?)))
+            .collect()
     }
 
     async fn import_rows(
@@ -248,19 +196,7 @@ impl ImportStore for PgImports {
         };
         let limit = limit as i64;
         let rows = query(&client, &sql::rows(M, failed_only), &[&key, &after, &limit]).await?;
-        let rows = rows
-            .iter()
-            .map(|r| {
-                Ok(ImportRow {
-                    ordinal: r.try_get(0)?,
-                    row: r.try_get(1)?,
-                    merchant_location_id: r.try_get(2)?,
-                    location_id: r.try_get(3)?,
-                    outcome: r.try_get(4)?,
-                    errors: r.try_get(5)?,
-                })
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+        let rows = rows.iter().map(sql::read_row).collect::<Result<Vec<_>, StoreError>>()?;
         Ok(Some(rows))
     }
 
@@ -272,7 +208,7 @@ impl ImportStore for PgImports {
             &[&owner, &now_ms, &until_ms],
         )
         .await?;
-        found.first().map(|r| claim_of(r, owner)).transpose()
+        found.first().map(|r| sql::read_claim(r, owner)).transpose()
     }
 
     async fn extend_import(&self, import_pk: i64, owner: &str, until_ms: i64) -> Result<bool, StoreError> {

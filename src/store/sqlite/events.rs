@@ -61,6 +61,12 @@ impl Columns for rusqlite::Row<'_> {
     fn opt_text(&self, i: usize) -> rusqlite::Result<Option<String>> {
         self.get(i)
     }
+    fn flag(&self, i: usize) -> rusqlite::Result<bool> {
+        self.get(i)
+    }
+    fn bytes(&self, i: usize) -> rusqlite::Result<Vec<u8>> {
+        self.get(i)
+    }
 }
 
 /// Where the merchant's log stands.

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use rusqlite::{OptionalExtension, Row as SqlRow, params};
+use rusqlite::{OptionalExtension, params};
 use tokio::sync::mpsc;
 
 use super::import_batch::{apply_now, fence, save};
@@ -13,9 +13,7 @@ use super::readers::ReadPool;
 use super::writer::{Jobs, WriterHealth, write};
 use super::{changes, events};
 use crate::client::table::rows::Row;
-use crate::domain::import::{
-    BATCH_ROWS, Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus, MAX_ACTIVE,
-};
+use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
 use crate::domain::location::Persist;
 use crate::store::api::StoreError;
 use crate::store::event_signal::EventSignal;
@@ -33,58 +31,6 @@ pub(super) struct SqliteImports {
     pub(super) heavy: Arc<HeavyWork>,
     pub(super) health: Arc<WriterHealth>,
     pub(super) signal: Arc<EventSignal>,
-}
-
-fn import_of(r: &SqlRow<'_>, at: usize) -> rusqlite::Result<Import> {
-    let code: Option<String> = r.get(at + 15)?;
-    let message: Option<String> = r.get(at + 16)?;
-    Ok(Import {
-        import_id: r.get(at)?,
-        file_name: r.get(at + 1)?,
-        status: super::column::word(r, at + 2, "import status", ImportStatus::from_wire)?,
-        options: ImportOptions {
-            update: r.get(at + 3)?,
-            archive_missing: r.get(at + 4)?,
-            dry_run: r.get(at + 5)?,
-            sheet: r.get(at + 6)?,
-        },
-        rows_total: r.get(at + 7)?,
-        rows_done: r.get(at + 8)?,
-        counts: Counts {
-            created: r.get(at + 9)?,
-            updated: r.get(at + 10)?,
-            unchanged: r.get(at + 11)?,
-            quarantined: r.get(at + 12)?,
-            archived: r.get(at + 13)?,
-            failed: r.get(at + 14)?,
-        },
-        error: code.map(|code| ImportError {
-            code,
-            message: message.unwrap_or_default(),
-        }),
-        created_at_ms: r.get(at + 17)?,
-        started_at_ms: r.get(at + 18)?,
-        finished_at_ms: r.get(at + 19)?,
-    })
-}
-
-fn claim_of(r: &SqlRow<'_>, owner: &str) -> rusqlite::Result<Claim> {
-    Ok(Claim {
-        import_pk: r.get(0)?,
-        merchant_pk: r.get(1)?,
-        import_id: r.get(2)?,
-        file_name: r.get(3)?,
-        content: r.get(4)?,
-        options: ImportOptions {
-            sheet: r.get(5)?,
-            update: r.get(6)?,
-            archive_missing: r.get(7)?,
-            dry_run: r.get(8)?,
-        },
-        rows_total: r.get(9)?,
-        rows_done: r.get(10)?,
-        owner: owner.to_owned(),
-    })
 }
 
 #[async_trait]
@@ -109,7 +55,9 @@ impl ImportStore for SqliteImports {
             }
             let found = tx
                 .prepare_cached(&sql::get(M))?
-                .query_row(params![import.merchant_pk, import.import_id], |r| import_of(r, 0))?;
+                .query_row(params![import.merchant_pk, import.import_id], |r| {
+                    Ok(sql::read_import(r, 0))
+                })??;
             Ok(Some(found))
         })
         .await
@@ -119,9 +67,10 @@ impl ImportStore for SqliteImports {
         let import_id = import_id.to_owned();
         self.readers
             .read(move |c| {
-                Ok(c.prepare_cached(&sql::get(M))?
-                    .query_row(params![merchant_pk, import_id], |r| import_of(r, 0))
-                    .optional()?)
+                c.prepare_cached(&sql::get(M))?
+                    .query_row(params![merchant_pk, import_id], |r| Ok(sql::read_import(r, 0)))
+                    .optional()?
+                    .transpose()
             })
             .await
     }
@@ -137,9 +86,13 @@ impl ImportStore for SqliteImports {
                 let mut statement = c.prepare_cached(&sql::list(M))?;
                 let rows = statement
                     .query_map(params![merchant_pk, before.unwrap_or(i64::MAX), limit as i64], |r| {
-                        Ok((r.get(0)?, import_of(r, 1)?))
+                        Ok((r.get::<_, i64>(0)?, sql::read_import(r, 1)))
                     })?;
-                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+                rows.map(|row| {
+                    let (key, import) = row?;
+                    Ok((key, import?))
+                })
+                .collect()
             })
             .await
     }
@@ -163,17 +116,9 @@ impl ImportStore for SqliteImports {
                     return Ok(None);
                 };
                 let mut statement = tx.prepare_cached(&sql::rows(M, failed_only))?;
-                let rows = statement.query_map(params![import_pk, after, limit as i64], |r| {
-                    Ok(ImportRow {
-                        ordinal: r.get(0)?,
-                        row: r.get(1)?,
-                        merchant_location_id: r.get(2)?,
-                        location_id: r.get(3)?,
-                        outcome: r.get(4)?,
-                        errors: r.get(5)?,
-                    })
-                })?;
-                Ok(Some(rows.collect::<rusqlite::Result<Vec<_>>>()?))
+                let rows = statement.query_map(params![import_pk, after, limit as i64], |r| Ok(sql::read_row(r)))?;
+                let rows = rows.map(|row| row?).collect::<Result<Vec<_>, StoreError>>()?;
+                Ok(Some(rows))
             })
             .await
     }
@@ -194,10 +139,10 @@ impl ImportStore for SqliteImports {
         }
         let owner = owner.to_owned();
         write(&self.jobs, move |tx| {
-            Ok(tx
-                .prepare_cached(&sql::claim(M, ""))?
-                .query_row(params![owner, now_ms, until_ms], |r| claim_of(r, &owner))
-                .optional()?)
+            tx.prepare_cached(&sql::claim(M, ""))?
+                .query_row(params![owner, now_ms, until_ms], |r| Ok(sql::read_claim(r, &owner)))
+                .optional()?
+                .transpose()
         })
         .await
     }
