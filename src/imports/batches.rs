@@ -90,9 +90,9 @@ mod tests {
 
     #[test]
     fn a_row_naming_a_location_already_in_the_batch_starts_the_next() {
-        let text = "{\"merchant_location_id\":\"a\"}\n{\"merchant_location_id\":\"b\"}\n{\"merchant_location_id\":\"a\"}\n{}\n";
+        let text = "{}\n{\"merchant_location_id\":\"a\"}\n{\"merchant_location_id\":\"b\"}\n{\"merchant_location_id\":\"a\"}\n{}\n";
         // The first row was applied before: skipped.
-        assert_eq!(rows(text), vec![vec![2, 3], vec![4]]);
+        assert_eq!(rows(text), vec![vec![2, 3], vec![4, 5]]);
     }
 
     #[test]
