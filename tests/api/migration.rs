@@ -198,10 +198,12 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
     match url.strip_prefix("sqlite://") {
         Some(path) => {
             let conn = rusqlite::Connection::open(path).unwrap();
-            // Version 7's schema: the claims' owners (migration 9) and the endpoints' first
-            // sequence (10) came after it too (10 rebuilds the attempts' table whatever it holds).
+            // Version 7's schema: the claims' owners (migration 9), the endpoints' first
+            // sequence (10) and the imports (12) came after it too (10 rebuilds the attempts' table
+            // whatever it holds).
             conn.execute_batch(&format!(
-                "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
+                "DROP TABLE import_rows; DROP TABLE imports; \
+                 DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                  ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
                  ALTER TABLE webhooks DROP COLUMN resent_through; PRAGMA user_version = 7"
             ))
@@ -220,7 +222,8 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
             tokio::spawn(connection);
             client
                 .batch_execute(&format!(
-                    "DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
+                    "DROP TABLE import_rows; DROP TABLE imports; \
+                     DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                      ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
                      ALTER TABLE webhooks DROP COLUMN resent_through; \
                      ALTER TABLE delivery_attempts DROP COLUMN made_by; \
