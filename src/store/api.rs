@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use super::clock::millis;
 pub use super::error::StoreError;
 use super::event_signal::EventSignal;
 use super::redelivery_api::RedeliveryStore;
@@ -329,12 +330,6 @@ pub trait Store: Send + Sync + 'static {
     fn rate_ledger(&self) -> Option<Arc<dyn Ledger>> {
         None
     }
-}
-
-/// A duration in whole milliseconds, at most `i64::MAX / 2`: a time in milliseconds plus it never
-/// overflows.
-pub fn millis(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).map_or(i64::MAX / 2, |ms| ms.min(i64::MAX / 2))
 }
 
 /// Unix time in milliseconds.
