@@ -9,13 +9,8 @@ use anyhow::bail;
 
 use crate::domain::field_error::FieldError;
 use crate::domain::location::batch::quarantine_issue;
-use crate::domain::wire::timestamp;
+use crate::domain::wire::timestamp_text as when;
 use crate::store::{Approval, Store};
-
-/// A time as §9.1 writes it.
-fn when(ms: i64) -> String {
-    String::from_utf8_lossy(&timestamp(ms)).into_owned()
-}
 
 /// `merchant list [--json]`: every merchant, oldest first.
 pub(super) async fn list_merchants(store: Arc<dyn Store>, json: bool) -> anyhow::Result<()> {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde::ser::{SerializeStruct, Serializer};
 
-use super::wire::timestamp;
+use super::wire::timestamp_text;
 use crate::wire_enum;
 
 wire_enum! {
@@ -120,7 +120,7 @@ impl Serialize for ImportError {
 
 /// A time as the API writes it, or `null`.
 fn time(ms: Option<i64>) -> Option<String> {
-    ms.map(|ms| String::from_utf8_lossy(&timestamp(ms)).into_owned())
+    ms.map(timestamp_text)
 }
 
 impl Serialize for Import {

@@ -102,6 +102,11 @@ pub fn answer_tail(next_cursor: Option<&str>, total: Option<u64>) -> Vec<u8> {
     tail
 }
 
+/// [`timestamp`] as text, the way every answer writes a time.
+pub fn timestamp_text(ms: i64) -> String {
+    String::from_utf8_lossy(&timestamp(ms)).into_owned()
+}
+
 /// Unix milliseconds as RFC 3339 UTC with milliseconds: `2026-11-22T09:30:00.123Z`.
 pub fn timestamp(ms: i64) -> [u8; 24] {
     const DAY_MS: i64 = 86_400_000;

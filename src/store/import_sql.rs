@@ -6,6 +6,7 @@ use super::api::stored_word;
 use super::error::StoreError;
 use super::event_rows::Columns;
 use super::import_api::Claim;
+use super::sql_text::marked;
 use crate::domain::import::{Counts, Import, ImportError, ImportOptions, ImportRow, ImportStatus};
 
 /// [`IMPORT_COLUMNS`] read from column `at` on.
@@ -91,11 +92,6 @@ pub const IMPORT_COLUMNS: &str = "import_id, file_name, status, do_update, archi
 /// A claimed import's columns, in `Claim`'s order.
 pub const CLAIM_COLUMNS: &str = "import_pk, merchant_pk, import_id, file_name, content, sheet, do_update, archive_missing, dry_run, rows_total, \
      rows_done";
-
-/// The statements with `$n` parameters, as `mark` numbers them.
-fn marked(sql: &str, mark: char) -> String {
-    sql.replace('$', &mark.to_string())
-}
 
 /// Stores a new import (parameters: id, merchant, file name, content, sheet, update,
 /// archive_missing, dry_run, created_at, the most active imports) unless the merchant has that

@@ -19,6 +19,7 @@ mod redact;
 pub mod redelivery_api;
 pub mod redelivery_sql;
 pub mod settle_plan;
+pub mod sql_text;
 pub mod sqlite;
 pub mod webhook_api;
 
