@@ -27,8 +27,8 @@ use utoipa_swagger_ui::SwaggerUi;
 pub use crate::config::Settings;
 use crate::http::error::ApiError;
 use crate::http::{
-    categories, changes, console, cors, events, gate, imports, locations, openapi, ops, redelivery, request_id, search,
-    webhooks, widget,
+    categories, changes, console, cors, events, gate, imports, keys, locations, openapi, ops, redelivery, request_id,
+    search, webhooks, widget,
 };
 use crate::server::ClientAddr;
 use crate::state::STORE_MARGIN;
@@ -153,6 +153,9 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/import/get", post(imports::get))
         .route("/v1/import/list", post(imports::list))
         .route("/v1/import/rows", post(imports::rows))
+        .route("/v1/key/create", post(keys::create))
+        .route("/v1/key/list", post(keys::list))
+        .route("/v1/key/revoke", post(keys::revoke))
         .route_layer(middleware::from_fn_with_state(state.clone(), gate::merchant_gate));
     Router::new()
         .merge(storefront)
@@ -204,7 +207,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     let method = request.method().clone();
     let route = route_of(&request);
     let client = request.extensions().get::<ClientAddr>().map(|c| c.0.ip());
-    let origin = cors::origin(&state.settings.cors_origins, request.headers());
+    let origin = cors::origin_with_keys(&state.settings.cors_origins, state.store.as_ref(), request.headers()).await;
     let preflight = cors::is_preflight(&method, request.uri().path(), request.headers());
     let timeout = state.settings.request_timeout;
     let deadline = started + timeout.saturating_sub(STORE_MARGIN.min(timeout / 2));

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 pub use crate::store::KeyScope;
-use crate::store::{MerchantRef, NewKey, Store, StoreError};
+use crate::store::{KeyRow, MerchantRef, NewKey, Store, StoreError};
 
 const PREFIX: &str = "sf_";
 const KEY_ID_BYTES: usize = 12;
@@ -32,11 +32,23 @@ fn scope_name<S: serde::Serializer>(scope: &KeyScope, s: S) -> Result<S::Ok, S::
     s.serialize_str(scope.as_str())
 }
 
-/// Who a request's key speaks for, and what it may call.
+/// Who a request's key speaks for, what it may call, and from which web origins (`None`: any the
+/// service allows).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
     pub merchant: MerchantRef,
     pub scope: KeyScope,
+    pub allowed_origins: Option<Vec<String>>,
+}
+
+/// What a new key is: its scope, and for a key the merchant makes, its label, its origins and the
+/// bound on the merchant's storefront keys.
+#[derive(Clone, Debug, Default)]
+pub struct KeySpec {
+    pub scope: KeyScope,
+    pub label: Option<String>,
+    pub allowed_origins: Option<Vec<String>>,
+    pub storefront_below: Option<usize>,
 }
 
 impl std::fmt::Debug for IssuedKey {
@@ -58,23 +70,46 @@ fn hash(secret: &str) -> [u8; 32] {
     Sha256::digest(secret.as_bytes()).into()
 }
 
-/// Issues a new key of `scope` for the merchant with public id `merchant_id`.
+/// Issues a new key of `scope` for the merchant with public id `merchant_id` (the operator's).
 pub async fn issue_key(store: &dyn Store, merchant_id: &str, scope: KeyScope) -> Result<IssuedKey, StoreError> {
+    let spec = KeySpec {
+        scope,
+        ..KeySpec::default()
+    };
+    make_key(store, merchant_id, spec)
+        .await?
+        .map(|(issued, _)| issued)
+        .ok_or_else(|| StoreError::NotFound(format!("merchant {merchant_id}")))
+}
+
+/// Makes a new key as `spec` says, for the merchant with public id `merchant_id`: the key, once,
+/// and its stored row; `None` (nothing stored) past `spec.storefront_below`.
+pub async fn make_key(
+    store: &dyn Store,
+    merchant_id: &str,
+    spec: KeySpec,
+) -> Result<Option<(IssuedKey, KeyRow)>, StoreError> {
     let key_id: String = random::<KEY_ID_BYTES>()?.iter().map(|b| format!("{b:02x}")).collect();
     let secret = URL_SAFE_NO_PAD.encode(random::<SECRET_BYTES>()?);
     let key = NewKey {
         merchant_id: merchant_id.to_owned(),
         key_id: key_id.clone(),
         secret_hash: hash(&secret),
-        scope,
+        scope: spec.scope,
+        label: spec.label,
+        allowed_origins: spec.allowed_origins,
+        storefront_below: spec.storefront_below,
     };
-    store.insert_key(key).await?;
-    Ok(IssuedKey {
+    let Some(row) = store.insert_key(key).await? else {
+        return Ok(None);
+    };
+    let issued = IssuedKey {
         merchant_id: merchant_id.to_owned(),
         api_key: format!("{PREFIX}{key_id}_{secret}"),
         key_id,
-        scope,
-    })
+        scope: spec.scope,
+    };
+    Ok(Some((issued, row)))
 }
 
 /// Creates a merchant and issues its first key (of the full scope).
@@ -98,5 +133,6 @@ pub async fn authenticate(store: &dyn Store, api_key: &str) -> Result<Option<Cal
     Ok(matches.then_some(Caller {
         merchant: stored.merchant,
         scope: stored.scope,
+        allowed_origins: stored.allowed_origins,
     }))
 }

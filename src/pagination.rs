@@ -210,6 +210,28 @@ impl Position for AfterRow {
     }
 }
 
+/// Where a page of a merchant's keys ends (oldest first): its last key's creation time and id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AfterKey(pub i64, pub String);
+
+/// Version bytes of key-list cursors.
+const KEYS_V1: u8 = 0x4B;
+
+impl Position for AfterKey {
+    const VERSIONS: &'static [u8] = &[KEYS_V1];
+
+    fn write(&self, bytes: &mut Vec<u8>) {
+        bytes.extend_from_slice(&self.0.to_be_bytes());
+        bytes.extend_from_slice(self.1.as_bytes());
+    }
+
+    fn read(_version: u8, bytes: &[u8]) -> Option<Self> {
+        let (at, id) = bytes.split_at_checked(8)?;
+        let at = i64::from_be_bytes(at.try_into().ok()?);
+        Some(AfterKey(at, std::str::from_utf8(id).ok()?.to_owned()))
+    }
+}
+
 /// Version bytes of search cursors.
 const SEARCH_V1: u8 = 0x53;
 

@@ -18,7 +18,9 @@ endpoint was created (a demo location archived and restored); a recovery's `unti
 its `since` (a rule no schema states) is sent as null. An import's id is one the server issued too:
 a string is replaced by a real import's; an import is created only once fewer than 2 of the
 merchant's are queued or running (the third is refused, a rule of the merchant's state no schema
-states), and `archive_missing` is sent with `update`, which it needs.
+states), and `archive_missing` is sent with `update`, which it needs. A key's id is one the server
+issued too: a revoke's string id is replaced by a live storefront key's, and the merchant is kept
+under its 20 storefront keys not revoked (the 21st is refused, a rule of its state).
 """
 
 import datetime
@@ -57,8 +59,7 @@ def _webhooks(case, kwargs):
     """An endpoint's id is one the server issued, as a cursor is: a made-up string id is rightly
     answered 400 NOT_FOUND, so a string id is replaced by a real endpoint's; and the merchant is
     kept under its 10 endpoints, with a URL that the create accepts."""
-    base = (getattr(case.operation, "base_url", None) or case.operation.schema.get_base_url() or "").rstrip("/")
-    auth = (kwargs.get("headers") or {}).get("Authorization") or (case.headers or {}).get("Authorization")
+    base, auth = _target(case, kwargs)
     if not base or not auth or not isinstance(case.body, dict):
         return
     _room(base, auth)
@@ -98,10 +99,43 @@ IMPORTS_LOCK = threading.Lock()
 TINY_CSV = {"file_name": "tiny.csv", "content_base64": "bmFtZQpB", "dry_run": True}
 
 
-def _imports(case, kwargs):
-    """Import cases with the server's own ids, and within the 2 imports a merchant may have running."""
+KEYS_LOCK = threading.Lock()
+
+
+def _live_storefront_keys(base, auth):
+    """The merchant's storefront keys not revoked, oldest first."""
+    keys, cursor = [], None
+    while True:
+        page = _api(base, auth, "/v1/key/list", {"pagination": {"limit": 1000, "cursor": cursor}})
+        keys += [k for k in page["keys"] if k["scope"] == "storefront" and k["revoked_at"] is None]
+        cursor = page["pagination"]["next_cursor"]
+        if cursor is None:
+            return keys
+
+
+def _keys(case, kwargs):
+    """Key cases with the server's own ids, and within the 20 storefront keys a merchant may have."""
+    base, auth = _target(case, kwargs)
+    if not base or not auth or not isinstance(case.body, dict):
+        return
+    live = _live_storefront_keys(base, auth)
+    for key in live[:max(0, len(live) - 18)]:
+        _api(base, auth, "/v1/key/revoke", {"key_id": key["key_id"]})
+    if case.operation.path == "/v1/key/revoke" and isinstance(case.body.get("key_id"), str):
+        made = _api(base, auth, "/v1/key/create", {"label": "schemathesis"})
+        case.body = dict(case.body, key_id=made["key"]["key_id"])
+
+
+def _target(case, kwargs):
+    """The service's base URL and the case's Authorization header."""
     base = (getattr(case.operation, "base_url", None) or case.operation.schema.get_base_url() or "").rstrip("/")
     auth = (kwargs.get("headers") or {}).get("Authorization") or (case.headers or {}).get("Authorization")
+    return base, auth
+
+
+def _imports(case, kwargs):
+    """Import cases with the server's own ids, and within the 2 imports a merchant may have running."""
+    base, auth = _target(case, kwargs)
     if not base or not auth or not isinstance(case.body, dict):
         return
     if case.operation.path == "/v1/import/create":
@@ -133,9 +167,12 @@ def before_call(ctx, case, kwargs):
     if case.operation.path.startswith("/v1/webhook/"):
         with WEBHOOKS_LOCK:
             _webhooks(case, kwargs)
+    if case.operation.path in ("/v1/key/create", "/v1/key/revoke"):
+        with KEYS_LOCK:
+            _keys(case, kwargs)
     if case.operation.path not in ("/v1/categories/list", "/v1/location/list", "/v1/location/search",
                                    "/v1/location/events", "/v1/webhook/deliveries", "/v1/import/list",
-                                   "/v1/import/rows") \
+                                   "/v1/import/rows", "/v1/key/list") \
             or not isinstance(case.body, dict):
         return
     # A feed may wait up to 25 s for an event that never comes: one second is enough to check it.

@@ -8,6 +8,7 @@ pub mod field_error;
 pub mod geo;
 pub mod import;
 pub mod json;
+pub mod key;
 pub mod location;
 pub mod schedule;
 pub mod webhook;

@@ -11,6 +11,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ErrorCode};
+use crate::domain::key::is_key_origin;
+use crate::store::Store;
 
 /// The headers a page may read beyond the simple ones (`Content-Type`, …).
 const EXPOSE: &str = "RateLimit, RateLimit-Policy, Retry-After, X-Request-Id";
@@ -40,6 +42,30 @@ pub fn origin(allowed: &[String], headers: &HeaderMap) -> Origin {
     }
 }
 
+/// The request's origin against `allowed` and against the origins that storefront keys not
+/// revoked name. Only a well-formed origin is looked up (one indexed read, remembered while the
+/// database does not change); a store that cannot answer allows nothing more.
+pub async fn origin_with_keys(allowed: &[String], store: &dyn Store, headers: &HeaderMap) -> Origin {
+    let configured = origin(allowed, headers);
+    let Some(value) = headers.get(header::ORIGIN).filter(|_| configured == Origin::Other) else {
+        return configured;
+    };
+    let Ok(text) = value.to_str() else {
+        return configured;
+    };
+    if !is_key_origin(text) {
+        return configured;
+    }
+    match store.origin_allowed(text).await {
+        Ok(true) => Origin::Allowed(value.clone()),
+        Ok(false) => Origin::Other,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not read the origins storefront keys allow");
+            Origin::Other
+        }
+    }
+}
+
 /// A CORS preflight: `OPTIONS` with `Access-Control-Request-Method`, to a `/v1` path.
 pub fn is_preflight(method: &Method, path: &str, headers: &HeaderMap) -> bool {
     method == Method::OPTIONS && path.starts_with("/v1/") && headers.contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
@@ -61,7 +87,8 @@ pub fn preflight(origin: &Origin) -> Response {
         }
         Origin::None | Origin::Other => ApiError::new(
             ErrorCode::Forbidden,
-            "this origin may not call the service from a browser; the operator allows origins with --cors-origin",
+            "this origin may not call the service from a browser: a storefront key's allowed_origins, or the \
+             operator's --cors-origin, allows an origin",
         )
         .into_response(),
     }

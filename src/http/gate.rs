@@ -58,20 +58,25 @@ async fn gate(state: AppState, admits: Admits, mut request: Request, next: Next)
         .extensions()
         .get::<ClientAddr>()
         .map_or(IpAddr::V6(Ipv6Addr::UNSPECIFIED), |c| c.0.ip());
-    let Caller { merchant, scope } = match authenticate(&state, client, request.headers()).await {
+    let Caller {
+        merchant,
+        scope,
+        allowed_origins,
+    } = match authenticate(&state, client, request.headers()).await {
         Ok(caller) => caller,
         Err(refused) => return refused,
     };
-    if scope == KeyScope::Storefront && admits == Admits::FullKeys {
-        let mut refused = ApiError::new(
-            ErrorCode::Forbidden,
-            format!(
-                "this API key has the {} scope: it may call {} only",
-                scope.as_str(),
-                STOREFRONT_ROUTES.join(" and ")
-            ),
-        )
-        .into_response();
+    let refusal = if scope == KeyScope::Storefront && admits == Admits::FullKeys {
+        Some(format!(
+            "this API key has the {} scope: it may call {} only",
+            scope.as_str(),
+            STOREFRONT_ROUTES.join(" and ")
+        ))
+    } else {
+        foreign_origin(allowed_origins.as_deref(), request.headers())
+    };
+    if let Some(message) = refusal {
+        let mut refused = ApiError::new(ErrorCode::Forbidden, message).into_response();
         // The access line names the merchant whose key was refused.
         refused.extensions_mut().insert(ServedMerchant(merchant.id));
         return refused;
@@ -105,6 +110,22 @@ async fn gate(state: AppState, admits: Admits, mut request: Request, next: Next)
         insert_headers(response.headers_mut(), &headers);
     }
     response
+}
+
+/// Why a key that names its web origins may not serve this request, if it may not: the request
+/// comes from a page of another origin. A request without `Origin` (a server, curl) is not a
+/// page's, and is served.
+fn foreign_origin(allowed: Option<&[String]>, headers: &HeaderMap) -> Option<String> {
+    let allowed = allowed?;
+    let origin = headers.get(header::ORIGIN)?;
+    if allowed.iter().any(|a| a.as_bytes() == origin.as_bytes()) {
+        return None;
+    }
+    let shown: String = String::from_utf8_lossy(origin.as_bytes()).chars().take(300).collect();
+    Some(format!(
+        "this storefront key may be used only from pages of {}; this page is of {shown}",
+        allowed.join(", ")
+    ))
 }
 
 /// A request's place among those in flight (`--max-in-flight`).

@@ -13,6 +13,8 @@ pub mod extract;
 pub mod gate;
 pub mod import_schemas;
 pub mod imports;
+pub mod key_schemas;
+pub mod keys;
 pub mod locations;
 pub mod openapi;
 pub mod ops;

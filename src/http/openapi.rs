@@ -13,10 +13,11 @@ use super::categories as list;
 use super::changes::{self, ChangeResponse};
 use super::event_schemas::*;
 use super::import_schemas::*;
+use super::key_schemas::*;
 use super::locations as create;
 use super::schemas::*;
 use super::search;
-use super::{events, imports, redelivery, webhooks};
+use super::{events, imports, keys, redelivery, webhooks};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::event::EventType;
 use crate::domain::field_error::{FieldCode, FieldError};
@@ -42,7 +43,7 @@ use crate::domain::webhook::{Outcome, Trigger};
         create::create, create::list, search::search, changes::update, changes::archive, changes::restore, list::list,
         events::feed, webhooks::create, webhooks::list, webhooks::delete, webhooks::enable, webhooks::rotate_secret,
         webhooks::deliveries, redelivery::resend, redelivery::recover, redelivery::test, imports::create, imports::get,
-        imports::list, imports::rows
+        imports::list, imports::rows, keys::create, keys::list, keys::revoke
     ),
     components(schemas(
         ErrorBody, FieldCode, FieldError, ItemResult, Status, LocationInput, LocationItem, LimitsInput,
@@ -55,7 +56,9 @@ use crate::domain::webhook::{Outcome, Trigger};
         webhooks::AttemptPage, AttemptFilterInput, ResendRequest, RecoverRequest, TestEvent, Outcome, Trigger,
         redelivery::DeliveryAnswer, redelivery::RecoverAnswer, ImportCreateRequest, ImportIdRequest, ImportsRequest,
         ImportRowsRequest, ImportRowsFilter, ImportStatusSchema, ImportCounts, ImportErrorObject, ImportObject,
-        RowErrorObject, ImportRowObject, imports::ImportAnswer, imports::ImportList, imports::ImportRowsPage
+        RowErrorObject, ImportRowObject, imports::ImportAnswer, imports::ImportList, imports::ImportRowsPage,
+        KeyCreateRequest, OriginText, KeysRequest, KeyIdRequest, KeyScopeSchema, KeyObjectSchema, keys::MadeKey,
+        keys::KeyAnswer, keys::KeyList
     )),
     modifiers(&BearerAuth, &CommonAnswers),
     security(("bearer" = [])),
@@ -64,7 +67,8 @@ use crate::domain::webhook::{Outcome, Trigger};
         (name = "categories", description = "The shared product category taxonomy"),
         (name = "events", description = "What changed in the merchant's locations: the ordered event feed"),
         (name = "webhooks", description = "The same events pushed to the merchant's own HTTPS endpoints, signed"),
-        (name = "imports", description = "A merchant's file of locations handed to the service, applied in the background exactly once, and followed row by row")
+        (name = "imports", description = "A merchant's file of locations handed to the service, applied in the background exactly once, and followed row by row"),
+        (name = "keys", description = "The merchant's keys, and the storefront keys it makes for its own web pages")
     )
 )]
 pub struct ApiDoc;
@@ -131,14 +135,12 @@ impl Modify for CommonAnswers {
                 );
             }
             answers.insert("401".into(), error("UNAUTHENTICATED or INVALID_API_KEY").build().into());
-            if !super::gate::STOREFRONT_ROUTES.contains(&path.as_str()) {
-                answers.insert(
-                    "403".into(),
-                    error("FORBIDDEN: a storefront key, which may call /v1/location/search and /v1/categories/list only; nothing is read or changed and no budget is spent")
-                        .build()
-                        .into(),
-                );
-            }
+            let forbidden = if super::gate::STOREFRONT_ROUTES.contains(&path.as_str()) {
+                "FORBIDDEN: a storefront key whose allowed_origins do not name the request's Origin; nothing is read and no budget is spent"
+            } else {
+                "FORBIDDEN: a storefront key, which may call /v1/location/search and /v1/categories/list only; nothing is read or changed and no budget is spent"
+            };
+            answers.insert("403".into(), error(forbidden).build().into());
             answers.insert(
                 "408".into(),
                 error("REQUEST_TIMEOUT: the body stopped arriving for 10 s, or was not complete within the request's 30 s; nothing is stored")
@@ -180,8 +182,9 @@ impl Modify for BearerAuth {
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
                         "Authorization: Bearer <api_key>; keys are issued with `storefront merchant create` and \
-                         `storefront key issue --merchant ID [--scope storefront]`. A storefront key may be published \
-                         in a web page: it may call /v1/location/search and /v1/categories/list only.",
+                         `storefront key issue --merchant ID [--scope storefront]`, and storefront keys by the \
+                         merchant with /v1/key/create. A storefront key may be published in a web page: it may \
+                         call /v1/location/search and /v1/categories/list only.",
                     ))
                     .build(),
             ),
@@ -200,6 +203,7 @@ pub fn document() -> serde_json::Value {
         "/v1/location/events",
         "/v1/webhook/list",
         "/v1/import/list",
+        "/v1/key/list",
     ] {
         if let Some(RefOr::T(body)) = doc
             .paths

@@ -138,6 +138,10 @@ pub struct MerchantRow {
 pub struct KeyRow {
     pub key_id: String,
     pub scope: KeyScope,
+    /// What the merchant called it (`None` for a key the operator issued).
+    pub label: Option<String>,
+    /// The web origins it may be used from; `None`: any the service allows.
+    pub allowed_origins: Option<Vec<String>>,
     pub created_at_ms: i64,
     pub revoked_at_ms: Option<i64>,
 }
@@ -148,6 +152,8 @@ pub struct StoredKey {
     pub merchant: MerchantRef,
     pub scope: KeyScope,
     pub secret_hash: [u8; 32],
+    /// The web origins it may be used from; `None`: any the service allows.
+    pub allowed_origins: Option<Vec<String>>,
 }
 
 /// A location in `QUARANTINE`, as an operator reviews it (CONTRACT §10.5).
@@ -204,13 +210,30 @@ pub struct WriteFor<'a> {
     pub deadline: std::time::Instant,
 }
 
-/// A key to store: its merchant's public id, its own id, the hash of its secret, its scope.
+/// A key to store: its merchant's public id, its own id, the hash of its secret, its scope, what
+/// the merchant calls it and the origins it may be used from.
 #[derive(Clone, Debug)]
 pub struct NewKey {
     pub merchant_id: String,
     pub key_id: String,
     pub secret_hash: [u8; 32],
     pub scope: KeyScope,
+    pub label: Option<String>,
+    pub allowed_origins: Option<Vec<String>>,
+    /// The key is stored only while the merchant has fewer storefront keys not revoked than this
+    /// (a merchant's own bound; the operator has none).
+    pub storefront_below: Option<usize>,
+}
+
+/// What revoking one of a merchant's keys found.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MerchantKey {
+    /// A storefront key, revoked now or before.
+    Revoked(KeyRow),
+    /// A full key: left as it is (the operator revokes those).
+    Full,
+    /// No key of this merchant has that id.
+    NotFound,
 }
 
 #[async_trait]
@@ -239,11 +262,28 @@ pub trait Store: Send + Sync + 'static {
     /// merchant has that public id (the operator's `key list`).
     async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError>;
 
-    /// Stores a new key for the merchant with public id `key.merchant_id` (`NotFound` if none).
-    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError>;
+    /// Stores a new key for the merchant with public id `key.merchant_id` (`NotFound` if none);
+    /// `None` (nothing stored) when the merchant has `key.storefront_below` storefront keys not
+    /// revoked.
+    async fn insert_key(&self, key: NewKey) -> Result<Option<KeyRow>, StoreError>;
+
+    /// A page of the merchant's keys, oldest first, after the key created at `after`'s time with
+    /// `after`'s id.
+    async fn key_page(
+        &self,
+        merchant_pk: i64,
+        after: Option<(i64, String)>,
+        limit: usize,
+    ) -> Result<Vec<KeyRow>, StoreError>;
 
     /// Revokes a key; `false` when no unrevoked key has that id.
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError>;
+
+    /// Revokes the merchant's storefront key with this id (a revoked one is answered as it is).
+    async fn revoke_merchant_key(&self, merchant_pk: i64, key_id: &str) -> Result<MerchantKey, StoreError>;
+
+    /// Whether a storefront key not revoked names this web origin.
+    async fn origin_allowed(&self, origin: &str) -> Result<bool, StoreError>;
 
     /// The unrevoked key with this id, if any.
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError>;

@@ -20,6 +20,7 @@ mod helpers;
 mod import;
 mod imports;
 mod imports_resume;
+mod keys;
 mod limits;
 mod location_list;
 mod migration;

@@ -199,10 +199,11 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
         Some(path) => {
             let conn = rusqlite::Connection::open(path).unwrap();
             // Version 7's schema: the claims' owners (migration 9), the endpoints' first
-            // sequence (10) and the imports (12) came after it too (10 rebuilds the attempts' table
+            // sequence (10), the imports (12) and the keys' origins (13) came after it too (10 rebuilds the attempts' table
             // whatever it holds).
             conn.execute_batch(&format!(
-                "DROP TABLE import_rows; DROP TABLE imports; \
+                "DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
+                 ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE imports; \
                  DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                  ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
                  ALTER TABLE webhooks DROP COLUMN resent_through; PRAGMA user_version = 7"
@@ -222,7 +223,8 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
             tokio::spawn(connection);
             client
                 .batch_execute(&format!(
-                    "DROP TABLE import_rows; DROP TABLE imports; \
+                    "DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
+                     ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE imports; \
                      DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                      ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
                      ALTER TABLE webhooks DROP COLUMN resent_through; \

@@ -31,6 +31,7 @@ mod changes;
 mod events;
 mod groups;
 mod imports;
+mod keys;
 mod locations;
 mod merchants;
 mod migrations;
@@ -55,7 +56,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 
 use super::api::{
-    Approval, Imported, KeyRow, KeyScope, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
+    Approval, Imported, KeyRow, MerchantKey, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
     ReadReplicas, Store, StoreError, StoredKey, WriteFor, now_ms,
 };
 use super::event_signal::EventSignal;
@@ -344,61 +345,36 @@ impl Store for PgStore {
     }
 
     async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
-        merchants::list_keys(&self.pool, merchant_id).await
+        keys::keys_of(&self.pool, merchant_id).await
     }
 
-    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {
-        let client = self.pool.get().await?;
-        let inserted = client
-            .execute(
-                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at, scope) \
-                 SELECT $1, pk, $3, $4, $5 FROM merchants WHERE id = $2",
-                &[
-                    &key.key_id,
-                    &key.merchant_id,
-                    &&key.secret_hash[..],
-                    &now_ms(),
-                    &key.scope.as_str(),
-                ],
-            )
-            .await?;
-        if inserted == 0 {
-            return Err(StoreError::NotFound(format!("merchant {}", key.merchant_id)));
-        }
-        Ok(())
+    async fn insert_key(&self, key: NewKey) -> Result<Option<KeyRow>, StoreError> {
+        keys::insert(&self.pool, key).await
+    }
+
+    async fn key_page(
+        &self,
+        merchant_pk: i64,
+        after: Option<(i64, String)>,
+        limit: usize,
+    ) -> Result<Vec<KeyRow>, StoreError> {
+        keys::page(&self.pool, merchant_pk, after, limit).await
     }
 
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
-        let client = self.pool.get().await?;
-        let changed = client
-            .execute(
-                "UPDATE api_keys SET revoked_at = $2 WHERE key_id = $1 AND revoked_at IS NULL",
-                &[&key_id, &now_ms()],
-            )
-            .await?;
-        Ok(changed == 1)
+        keys::revoke(&self.pool, key_id).await
+    }
+
+    async fn revoke_merchant_key(&self, merchant_pk: i64, key_id: &str) -> Result<MerchantKey, StoreError> {
+        keys::revoke_of(&self.pool, merchant_pk, key_id).await
+    }
+
+    async fn origin_allowed(&self, origin: &str) -> Result<bool, StoreError> {
+        keys::origin_named(&self.pool, origin).await
     }
 
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
-        let client = self.pool.get().await?;
-        let stmt = client
-            .prepare_cached(
-                "SELECT m.pk, m.id, k.secret_hash, k.scope FROM api_keys k \
-                 JOIN merchants m ON m.pk = k.merchant_pk WHERE k.key_id = $1 AND k.revoked_at IS NULL",
-            )
-            .await?;
-        let row = client.query_opt(&stmt, &[&key_id]).await?;
-        Ok(row.and_then(|r| {
-            let hash: Vec<u8> = r.get(2);
-            Some(StoredKey {
-                scope: KeyScope::from_stored(r.get(3)),
-                merchant: MerchantRef {
-                    pk: r.get(0),
-                    id: r.get(1),
-                },
-                secret_hash: hash.try_into().ok()?,
-            })
-        }))
+        keys::lookup(&self.pool, key_id).await
     }
 
     async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError> {

@@ -6,10 +6,10 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 
-use crate::store::api::{KeyRow, KeyScope, MerchantRef, MerchantRow, StoreError, StoredKey};
-use rusqlite::OptionalExtension;
+use crate::store::api::{KeyRow, KeyScope, MerchantKey, MerchantRow, NewKey, StoreError, StoredKey};
+use crate::store::key_sql;
 
 /// Verified API keys, each with the version of the database it was read at.
 ///
@@ -17,7 +17,8 @@ use rusqlite::OptionalExtension;
 /// commits. A key is served from here only while the version it was read at is still current, so
 /// a revocation is seen by the next request; under write load entries simply go stale and keys
 /// are looked up again. Only found keys are kept, at most `MAX_CACHED_KEYS` of them, so unknown
-/// keys cannot grow it.
+/// keys cannot grow it. Whether a key names a web origin is kept the same way (a browser's origin
+/// is asked about at each of its requests), at most `MAX_CACHED_KEYS` origins.
 ///
 /// The version is read, in order of preference:
 /// - from the WAL-index header, the first bytes of the `-shm` file, with one `pread` and no lock:
@@ -33,6 +34,8 @@ pub(super) struct KeyCache {
     watch: Mutex<Option<Connection>>,
     path: PathBuf,
     entries: Mutex<HashMap<String, (Version, StoredKey)>>,
+    /// Whether a key names a web origin, for origins browsers sent (found or not, as many).
+    origins: Mutex<HashMap<String, (Version, bool)>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,6 +57,7 @@ impl KeyCache {
             watch: Mutex::new(None),
             path: path.to_path_buf(),
             entries: Mutex::new(HashMap::new()),
+            origins: Mutex::new(HashMap::new()),
         }
     }
 
@@ -98,36 +102,43 @@ impl KeyCache {
     }
 
     pub(super) fn put(&self, key_id: &str, version: Version, key: StoredKey) {
-        if let Ok(mut entries) = self.entries.lock() {
-            if entries.len() >= MAX_CACHED_KEYS {
-                entries.clear();
-            }
-            entries.insert(key_id.to_owned(), (version, key));
+        remember(&self.entries, key_id, version, key);
+    }
+
+    pub(super) fn origin(&self, origin: &str, version: Version) -> Option<bool> {
+        let origins = self.origins.lock().ok()?;
+        origins
+            .get(origin)
+            .filter(|(v, _)| *v == version)
+            .map(|(_, named)| *named)
+    }
+
+    pub(super) fn put_origin(&self, origin: &str, version: Version, named: bool) {
+        remember(&self.origins, origin, version, named);
+    }
+}
+
+/// Keeps `value` under `name` read at `version`; a full map starts again empty.
+fn remember<T>(map: &Mutex<HashMap<String, (Version, T)>>, name: &str, version: Version, value: T) {
+    if let Ok(mut entries) = map.lock() {
+        if entries.len() >= MAX_CACHED_KEYS {
+            entries.clear();
         }
+        entries.insert(name.to_owned(), (version, value));
+    }
+}
+
+/// The unrevoked key with this id.
+pub(super) fn lookup(c: &Connection, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
+    let mut stmt = c.prepare_cached(&key_sql::lookup('?'))?;
+    let mut rows = stmt.query([key_id])?;
+    match rows.next()? {
+        Some(row) => key_sql::read_stored(row),
+        None => Ok(None),
     }
 }
 
 /// Every merchant, oldest first.
-/// The unrevoked key with this id.
-pub(super) fn lookup(c: &Connection, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
-    let row = c
-        .prepare_cached(
-            "SELECT m.pk, m.id, k.secret_hash, k.scope FROM api_keys k \
-             JOIN merchants m ON m.pk = k.merchant_pk WHERE k.key_id = ?1 AND k.revoked_at IS NULL",
-        )?
-        .query_row([key_id], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get::<_, Vec<u8>>(2)?, r.get::<_, String>(3)?))
-        })
-        .optional()?;
-    Ok(row.and_then(|(pk, id, hash, scope)| {
-        Some(StoredKey {
-            merchant: MerchantRef { pk, id },
-            scope: KeyScope::from_stored(&scope),
-            secret_hash: hash.try_into().ok()?,
-        })
-    }))
-}
-
 pub(super) fn merchants(conn: &rusqlite::Connection) -> Result<Vec<MerchantRow>, StoreError> {
     let mut stmt = conn.prepare_cached("SELECT id, name, created_at FROM merchants ORDER BY created_at, pk")?;
     let rows = stmt.query_map([], |r| {
@@ -141,22 +152,104 @@ pub(super) fn merchants(conn: &rusqlite::Connection) -> Result<Vec<MerchantRow>,
 }
 
 /// The merchant's keys, oldest first; `None` when there is no such merchant.
-pub(super) fn keys_of(conn: &rusqlite::Connection, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
+pub(super) fn keys_of(conn: &Connection, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
     let pk: Option<i64> = conn
         .prepare_cached("SELECT pk FROM merchants WHERE id = ?1")?
         .query_row([merchant_id], |r| r.get(0))
         .optional()?;
     let Some(pk) = pk else { return Ok(None) };
-    let mut stmt = conn.prepare_cached(
-        "SELECT key_id, scope, created_at, revoked_at FROM api_keys WHERE merchant_pk = ?1 ORDER BY created_at, key_id",
-    )?;
-    let rows = stmt.query_map([pk], |r| {
-        Ok(KeyRow {
-            key_id: r.get(0)?,
-            scope: KeyScope::from_stored(&r.get::<_, String>(1)?),
-            created_at_ms: r.get(2)?,
-            revoked_at_ms: r.get(3)?,
+    read_keys(conn, &key_sql::all_of('?'), params![pk]).map(Some)
+}
+
+/// The keys a statement reads.
+fn read_keys(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> Result<Vec<KeyRow>, StoreError> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let mut rows = stmt.query(params)?;
+    let mut keys = Vec::new();
+    while let Some(row) = rows.next()? {
+        keys.push(key_sql::read_key(row)?);
+    }
+    Ok(keys)
+}
+
+/// A page of the merchant's keys after `after` (created at, id), oldest first.
+pub(super) fn page(
+    conn: &Connection,
+    merchant_pk: i64,
+    after: Option<(i64, String)>,
+    limit: usize,
+) -> Result<Vec<KeyRow>, StoreError> {
+    let (at, id) = after.unwrap_or((i64::MIN, String::new()));
+    read_keys(conn, &key_sql::page('?'), params![merchant_pk, at, id, limit as i64])
+}
+
+/// Stores a key, unless its merchant has `storefront_below` storefront keys not revoked.
+pub(super) fn insert(tx: &Transaction, key: &NewKey, now_ms: i64) -> Result<Option<KeyRow>, StoreError> {
+    let pk: Option<i64> = tx
+        .query_row("SELECT pk FROM merchants WHERE id = ?1", [&key.merchant_id], |r| {
+            r.get(0)
         })
-    })?;
-    Ok(Some(rows.collect::<Result<_, _>>()?))
+        .optional()?;
+    let pk = pk.ok_or_else(|| StoreError::NotFound(format!("merchant {}", key.merchant_id)))?;
+    if let Some(below) = key.storefront_below {
+        let live: i64 = tx.query_row(&key_sql::live_storefront_keys('?'), [pk], |r| r.get(0))?;
+        if live.unsigned_abs() >= below as u64 {
+            return Ok(None);
+        }
+    }
+    tx.execute(
+        &key_sql::insert('?'),
+        params![
+            key.key_id,
+            pk,
+            &key.secret_hash[..],
+            now_ms,
+            key.scope.as_str(),
+            key.label,
+            key_sql::stored_origins(key.allowed_origins.as_deref()),
+        ],
+    )?;
+    for origin in key.allowed_origins.iter().flatten() {
+        tx.execute(&key_sql::insert_origin('?'), params![origin, key.key_id])?;
+    }
+    read_keys(tx, &key_sql::get('?'), [&key.key_id]).map(|keys| keys.into_iter().next())
+}
+
+/// Revokes a key of any merchant (the operator's); `false` when no unrevoked key has that id.
+pub(super) fn revoke(tx: &Transaction, key_id: &str, now_ms: i64) -> Result<bool, StoreError> {
+    let changed = tx.execute(&key_sql::revoke('?'), params![key_id, now_ms])?;
+    tx.execute(&key_sql::drop_origins('?'), [key_id])?;
+    Ok(changed == 1)
+}
+
+/// Revokes the merchant's storefront key with this id.
+pub(super) fn revoke_of(
+    tx: &Transaction,
+    merchant_pk: i64,
+    key_id: &str,
+    now_ms: i64,
+) -> Result<MerchantKey, StoreError> {
+    let read = |tx: &Transaction| read_keys(tx, &key_sql::get_of('?'), params![merchant_pk, key_id]);
+    let Some(key) = read(tx)?.into_iter().next() else {
+        return Ok(MerchantKey::NotFound);
+    };
+    if key.scope == KeyScope::Full {
+        return Ok(MerchantKey::Full);
+    }
+    if key.revoked_at_ms.is_some() {
+        return Ok(MerchantKey::Revoked(key));
+    }
+    revoke(tx, key_id, now_ms)?;
+    let key = read(tx)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::NotFound(format!("key {key_id}")))?;
+    Ok(MerchantKey::Revoked(key))
+}
+
+/// Whether a key not revoked names the origin.
+pub(super) fn origin_named(conn: &Connection, origin: &str) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(&key_sql::origin_named('?'))?
+        .query_row([origin], |r| r.get(0))?)
 }

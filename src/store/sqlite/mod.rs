@@ -52,12 +52,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    Approval, Imported, KeyRow, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn, Store,
-    StoreError, StoredKey, WriteFor, now_ms,
+    Approval, Imported, KeyRow, MerchantKey, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
+    Store, StoreError, StoredKey, WriteFor, now_ms,
 };
 use crate::domain::category::Category;
 use crate::domain::category::import::{self, Mode, Parsed, Problem};
@@ -262,31 +262,46 @@ impl Store for SqliteStore {
         self.readers.snapshot(move |c| keys::keys_of(c, &merchant_id)).await
     }
 
-    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {
-        self.write(move |tx| {
-            let pk: Option<i64> = tx
-                .query_row("SELECT pk FROM merchants WHERE id = ?1", [&key.merchant_id], |r| r.get(0))
-                .optional()?;
-            let pk = pk.ok_or_else(|| StoreError::NotFound(format!("merchant {}", key.merchant_id)))?;
-            tx.execute(
-                "INSERT INTO api_keys (key_id, merchant_pk, secret_hash, created_at, scope) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![key.key_id, pk, &key.secret_hash[..], now_ms(), key.scope.as_str()],
-            )?;
-            Ok(())
-        })
-        .await
+    async fn insert_key(&self, key: NewKey) -> Result<Option<KeyRow>, StoreError> {
+        self.write(move |tx| keys::insert(tx, &key, now_ms())).await
+    }
+
+    async fn key_page(
+        &self,
+        merchant_pk: i64,
+        after: Option<(i64, String)>,
+        limit: usize,
+    ) -> Result<Vec<KeyRow>, StoreError> {
+        self.readers
+            .read(move |c| keys::page(c, merchant_pk, after, limit))
+            .await
     }
 
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
         let key_id = key_id.to_owned();
-        self.write(move |tx| {
-            let changed = tx.execute(
-                "UPDATE api_keys SET revoked_at = ?2 WHERE key_id = ?1 AND revoked_at IS NULL",
-                params![key_id, now_ms()],
-            )?;
-            Ok(changed == 1)
-        })
-        .await
+        self.write(move |tx| keys::revoke(tx, &key_id, now_ms())).await
+    }
+
+    async fn revoke_merchant_key(&self, merchant_pk: i64, key_id: &str) -> Result<MerchantKey, StoreError> {
+        let key_id = key_id.to_owned();
+        self.write(move |tx| keys::revoke_of(tx, merchant_pk, &key_id, now_ms()))
+            .await
+    }
+
+    async fn origin_allowed(&self, origin: &str) -> Result<bool, StoreError> {
+        // As with keys: read the version first, so that a change after it is seen next time.
+        let version = self.keys.version();
+        if let Some(version) = version
+            && let Some(named) = self.keys.origin(origin, version)
+        {
+            return Ok(named);
+        }
+        let asked = origin.to_owned();
+        let named = self.readers.read(move |c| keys::origin_named(c, &asked)).await?;
+        if let Some(version) = version {
+            self.keys.put_origin(origin, version, named);
+        }
+        Ok(named)
     }
 
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {

@@ -39,6 +39,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0010_redelivery.sql"),
     include_str!("../../../migrations/sqlite/0011_resent_through.sql"),
     include_str!("../../../migrations/sqlite/0012_imports.sql"),
+    include_str!("../../../migrations/sqlite/0013_key_origins.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;

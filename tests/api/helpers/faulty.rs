@@ -11,7 +11,8 @@ use storefront::domain::location::change::{ChangePlan, Decision};
 use storefront::domain::location::listing::{LocationPage, LocationQuery};
 use storefront::domain::location::search::{SearchPage, SearchQuery};
 use storefront::store::{
-    Approval, Imported, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, Store, StoreError, StoredKey, WriteFor,
+    Approval, Imported, KeyRow, MerchantKey, MerchantRef, NewKey, QuarantinedLocation, ReadFrom, Store, StoreError,
+    StoredKey, WriteFor,
 };
 
 use super::{TestApp, fresh_database_url, open_store};
@@ -66,11 +67,25 @@ impl Store for FaultyStore {
     async fn merchant_count(&self) -> Result<u64, StoreError> {
         self.inner.merchant_count().await
     }
-    async fn insert_key(&self, key: NewKey) -> Result<(), StoreError> {
+    async fn insert_key(&self, key: NewKey) -> Result<Option<KeyRow>, StoreError> {
         self.inner.insert_key(key).await
+    }
+    async fn key_page(
+        &self,
+        merchant_pk: i64,
+        after: Option<(i64, String)>,
+        limit: usize,
+    ) -> Result<Vec<KeyRow>, StoreError> {
+        self.inner.key_page(merchant_pk, after, limit).await
     }
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
         self.inner.revoke_key(key_id).await
+    }
+    async fn revoke_merchant_key(&self, merchant_pk: i64, key_id: &str) -> Result<MerchantKey, StoreError> {
+        self.inner.revoke_merchant_key(merchant_pk, key_id).await
+    }
+    async fn origin_allowed(&self, origin: &str) -> Result<bool, StoreError> {
+        self.inner.origin_allowed(origin).await
     }
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
         self.key_lookups.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
