@@ -17,6 +17,9 @@ export function forget() {
   sessionStorage.removeItem(STORE);
 }
 
+// What a 401 means, wherever the console says it.
+export const UNKNOWN_KEY = 'This API key is unknown or was revoked.';
+
 export class ApiError extends Error {
   constructor(status, body, retryAfter, requestId) {
     super(body && body.message ? body.message : `HTTP ${status}`);
@@ -58,7 +61,7 @@ export function inWords(error) {
   const id = (error.body && error.body.details && error.body.details.request_id) || error.requestId;
   switch (error.status) {
     case 0: return 'The service could not be reached. Check the connection and try again.';
-    case 401: return 'This API key is not valid: it is unknown or was revoked. Sign out and sign in with a valid key.';
+    case 401: return `${UNKNOWN_KEY} Sign out and sign in with a valid key.`;
     case 403: return 'This key may not do that: a storefront key can only search locations and list categories.';
     case 408: return 'The request took too long to arrive. Try again.';
     case 429: {

@@ -59,3 +59,42 @@ export function table(label, headers, rows) {
       h('thead', {}, h('tr', {}, headers.map(([text, cls]) => h('th', { scope: 'col', class: cls }, text)))),
       h('tbody', {}, rows)));
 }
+
+// `text` in a code element with a button that copies it (where the browser refuses the clipboard,
+// the text is selected for the keyboard to copy). `block`: the text is shown as a block of lines.
+export function copyable(text, label, block = false) {
+  const code = h('code', {}, text);
+  const copy = h('button', { type: 'button', class: 'secondary' }, label);
+  const said = h('span', { role: 'status' });
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      said.textContent = 'Copied.';
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      said.textContent = 'Selected: copy it with your keyboard.';
+    }
+  });
+  return block
+    ? h('div', {}, h('pre', { class: 'snippet', tabindex: 0 }, code), h('p', { class: 'secret' }, copy, said))
+    : h('p', { class: 'secret' }, code, copy, said);
+}
+
+// Asks to confirm in a dialog; resolves true for the confirming button.
+export function confirmed(question, yes) {
+  return new Promise((resolve) => {
+    const ok = h('button', { type: 'button', class: 'danger' }, yes);
+    const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
+    const dialog = h('dialog', { 'aria-labelledby': 'confirm-title' }, h('p', { id: 'confirm-title' }, question), ok, cancel);
+    const done = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
+    ok.addEventListener('click', () => done(true));
+    cancel.addEventListener('click', () => done(false));
+    dialog.addEventListener('cancel', () => done(false));
+    document.body.append(dialog);
+    dialog.showModal();
+    cancel.focus();
+  });
+}

@@ -1,32 +1,17 @@
-// Webhooks (CONTRACT §21): the merchant's endpoints (URL, status, why disabled), adding one (its
+// Webhooks: the merchant's endpoints (URL, status, why disabled), adding one (its
 // secret shown once, with a copy button), and for each: a test event, a new secret, enabling,
-// deleting (after a confirmation); its deliveries (§20's log, filtered by outcome) with Resend on
+// deleting (after a confirmation); its deliveries (the log of attempts, filtered by outcome) with Resend on
 // each, and a recovery since a date and time. Every result in words.
 
 import { call, inWords } from './api.js';
-import { announce, fill, h, notice, table, when } from './dom.js';
+import { announce, confirmed, copyable, fill, h, notice, table, when } from './dom.js';
 
 const REASONS = { gone: 'it answered 410 Gone', failing: 'none of its attempts succeeded for too long' };
 
 function secretShown(secret, what) {
-  const code = h('code', {}, secret);
-  const copy = h('button', { type: 'button', class: 'secondary' }, 'Copy secret');
-  const said = h('span', { role: 'status' });
-  copy.addEventListener('click', async () => {
-    try {
-      await navigator.clipboard.writeText(secret);
-      said.textContent = 'Copied.';
-    } catch {
-      const range = document.createRange();
-      range.selectNodeContents(code);
-      getSelection().removeAllRanges();
-      getSelection().addRange(range);
-      said.textContent = 'Selected: copy it with your keyboard.';
-    }
-  });
   return h('div', { class: 'notice' },
     h('p', {}, `${what} Its secret is shown only now: keep it where your receiver verifies signatures.`),
-    h('p', { class: 'secret' }, code, copy, said));
+    copyable(secret, 'Copy secret'));
 }
 
 // The outcome of a test or a resend, in words.
@@ -35,22 +20,6 @@ function attempted(delivery, what) {
     return notice(`${what} delivered: the receiver answered ${delivery.http_status} in ${delivery.duration_ms} ms.`);
   }
   return notice(`${what} not delivered: ${delivery.error || 'it failed'}.`, true);
-}
-
-// Asks to confirm in a dialog; resolves true for the confirming button.
-function confirmed(question, yes) {
-  return new Promise((resolve) => {
-    const ok = h('button', { type: 'button', class: 'danger' }, yes);
-    const cancel = h('button', { type: 'button', class: 'secondary' }, 'Cancel');
-    const dialog = h('dialog', { 'aria-labelledby': 'confirm-title' }, h('p', { id: 'confirm-title' }, question), ok, cancel);
-    const done = (answer) => { dialog.close(); dialog.remove(); resolve(answer); };
-    ok.addEventListener('click', () => done(true));
-    cancel.addEventListener('click', () => done(false));
-    dialog.addEventListener('cancel', () => done(false));
-    document.body.append(dialog);
-    dialog.showModal();
-    cancel.focus();
-  });
 }
 
 function endpointCard(w, refresh, said) {
