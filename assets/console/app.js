@@ -1,12 +1,26 @@
-// The console's frame (CONTRACT §21): signing in and out, and the sections by the address's
-// fragment (#locations, #locations/ID, #events, #webhooks, #webhooks/ID), so that the browser's
-// back button returns to the previous section. Nothing here talks to the service but api.js.
+// The console's frame: signing in and out, and the sections by the address's fragment
+// (#locations, #locations/ID, #events, #webhooks/ID, ...), so that the browser's back button
+// returns to the previous section. Nothing here talks to the service but api.js.
 
-import { call, forget, inWords, remember, signedIn, ApiError } from './api.js';
-import { announce } from './dom.js';
-import { showEvents } from './events.js';
-import { showLocation, showLocations } from './locations.js';
+import { call, forget, inWords, remember, signedIn, ApiError, UNKNOWN_KEY } from './api.js';
+import { announce, h } from './dom.js';
+import { forgetEvents, showEvents } from './events.js';
+import { showImports } from './imports.js';
+import { showKeys } from './keys.js';
+import { forgetLocations, showLocation, showLocations } from './locations.js';
 import { showWebhook, showWebhooks } from './webhooks.js';
+
+// Every section, in the navigation's order: its fragment, its title, how it is shown (with the
+// id after the slash, if any), and what it remembers that signing out must forget. A new section
+// is one entry here.
+const SECTIONS = [
+  { id: 'locations', title: 'Locations', show: (view, id) => (id ? showLocation(view, id) : showLocations(view)),
+    forget: forgetLocations },
+  { id: 'import', title: 'Import', show: (view) => showImports(view) },
+  { id: 'events', title: 'Events', show: (view) => showEvents(view), forget: forgetEvents },
+  { id: 'webhooks', title: 'Webhooks', show: (view, id) => (id ? showWebhook(view, id) : showWebhooks(view)) },
+  { id: 'keys', title: 'Keys', show: (view) => showKeys(view) },
+];
 
 const signIn = document.getElementById('sign-in');
 const form = document.getElementById('sign-in-form');
@@ -17,6 +31,7 @@ const signOut = document.getElementById('sign-out');
 const view = document.getElementById('view');
 const main = document.getElementById('main');
 let leave = () => {};
+nav.querySelector('ul').replaceChildren(...SECTIONS.map((s) => h('li', {}, h('a', { href: `#${s.id}` }, s.title))));
 
 form.addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -34,7 +49,7 @@ form.addEventListener('submit', async (event) => {
     signInError.textContent = e instanceof ApiError && e.status === 403
       ? 'This is a storefront key: it can only search pickup points for buyers, not manage anything. Sign in with a full key.'
       : e instanceof ApiError && e.status === 401
-        ? 'This API key is unknown or was revoked. Check it and try again.'
+        ? `${UNKNOWN_KEY} Check it and try again.`
         : inWords(e);
     keyInput.focus();
     return;
@@ -49,6 +64,8 @@ signOut.addEventListener('click', () => {
   forget();
   leave();
   leave = () => {};
+  for (const section of SECTIONS) if (section.forget) section.forget();
+  view.replaceChildren();
   history.replaceState(null, '', location.pathname);
   route();
   announce('Signed out.');
@@ -73,18 +90,13 @@ function route() {
     if (link.getAttribute('href') === `#${section}`) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
   }
-  const show = {
-    locations: () => (id ? showLocation(view, id) : showLocations(view)),
-    events: () => showEvents(view),
-    webhooks: () => (id ? showWebhook(view, id) : showWebhooks(view)),
-  }[section];
-  if (!show) {
+  const shown = SECTIONS.find((s) => s.id === section);
+  if (!shown) {
     location.replace('#locations');
     return;
   }
-  leave = show() || (() => {});
-  const title = { locations: 'Locations', events: 'Events', webhooks: 'Webhooks' }[section];
-  document.title = `${title} · Storefront console`;
+  leave = shown.show(view, id) || (() => {});
+  document.title = `${shown.title} · Storefront console`;
   main.focus({ preventScroll: true });
 }
 

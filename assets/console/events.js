@@ -1,4 +1,4 @@
-// Events (CONTRACT §21): the merchant's events, newest at the top, each with its type, time, the
+// Events: the merchant's events, newest at the top, each with its type, time, the
 // location's name and its status; new ones appear as they are committed, while the section is
 // open, by following the feed with wait_s (one request waiting at a time, ended on leaving).
 
@@ -8,6 +8,11 @@ import { announce, fill, h, notice, table, when } from './dom.js';
 const SHOWN = 100;
 const WALK_PAGES = 20;
 const names = new Map();
+
+// Signing out forgets the names of the locations read.
+export function forgetEvents() {
+  names.clear();
+}
 
 async function nameAll(events) {
   const unknown = [...new Set(events.map((e) => e.location_id).filter((id) => id && !names.has(id)))];

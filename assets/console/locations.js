@@ -1,4 +1,4 @@
-// Locations (CONTRACT §21): the merchant's locations as POST /v1/location/list pages them, by
+// Locations: the merchant's locations as POST /v1/location/list pages them, by
 // status, with the cursors forwards and back; a plan of the listed points; one location's record
 // in words, a quarantined one's neighbour named and drawn beside it, and Archive / Restore with
 // expected_version (a change meanwhile told in words, and the location shown as it now is).
@@ -11,6 +11,12 @@ const STATUSES = ['ACTIVE', 'QUARANTINE', 'ARCHIVED'];
 const PAGE = 20;
 // Where the list stands: the status filter and the cursors of the pages walked to (null: first).
 const state = { status: '', cursors: [null] };
+
+// Signing out starts the next person from the first page of every location.
+export function forgetLocations() {
+  state.status = '';
+  state.cursors = [null];
+}
 
 export function showLocations(view) {
   const select = h('select', { id: 'status-filter' },

@@ -1,5 +1,5 @@
 /*
- * Storefront pickup-point widget (CONTRACT §13.3), served by the Storefront Catalog Service at
+ * Storefront pickup-point widget, served by the Storefront Catalog Service at
  * /widget/pickup.js. Plain JavaScript, no dependencies, nothing loaded from anywhere else.
  *
  *   <div id="pickup"></div>
@@ -21,7 +21,7 @@
   var SVG = 'http://www.w3.org/2000/svg';
   var mounted = 0;
 
-  // What an option left out means (the search's own defaults, CONTRACT §12.1, but the page size).
+  // What an option left out means (the search's own defaults, but the page size).
   var DEFAULTS = { radius_m: 5000, limit: 10 };
 
   var MESSAGES = {
@@ -151,7 +151,7 @@
     };
   }
 
-  // The day's schedule at `when`, as the search decides it (§12.2): a dated element first.
+  // The day's schedule at `when`, as the search decides it: a dated element first.
   function daySchedule(record, when) {
     var dated = (record.individual_schedule || []).filter(function (e) { return e.date === when.date; })[0];
     if (dated) return dated.is_works ? dated.schedule : null;
@@ -159,8 +159,8 @@
     return day ? day.schedule : null;
   }
 
-  // Open or not at `when`, and the day's hours (null: closed all day): §12.2's rule, the one the
-  // server's search applies (tests/data/open-cases.json holds the cases both are tested on).
+  // Open or not at `when`, and the day's hours (null: closed all day): the rule the server's search
+  // applies (tests/data/open-cases.json holds the cases both are tested on).
   function dayState(record, when) {
     var s = daySchedule(record, when);
     if (!s) return { open: false, hours: null };
@@ -485,7 +485,7 @@
   };
 
   window.StorefrontPickup = {
-    // §12.2's rule as the widget applies it: {open, hours: {start, end, break} | null} of a
+    // The search's opening-hours rule as the widget applies it: {open, hours: {start, end, break} | null} of a
     // record at `openAt` (`YYYY-MM-DDTHH:MM`, the buyer's wall-clock time; now when left out).
     openAt: function (record, openAt) {
       return dayState(record, localTime({ open_at: openAt }));

@@ -10,11 +10,18 @@
 // - Webhooks: an endpoint added (its secret shown once), a test event received here and its
 //   signature verified, failures filtered by Outcome, one resent, a recovery counted, an endpoint
 //   deleted after the confirmation; the back button returns to the previous section;
+// - Import: Check, then Import, of examples/locations.xlsx: the progress bar, the counts and the
+//   failed rows equal to the API's, the imports listed;
+// - Keys: the table equal to the API's list; a key's errors at their controls; a storefront key
+//   made for a page of another port, its snippet pasted into such a page and a point picked there;
+//   a key for any page previewed here; Revoke after the confirmation, and the key is refused 401;
+// - Sign out, then in as another merchant: nothing of the first on any section;
 // - every request only to the service; the CSP on every file of the console and no violation;
 //   axe-core finds no WCAG 2.1 A/AA violation in any section at 1280 and 320 px; no sideways
 //   scrolling at 320 px; Tab reaches every control with a visible focus; screenshots of each
 //   section at both widths; everything it loads under 100 KB gzipped.
-// Usage: node console-test.mjs BASE_URL FULL_KEY STOREFRONT_KEY SCREENSHOT_DIR
+// Usage: IMPORT_FILE=examples/locations.xlsx OTHER_KEY=<another merchant's key>
+//        node console-test.mjs BASE_URL FULL_KEY STOREFRONT_KEY SCREENSHOT_DIR
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -53,6 +60,16 @@ const receiver = http.createServer((request, response) => {
 await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const hookUrl = `http://127.0.0.1:${receiver.address().port}/hooks`;
 
+// A shop's page on another port, holding whatever snippet it is given (as a shop pastes it).
+let shopHtml = '';
+const shop = http.createServer((request, response) => {
+  response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+  response.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title></head><body>
+<main><h1>Checkout</h1>${shopHtml}</main></body></html>`);
+});
+await new Promise((resolve) => shop.listen(0, '127.0.0.1', resolve));
+const shopOrigin = `http://127.0.0.1:${shop.address().port}`;
+
 function signedBy(got, secret) {
   const raw = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
   const signed = `${got.headers['webhook-id']}.${got.headers['webhook-timestamp']}.${got.body}`;
@@ -73,7 +90,8 @@ function location(n, lat, lon) {
 }
 
 // The console's files, gzipped: at most 100 KB in all.
-const files = ['', 'console.css', 'app.js', 'api.js', 'dom.js', 'plan.js', 'locations.js', 'events.js', 'webhooks.js'];
+const files = ['', 'console.css', 'app.js', 'api.js', 'dom.js', 'plan.js', 'locations.js', 'events.js', 'webhooks.js',
+  'imports.js', 'keys.js'];
 let gzipped = 0;
 for (const file of files) {
   const response = await fetch(`${base}/console/${file}`);
@@ -292,6 +310,102 @@ try {
   await page.getByText(`Deleted: ${hookUrl}.`).waitFor();
   check((await api('/v1/webhook/list', {})).webhooks.every((w) => w.url !== hookUrl), 'Delete did not delete');
 
+  // ---- Import: Check, then Import, of the sample workbook --------------------------------------
+  await page.getByRole('link', { name: 'Import' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Import' }).waitFor();
+  const imported = async (dryRun, file = process.env.IMPORT_FILE) => {
+    await page.getByLabel('File', { exact: true }).setInputFiles(file);
+    await page.getByRole('button', { name: dryRun ? 'Check' : 'Import', exact: true }).click();
+    await page.getByText(dryRun ? /^Checked: / : /^Imported: /).waitFor({ timeout: 60000 });
+    const last = (await api('/v1/import/list', { pagination: { limit: 1 } })).imports[0];
+    check(last.dry_run === dryRun && last.status === 'SUCCEEDED', `the last import: ${JSON.stringify(last)}`);
+    const c = last.counts;
+    const said = await page.getByText(dryRun ? /^Checked: / : /^Imported: /).textContent();
+    check(said.includes(`${c.created} created, ${c.updated} updated, ${c.unchanged} unchanged, ${c.quarantined} quarantined, `
+      + `${c.archived} archived, ${c.failed} failed (${last.rows_total} rows)`), `the counts said: ${said}`);
+    check(await page.locator('progress').evaluate((p) => p.value === p.max), 'the progress bar did not reach the end');
+    const failedRows = (await api('/v1/import/rows', { import_id: last.import_id, filter: { outcome: 'failed' } })).rows;
+    const expected = failedRows.flatMap((r) => r.errors.map((e) => [String(r.row), e.field || '—', e.message]));
+    const shown = await page.locator('.table-wrap[aria-label="Rows that did not succeed"] tbody tr')
+      .evaluateAll((rows) => rows.map((r) => [r.cells[0].textContent, r.cells[2].textContent, r.cells[3].textContent]));
+    check(JSON.stringify(shown) === JSON.stringify(expected), `failed rows ${JSON.stringify(shown)} != ${JSON.stringify(expected)}`);
+    return last;
+  };
+  const checked = await imported(true);
+  // A file with rows that fail: each error in the table, at its row and column.
+  const failing = await imported(true, { name: 'failing.csv', mimeType: 'text/csv', buffer: Buffer.from(
+    'merchant_location_id,location_types,name,latitude,longitude,is_accepts_returns\n'
+    + 'bad-1,PICKUP_POINT,,55.75,37.61,true\n'
+    + 'bad-2,PICKUP_POINT,Too far north,91,37.61,true\n') });
+  check(failing.counts.failed === 2, `the failing file: ${JSON.stringify(failing.counts)}`);
+  await widthChecks(page, 'Import', 1280);
+  await tabReachesEverything(page, 'Import');
+  const real = await imported(false);
+  check(JSON.stringify(real.counts) === JSON.stringify(checked.counts), 'the check and the import differ');
+  const listedImports = await page.locator('.table-wrap[aria-label="Your imports"] tbody tr').count();
+  check(listedImports >= 2, `the imports list shows ${listedImports} rows`);
+
+  // ---- Keys: the table, errors at their controls, a key for a shop's page, a preview, Revoke -
+  await page.getByRole('link', { name: 'Keys' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Keys' }).waitFor();
+  const keyRows = () => page.locator('.table-wrap[aria-label="Keys"] tbody tr')
+    .evaluateAll((rows) => rows.map((r) => [r.cells[0].textContent, r.cells[1].textContent]));
+  await page.locator('.table-wrap[aria-label="Keys"] tbody tr').first().waitFor();
+  const apiKeys = (await api('/v1/key/list', {})).keys;
+  check(JSON.stringify(await keyRows()) === JSON.stringify(apiKeys.map((k) => [k.label || '—', k.scope])),
+    'the keys differ from the API\'s');
+  await page.getByLabel('Allowed origins').fill('https://Shop.example/');
+  await page.getByRole('button', { name: 'Create storefront key' }).click();
+  await page.getByText('label must be 1 to 100 characters').waitFor();
+  const description = async (label) => page.getByLabel(label, { exact: true }).evaluate((el) => el.getAttribute('aria-describedby')
+    .split(' ').map((id) => document.getElementById(id).textContent).join(' '));
+  check((await description('Label')).includes('label must be 1 to 100 characters'), 'the label\'s error is not its description');
+  check(await page.evaluate(() => document.activeElement.id) === 'key-label', 'the focus is not on the label');
+  await page.getByLabel('Label').fill('Shop page');
+  await page.getByRole('button', { name: 'Create storefront key' }).click();
+  await page.getByText('(field: allowed_origins[0])').waitFor();
+  check((await description('Allowed origins')).includes('allowed_origins[0]'), 'the origins\' error is not their description');
+  check(await page.getByLabel('Label').inputValue() === 'Shop page', 'the typed label was lost');
+  check((await api('/v1/key/list', {})).keys.length === apiKeys.length, 'a refused key was stored');
+  await page.getByLabel('Allowed origins').fill(shopOrigin);
+  await page.getByRole('button', { name: 'Create storefront key' }).click();
+  await page.locator('pre.snippet').waitFor();
+  const shopKey = (await page.locator('.notice .secret code').textContent()).trim();
+  check(await page.getByRole('button', { name: 'Copy key' }).count() === 1, 'no way to copy the key');
+  check(await page.getByRole('button', { name: 'Copy HTML' }).count() === 1, 'no way to copy the snippet');
+  shopHtml = await page.locator('pre.snippet code').textContent();
+  check(shopHtml.includes(shopKey) && shopHtml.includes(`${base}/widget/pickup.js`), `the snippet: ${shopHtml}`);
+  const made = (await api('/v1/key/list', {})).keys.find((k) => k.label === 'Shop page');
+  check(made && made.scope === 'storefront' && JSON.stringify(made.allowed_origins) === JSON.stringify([shopOrigin]),
+    `the key made: ${JSON.stringify(made)}`);
+  const shopPage = await context.newPage();
+  const shopProblems = [];
+  shopPage.on('pageerror', (e) => shopProblems.push(String(e)));
+  await shopPage.goto(`${shopOrigin}/`);
+  await shopPage.evaluate(() => document.getElementById('pickup').addEventListener('storefront:pickup', (e) => {
+    window.picked = e.detail;
+  }));
+  await shopPage.getByRole('option').first().click();
+  const picked = await shopPage.waitForFunction(() => window.picked && window.picked.location_id);
+  check(/^[0-9a-f-]{36}$/.test(await picked.jsonValue()), 'no point picked on the shop\'s page');
+  check(shopProblems.length === 0, `the shop's page: ${shopProblems.join(' | ')}`);
+  await shopPage.close();
+  // A key for any page: the widget works right here.
+  await page.getByLabel('Label').fill('Any page');
+  await page.getByRole('button', { name: 'Create storefront key' }).click();
+  await page.locator('.preview').getByRole('option').first().waitFor();
+  await widthChecks(page, 'Keys', 1280);
+  await tabReachesEverything(page, 'Keys');
+  await page.getByRole('button', { name: 'Revoke Shop page' }).click();
+  await page.getByRole('dialog').waitFor();
+  await page.getByRole('button', { name: 'Revoke key' }).click();
+  await page.getByText('Revoked “Shop page”: it is refused from now on.').waitFor();
+  const refused = await fetch(`${base}/v1/location/search`, {
+    method: 'POST', headers: { authorization: `Bearer ${shopKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ near: { latitude: 55.75, longitude: 37.61 } }) });
+  check(refused.status === 401, `a revoked key answered ${refused.status}`);
+  check((await api('/v1/key/list', {})).keys.find((k) => k.label === 'Shop page').revoked_at, 'Revoke did not revoke');
+
   // ---- the key: only in this tab's memory and sessionStorage -------------------------------
   const stores = await page.evaluate(() => ({ local: JSON.stringify(localStorage), cookie: document.cookie }));
   check(!stores.local.includes(key) && !stores.cookie.includes(key), 'the key is in localStorage or a cookie');
@@ -300,6 +414,22 @@ try {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').waitFor();
   check(await page.evaluate(() => sessionStorage.length) === 0, 'Sign out did not forget the key');
+
+  // Another merchant signed in on the same tab sees nothing of the first.
+  check(await page.locator('#view').evaluate((v) => v.textContent === ''), 'Sign out left the section on the page');
+  await page.getByLabel('API key').fill(process.env.OTHER_KEY);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByText('No location matches.').waitFor();
+  for (const [link, empty] of [['Import', 'No import yet.'], ['Events', 'No event yet.'], ['Webhooks', 'No endpoint yet.']]) {
+    await page.getByRole('link', { name: link }).click();
+    await page.getByText(empty).waitFor();
+  }
+  await page.getByRole('link', { name: 'Keys' }).click();
+  await page.locator('.table-wrap[aria-label="Keys"] tbody tr').first().waitFor();
+  check((await keyRows()).length === 1, 'the other merchant sees keys that are not its own');
+  check(!(await page.locator('main').textContent()).includes('Shop page'), 'the first merchant\'s key shows');
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
 
   // ---- 320 px: each section, axe-core, no sideways scrolling, screenshots ------------------
   const narrow = await browser.newPage({ viewport: { width: 320, height: 800 } });
@@ -325,6 +455,12 @@ try {
   await narrow.getByLabel('Outcome').waitFor();
   await narrow.locator('table').first().waitFor();
   await widthChecks(narrow, 'Deliveries', 320);
+  await narrow.goto(`${base}/console/#import`);
+  await narrow.locator('.table-wrap[aria-label="Your imports"]').waitFor();
+  await widthChecks(narrow, 'Import', 320);
+  await narrow.goto(`${base}/console/#keys`);
+  await narrow.locator('.table-wrap[aria-label="Keys"]').waitFor();
+  await widthChecks(narrow, 'Keys', 320);
 
   const csp = answers.filter(([, policy]) => !policy || policy.includes('unsafe'));
   check(csp.length === 0, `console answers without the CSP: ${csp.map(([u]) => u).join(', ')}`);
@@ -337,8 +473,11 @@ try {
     + 'and a stale version told, an event within 5 s, an endpoint added, tested (signature verified), failures filtered, '
     + `one resent, a recovery counted, one deleted after a confirmation; the key only in the tab; ${gzipped} bytes gzipped; `
     + `the CSP on every file; axe-core clean and no sideways scrolling at 1280 and 320 px; Tab reaches every control; `
-    + `screenshots in ${shots}`);
+    + 'Check and Import of the sample workbook with its counts and failed rows, keys made (errors at their controls), '
+    + 'a snippet working on another origin\'s page, a preview, a key revoked and refused, another merchant seeing nothing '
+    + `of the first; screenshots in ${shots}`);
 } finally {
   await browser.close();
   receiver.close();
+  shop.close();
 }

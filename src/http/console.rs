@@ -17,7 +17,7 @@ macro_rules! module {
     };
 }
 
-const ASSETS: [Asset; 9] = [
+const ASSETS: [Asset; 11] = [
     Asset {
         path: "/console/",
         content_type: HTML,
@@ -35,6 +35,8 @@ const ASSETS: [Asset; 9] = [
     module!("locations.js"),
     module!("events.js"),
     module!("webhooks.js"),
+    module!("imports.js"),
+    module!("keys.js"),
 ];
 
 /// The routes of the console's files (and `/console`, redirected to `/console/`).
