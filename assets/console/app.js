@@ -7,15 +7,19 @@ import { announce, h } from './dom.js';
 import { forgetEvents, showEvents } from './events.js';
 import { showImports } from './imports.js';
 import { showKeys } from './keys.js';
-import { forgetLocations, showLocation, showLocations } from './locations.js';
+import { forgetLocations, showLocation, showLocationForm, showLocations } from './locations.js';
 import { showWebhook, showWebhooks } from './webhooks.js';
 
 // Every section, in the navigation's order: its fragment, its title, how it is shown (with the
-// id after the slash, if any), and what it remembers that signing out must forget. A new section
-// is one entry here.
+// id and the action after the slashes, if any), and what it remembers that signing out must
+// forget. A new section is one entry here.
 const SECTIONS = [
-  { id: 'locations', title: 'Locations', show: (view, id) => (id ? showLocation(view, id) : showLocations(view)),
-    forget: forgetLocations },
+  { id: 'locations', title: 'Locations', forget: forgetLocations,
+    show: (view, id, action) => {
+      if (id === 'new') return showLocationForm(view);
+      if (action === 'edit') return showLocationForm(view, id);
+      return id ? showLocation(view, id) : showLocations(view);
+    } },
   { id: 'import', title: 'Import', show: (view) => showImports(view) },
   { id: 'events', title: 'Events', show: (view) => showEvents(view), forget: forgetEvents },
   { id: 'webhooks', title: 'Webhooks', show: (view, id) => (id ? showWebhook(view, id) : showWebhooks(view)) },
@@ -85,7 +89,7 @@ function route() {
     document.title = 'Sign in · Storefront console';
     return;
   }
-  const [section, id] = location.hash.replace(/^#/, '').split('/').map(decodeURIComponent);
+  const [section, id, action] = location.hash.replace(/^#/, '').split('/').map(decodeURIComponent);
   for (const link of nav.querySelectorAll('a')) {
     if (link.getAttribute('href') === `#${section}`) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');
@@ -95,7 +99,8 @@ function route() {
     location.replace('#locations');
     return;
   }
-  leave = shown.show(view, id) || (() => {});
+  const left = shown.show(view, id, action);
+  leave = typeof left === 'function' ? left : () => {};
   document.title = `${shown.title} · Storefront console`;
   main.focus({ preventScroll: true });
 }

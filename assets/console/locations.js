@@ -5,6 +5,7 @@
 
 import { call, inWords } from './api.js';
 import { announce, fill, h, notice, table, when } from './dom.js';
+import { showForm } from './form.js';
 import { plan } from './plan.js';
 
 const STATUSES = ['ACTIVE', 'QUARANTINE', 'ARCHIVED'];
@@ -12,10 +13,35 @@ const PAGE = 20;
 // Where the list stands: the status filter and the cursors of the pages walked to (null: first).
 const state = { status: '', cursors: [null] };
 
+// What a save said, shown once on the location's page it leads to.
+let saved = null;
+
 // Signing out starts the next person from the first page of every location.
 export function forgetLocations() {
   state.status = '';
   state.cursors = [null];
+  saved = null;
+}
+
+// The form: a new location (`id` absent) or an edit of the location with `id`.
+export async function showLocationForm(view, id) {
+  const done = (savedId, said) => {
+    saved = said;
+    location.hash = `#locations/${encodeURIComponent(savedId)}`;
+  };
+  if (!id) return showForm(view, null, done);
+  let l;
+  try {
+    l = await record(id);
+  } catch (e) {
+    fill(view, h('h1', {}, 'Location'), notice(inWords(e), true));
+    return null;
+  }
+  if (!l) {
+    fill(view, h('h1', {}, 'Location'), notice('No location of this merchant has this id.', true));
+    return null;
+  }
+  return showForm(view, l, done);
 }
 
 export function showLocations(view) {
@@ -26,9 +52,11 @@ export function showLocations(view) {
   const body = h('div', { 'aria-live': 'polite' });
   const previous = h('button', { type: 'button', class: 'secondary' }, 'Previous page');
   const next = h('button', { type: 'button', class: 'secondary' }, 'Next page');
+  const add = h('button', { type: 'button' }, 'Add location');
+  add.addEventListener('click', () => { location.hash = '#locations/new'; });
   fill(view,
     h('h1', {}, 'Locations'),
-    h('div', { class: 'controls' }, h('div', {}, h('label', { for: 'status-filter' }, 'Status'), select)),
+    h('div', { class: 'controls' }, h('div', {}, h('label', { for: 'status-filter' }, 'Status'), select), add),
     body,
     h('div', { class: 'controls' }, previous, next));
   let page = null;
@@ -139,7 +167,9 @@ export function showLocation(view, id) {
       fill(body, h('h1', {}, 'Location'), notice('No location of this merchant has this id.', true));
       return;
     }
-    const parts = [h('h1', {}, l.name), said || null];
+    const flash = saved ? notice(saved) : null;
+    saved = null;
+    const parts = [h('h1', {}, l.name), said || flash];
     if (l.status === 'QUARANTINE' && l.issue) {
       const neighbourId = (l.issue.message.match(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i) || [])[0];
       let neighbour = null;
@@ -158,7 +188,9 @@ export function showLocation(view, id) {
     const action = l.status === 'ARCHIVED' ? 'Restore' : 'Archive';
     const button = h('button', { type: 'button', class: action === 'Archive' ? 'danger' : '' }, action);
     button.addEventListener('click', () => change(action, l));
-    parts.push(h('div', { class: 'controls' }, button),
+    const edit = h('button', { type: 'button', class: 'secondary' }, 'Edit');
+    edit.addEventListener('click', () => { location.hash = `#locations/${encodeURIComponent(l.location_id)}/edit`; });
+    parts.push(h('div', { class: 'controls' }, l.status === 'ARCHIVED' ? null : edit, button),
       h('h2', {}, 'Its record'),
       h('dl', { class: 'record' }, Object.entries(l).flatMap(([k, v]) => [h('dt', {}, label(k)), h('dd', {}, words(k, v))])));
     fill(body, ...parts);

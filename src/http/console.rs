@@ -17,7 +17,7 @@ macro_rules! module {
     };
 }
 
-const ASSETS: [Asset; 11] = [
+const ASSETS: [Asset; 12] = [
     Asset {
         path: "/console/",
         content_type: HTML,
@@ -37,6 +37,7 @@ const ASSETS: [Asset; 11] = [
     module!("webhooks.js"),
     module!("imports.js"),
     module!("keys.js"),
+    module!("form.js"),
 ];
 
 /// The routes of the console's files (and `/console`, redirected to `/console/`).

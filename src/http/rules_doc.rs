@@ -4,7 +4,9 @@
 //! code and request-level code means. The checks themselves are in `domain::location`; this is
 //! their documentation, kept beside the document it is written into.
 
-use serde_json::Value;
+use serde_json::{Value, json};
+
+use crate::domain::location::{LocationType, TypeSet, schema};
 
 /// The location input's own description: the rules every field shares, by type, and across fields.
 const LOCATION_INPUT: &str = "\
@@ -251,4 +253,68 @@ pub fn describe(doc: &mut Value) {
     );
     put("/components/schemas/FieldCode", FIELD_CODES);
     put("/components/schemas/ErrorCode", ERROR_CODES);
+    mark_for_forms(doc);
+}
+
+/// What a form needs beyond the JSON Schema, as extensions: the order people read the fields in
+/// (`x-field-order`: the record's order, where JSON objects have none), the location types that
+/// allow and require each field whose presence depends on them (`x-location-types`), and the
+/// unit of each limit (`x-unit`).
+fn mark_for_forms(doc: &mut Value) {
+    let limits = ["length", "width", "height", "weight"];
+    let orders = [
+        (
+            "LocationInput",
+            LOCATION_FIELDS.iter().map(|(key, _)| *key).collect::<Vec<_>>(),
+        ),
+        (
+            "DayScheduleInput",
+            SCHEDULE_FIELDS.iter().map(|(key, _)| *key).collect(),
+        ),
+        ("LimitsInput", limits.to_vec()),
+    ];
+    for (at, order) in orders {
+        if let Some(Value::Object(schema)) = doc.pointer_mut(&format!("/components/schemas/{at}")) {
+            schema.insert("x-field-order".to_owned(), json!(order));
+        }
+    }
+    let names = |types: TypeSet| -> Vec<&str> { types.iter().map(LocationType::as_str).collect() };
+    for (key, presence) in schema::BY_KEY {
+        let marks = json!({"allowed": names(presence.allowed), "required": names(presence.required)});
+        for at in ["LocationInput", "DayScheduleInput"] {
+            if let Some(Value::Object(field)) = doc.pointer_mut(&format!("/components/schemas/{at}/properties/{key}")) {
+                field.insert("x-location-types".to_owned(), marks.clone());
+            }
+        }
+    }
+    for (key, unit) in limits.into_iter().zip(["cm", "cm", "cm", "kg"]) {
+        if let Some(Value::Object(field)) =
+            doc.pointer_mut(&format!("/components/schemas/LimitsInput/properties/{key}"))
+        {
+            field.insert("x-unit".to_owned(), json!(unit));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use serde_json::Value;
+
+    #[test]
+    fn every_field_a_form_shows_has_its_place_in_the_order() {
+        let doc = super::super::openapi::document();
+        for at in ["LocationInput", "DayScheduleInput", "LimitsInput"] {
+            let schema = &doc["components"]["schemas"][at];
+            let keys = |v: &Value| -> BTreeSet<String> {
+                v.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default()
+            };
+            let order: BTreeSet<String> = schema["x-field-order"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|k| k.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default();
+            assert_eq!(order, keys(&schema["properties"]), "{at}");
+        }
+    }
 }

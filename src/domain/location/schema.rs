@@ -35,6 +35,20 @@ pub const PICKUP_SERVICES: Presence = rule(P.union(C), NONE);
 /// `shipping_cutoff` inside any day schedule.
 pub const SHIPPING_CUTOFF: Presence = rule(W.union(C), NONE);
 
+/// The fields whose presence depends on the item's types, by their key (`shipping_cutoff` is a
+/// key of every day schedule), as the OpenAPI document publishes them for forms to read.
+pub const BY_KEY: [(&str, Presence); 9] = [
+    ("address_tail", ADDRESS_TAIL),
+    ("provider_id", PROVIDER),
+    ("provider_location_id", PROVIDER),
+    ("pickup_point_type", PICKUP_POINT_TYPE),
+    ("payment_methods", PAYMENT_METHODS),
+    ("storage_period_days", STORAGE_PERIOD_DAYS),
+    ("instruction", INSTRUCTION),
+    ("pickup_services", PICKUP_SERVICES),
+    ("shipping_cutoff", SHIPPING_CUTOFF),
+];
+
 /// What §4.5 says about one field of an item whose types are `types`.
 pub enum Verdict {
     /// Validate the value by §4.2 (or skip it when absent).
