@@ -11,7 +11,7 @@ import { plan } from './plan.js';
 const STATUSES = ['ACTIVE', 'QUARANTINE', 'ARCHIVED'];
 const PAGE = 20;
 // Where the list stands: the status filter and the cursors of the pages walked to (null: first).
-const state = { status: '', cursors: [null] };
+const state = { status: '', text: '', cursors: [null] };
 
 // What a save said, shown once on the location's page it leads to.
 let saved = null;
@@ -19,6 +19,7 @@ let saved = null;
 // Signing out starts the next person from the first page of every location.
 export function forgetLocations() {
   state.status = '';
+  state.text = '';
   state.cursors = [null];
   saved = null;
 }
@@ -54,8 +55,21 @@ export function showLocations(view) {
   const next = h('button', { type: 'button', class: 'secondary' }, 'Next page');
   const add = h('button', { type: 'button' }, 'Add location');
   add.addEventListener('click', () => { location.hash = '#locations/new'; });
+  const find = h('input', { id: 'find', type: 'search', autocomplete: 'off', 'aria-describedby': 'find-help' });
+  find.value = state.text;
+  const search = h('form', { role: 'search', class: 'controls', novalidate: true },
+    h('div', {}, h('label', { for: 'find' }, 'Find'), find,
+      h('p', { id: 'find-help', class: 'help' }, 'A piece of a name or of your id, in any letter case.')),
+    h('button', { type: 'submit', class: 'secondary' }, 'Find'));
+  search.addEventListener('submit', (event) => {
+    event.preventDefault();
+    state.text = find.value;
+    state.cursors = [null];
+    load();
+  });
   fill(view,
     h('h1', {}, 'Locations'),
+    search,
     h('div', { class: 'controls' }, h('div', {}, h('label', { for: 'status-filter' }, 'Status'), select), add),
     body,
     h('div', { class: 'controls' }, previous, next));
@@ -64,7 +78,9 @@ export function showLocations(view) {
     previous.disabled = true;
     next.disabled = true;
     const cursor = state.cursors[state.cursors.length - 1];
-    const filter = state.status ? { status: state.status } : null;
+    const filter = {};
+    if (state.status) filter.status = state.status;
+    if (state.text) filter.text = state.text;
     try {
       page = await call('/v1/location/list', { filter, pagination: cursor ? { limit: PAGE, cursor } : { limit: PAGE } });
     } catch (e) {
@@ -84,7 +100,8 @@ export function showLocations(view) {
       h('td', {}, when(l.updated_at))));
     fill(body,
       h('p', {}, shown === 0 ? 'No location matches.'
-        : `Locations ${from} to ${from + shown - 1} of ${page.pagination.total}.`),
+        : page.pagination.total === null ? `Locations ${from} to ${from + shown - 1} with “${state.text}”.`
+          : `Locations ${from} to ${from + shown - 1} of ${page.pagination.total}.`),
       h('div', { class: 'layout' },
         table('Locations', [['Name'], ['Status'], ['Version', 'num'], ['Types'], ['Your id'], ['Updated']], rows),
         plan(page.locations, 'Plan of the listed locations')));

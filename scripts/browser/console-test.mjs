@@ -3,7 +3,8 @@
 // the API:
 // - signing in: an unknown key and a storefront key refused in words; a full key signs in; the key
 //   never in localStorage, a cookie or a URL; Sign out forgets it;
-// - Locations: the table equals the API's pages, forwards and back, and by status; a quarantined
+// - Locations: the table equals the API's pages, forwards and back, by status and by Find (a piece
+//   of a name in another letter case); a quarantined
 //   location names its neighbour and draws both; Archive and Restore change the stored location
 //   (read back through the API); a stale version shows the conflict in words;
 // - Add location and Edit: the form built from the OpenAPI document; a save with three errors
@@ -209,6 +210,17 @@ try {
   await page.getByRole('button', { name: 'Previous page' }).click();
   await page.getByText(`Locations 1 to 20 of ${first.pagination.total}.`).waitFor();
   check(JSON.stringify(await rowsOf(page)) === JSON.stringify(asRows(first)), 'back on the first page, it differs');
+  // Find: a piece of a name, in another letter case, finds what the API finds.
+  const piece = first.locations[3].name.slice(2, 9).toUpperCase();
+  const byText = await apiPage({ text: piece });
+  check(byText.locations.length > 0 && byText.pagination.total === null, `the API's text page: ${JSON.stringify(byText.pagination)}`);
+  await page.getByLabel('Find').fill(piece);
+  await page.getByRole('button', { name: 'Find', exact: true }).click();
+  await page.getByText(`with “${piece}”.`).waitFor();
+  check(JSON.stringify(await rowsOf(page)) === JSON.stringify(asRows(byText)), 'the found locations differ from the API\'s');
+  await page.getByLabel('Find').fill('');
+  await page.getByRole('button', { name: 'Find', exact: true }).click();
+  await page.getByText(`Locations 1 to 20 of ${first.pagination.total}.`).waitFor();
   await page.getByLabel('Status').selectOption('ARCHIVED');
   const archived = await apiPage({ status: 'ARCHIVED' });
   await page.getByText(`of ${archived.pagination.total}.`).waitFor();

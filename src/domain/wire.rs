@@ -79,9 +79,18 @@ macro_rules! wire_enum {
     };
 }
 
-/// The end of a list answer: `],"pagination":{"next_cursor":…,"has_next":…,"total":…}}`, without
-/// `total` when there is none. `next_cursor` is base64url: nothing in it needs escaping.
-pub fn answer_tail(next_cursor: Option<&str>, total: Option<u64>) -> Vec<u8> {
+/// What a list answer says of how many match.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Total {
+    /// No `total` key (a search).
+    Absent,
+    /// `total`: the count, or `null` where counting would mean reading everything that matches.
+    Of(Option<u64>),
+}
+
+/// The end of a list answer: `],"pagination":{"next_cursor":…,"has_next":…,"total":…}}`.
+/// `next_cursor` is base64url: nothing in it needs escaping.
+pub fn answer_tail(next_cursor: Option<&str>, total: Total) -> Vec<u8> {
     let mut tail = Vec::with_capacity(160);
     tail.extend_from_slice(br#"],"pagination":{"next_cursor":"#);
     match next_cursor {
@@ -94,9 +103,12 @@ pub fn answer_tail(next_cursor: Option<&str>, total: Option<u64>) -> Vec<u8> {
     }
     tail.extend_from_slice(br#","has_next":"#);
     tail.extend_from_slice(if next_cursor.is_some() { b"true" } else { b"false" });
-    if let Some(total) = total {
+    if let Total::Of(total) = total {
         tail.extend_from_slice(br#","total":"#);
-        tail.extend_from_slice(total.to_string().as_bytes());
+        match total {
+            Some(n) => tail.extend_from_slice(n.to_string().as_bytes()),
+            None => tail.extend_from_slice(b"null"),
+        }
     }
     tail.extend_from_slice(b"}}");
     tail

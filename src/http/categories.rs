@@ -11,7 +11,9 @@ use super::body::Pieces;
 use super::error::ApiError;
 use super::extract::JsonBody;
 use super::gate::Merchant;
-use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys};
+use super::paging::{
+    ListRequest, Total, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys,
+};
 use crate::domain::category::CategoryStatus;
 use crate::domain::category::taxonomy::Filter;
 use crate::state::AppState;
@@ -51,7 +53,7 @@ pub async fn list(
     let taxonomy = state.taxonomy.load();
     let page = taxonomy.page(filter, after.as_ref(), request.limit);
     let next_cursor = page.next.as_ref().map(|resume| state.cursors.encode(&digest, resume));
-    let tail = answer_tail(next_cursor.as_deref(), Some(page.total as u64));
+    let tail = answer_tail(next_cursor.as_deref(), Total::Of(Some(page.total as u64)));
 
     let mut body = Pieces::with_capacity(2 * SHARED_RUNS + 1);
     body.push(Bytes::from_static(HEAD));

@@ -16,12 +16,14 @@ use super::body::Pieces;
 use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
 use super::gate::Merchant;
-use super::paging::{ListRequest, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys};
+use super::paging::{
+    ListRequest, Total, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys,
+};
 use crate::domain::json::Value;
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 use crate::domain::location::listing::{self, LocationFilter, LocationQuery};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
-use crate::domain::location::{LocationType, Persist, Status, TypeSet};
+use crate::domain::location::{LocationType, Persist, Status, TypeSet, text};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
 use crate::store::ReadOn;
@@ -180,7 +182,9 @@ struct Inconsistent(&'static str);
 /// Every record has the same keys in the same order: `location_id`, `merchant_location_id`,
 /// `status`, `issue` (why a location is in `QUARANTINE`), `version`, `created_at`, `updated_at`,
 /// then every field of the location, `null` where it has none. Pass `next_cursor` as
-/// `pagination.cursor` with the same filter for the next page; `total` is exact on every page.
+/// `pagination.cursor` with the same filter for the next page; `total` is exact on every page,
+/// except with `filter.text`, whose pages are found through a text index without counting what
+/// matches (`total` is null).
 #[utoipa::path(
     post,
     path = "/v1/location/list",
@@ -226,7 +230,7 @@ pub async fn list(
     let mut body = Pieces::with_capacity(3);
     body.push(Bytes::from_static(br#"{"locations":["#));
     body.push(page.json);
-    body.push(answer_tail(next_cursor.as_deref(), Some(page.total)));
+    body.push(answer_tail(next_cursor.as_deref(), Total::Of(page.total)));
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
 
@@ -234,7 +238,13 @@ pub async fn list(
 fn parse_filter(filter: &Map<String, serde_json::Value>) -> Result<LocationFilter, ApiError> {
     reject_unknown_filter_keys(
         filter,
-        &["location_ids", "merchant_location_ids", "status", "location_types"],
+        &[
+            "location_ids",
+            "merchant_location_ids",
+            "status",
+            "location_types",
+            "text",
+        ],
     )?;
     let location_ids = id_list(filter, "location_ids")?.map(BTreeSet::from_iter);
     let merchant_location_ids = id_list(filter, "merchant_location_ids")?.map(BTreeSet::from_iter);
@@ -269,10 +279,25 @@ fn parse_filter(filter: &Map<String, serde_json::Value>) -> Result<LocationFilte
             Some(types)
         }
     };
+    let text = match filter_value(filter, "text") {
+        None => None,
+        Some(serde_json::Value::String(t)) if (1..=text::MAX_CHARS).contains(&t.chars().count()) => Some(text::fold(t)),
+        Some(_) => {
+            return Err(invalid_filter(
+                "filter.text",
+                format!(
+                    "filter.text must be a string of 1 to {} characters (found in the name or merchant_location_id, \
+                     in any letter case), or null",
+                    text::MAX_CHARS
+                ),
+            ));
+        }
+    };
     Ok(LocationFilter {
         location_ids,
         merchant_location_ids,
         status,
         types,
+        text,
     })
 }

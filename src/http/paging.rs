@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, ErrorCode};
-pub use crate::domain::wire::answer_tail;
+pub use crate::domain::wire::{Total, answer_tail};
 use crate::pagination::{Cursors, Position};
 
 /// A list's page sizes: `pagination.limit` when `pagination` is not sent, and the largest served

@@ -207,7 +207,8 @@ pub struct PaginationResponse {
     /// Null when `has_next` is false.
     next_cursor: Option<String>,
     has_next: bool,
-    /// The exact number of categories matching the filter.
+    /// The exact number of categories or locations matching the filter; null for a location list
+    /// filtered by `text`.
     total: Option<u64>,
 }
 
@@ -296,6 +297,10 @@ pub struct LocationListFilter {
     /// Locations that have at least one of these types.
     #[schema(min_items = 1)]
     location_types: Option<Vec<LocationType>>,
+    /// Locations whose `name` or `merchant_location_id` contains this text, in any letter case
+    /// (Unicode simple case folding). Found through a text index: the page's `total` is null.
+    #[schema(min_length = 1, max_length = 100)]
+    text: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]

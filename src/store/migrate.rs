@@ -35,6 +35,11 @@ pub fn search_key(body: &str) -> Option<SearchKey> {
     Location::from_canonical(body).map(|l| SearchKey::of(&l))
 }
 
+/// What the text filter finds a stored record by; `None` when it is not one.
+pub fn indexed_text(body: &str, merchant_location_id: Option<&str>) -> Option<String> {
+    Location::from_canonical(body).map(|l| crate::domain::location::text::indexed(&l.name, merchant_location_id))
+}
+
 /// The record content of a body stored in an earlier form; `None` when it already is one (or is
 /// not a location at all, which is left for a human to see rather than lost).
 pub fn upgraded_body(body: &str) -> Option<String> {

@@ -23,6 +23,7 @@ mod imports_resume;
 mod keys;
 mod limits;
 mod location_list;
+mod location_text;
 mod migration;
 mod operator_cli;
 mod postgres;

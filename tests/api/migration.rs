@@ -2,7 +2,7 @@
 //! engines: every location gets its record (version 1, `updated_at = created_at`, its content in
 //! the record's form, the issue of a quarantined one), the counts behind `total`, its columns in
 //! the search index (found by a search with a parcel and a time), and still answers a create
-//! retry as before. A key issued before keys had a scope is a full key (CONTRACT §13.1). Events
+//! retry as before, and the text filter finds them. A key issued before keys had a scope is a full key (CONTRACT §13.1). Events
 //! stored as JSON (before their compact rows) are converted and read as the same bytes.
 
 use serde_json::{Value, json};
@@ -141,6 +141,23 @@ async fn locations_stored_before_the_record_existed_read_back_as_records() {
         .post_as("/v1/location/list", &key, &json!({"filter": {"status": "QUARANTINE"}}))
         .await;
     assert_eq!(quarantined.body["pagination"]["total"], 1);
+    // The text migration indexed both: by a piece of the name, and of the id, in any case.
+    for (text, found) in [
+        ("WAREHOUSE 1", vec!["loc-1"]),
+        ("TWIN", vec!["loc-2"]),
+        ("wh-", vec!["loc-1", "loc-2"]),
+    ] {
+        let answer = app
+            .post_as("/v1/location/list", &key, &json!({"filter": {"text": text}}))
+            .await;
+        let ids: Vec<&str> = answer.body["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["location_id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, found, "{text}");
+    }
 
     // The search migration filled the index: the ACTIVE one is found, its limits and hours too.
     let search = |filter: Value| json!({"near": {"latitude": 10.0, "longitude": 37.6}, "filter": filter});
@@ -199,10 +216,10 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
         Some(path) => {
             let conn = rusqlite::Connection::open(path).unwrap();
             // Version 7's schema: the claims' owners (migration 9), the endpoints' first
-            // sequence (10), the imports (12) and the keys' origins (13) came after it too (10 rebuilds the attempts' table
+            // sequence (10), the imports (12), the keys' origins (13) and the text index (14) came after it too (10 rebuilds the attempts' table
             // whatever it holds).
             conn.execute_batch(&format!(
-                "DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
+                "DROP TABLE location_text; DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
                  ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE imports; \
                  DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                  ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
@@ -223,7 +240,7 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
             tokio::spawn(connection);
             client
                 .batch_execute(&format!(
-                    "DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
+                    "ALTER TABLE locations DROP COLUMN search_text; DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
                      ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE imports; \
                      DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                      ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \

@@ -32,6 +32,9 @@ pub struct LocationFilter {
     pub status: Option<Status>,
     /// Matches a location that has at least one of these types.
     pub types: Option<TypeSet>,
+    /// Matches a location whose name or `merchant_location_id` contains this text, folded
+    /// (`text::fold`); a page of it is found through the text index.
+    pub text: Option<String>,
 }
 
 /// A stored location found by one of its ids: what the filter reads of it.
@@ -81,7 +84,8 @@ impl LocationFilter {
         }
     }
 
-    fn accepts(&self, c: &Candidate) -> bool {
+    /// Whether a location found by id or by text meets the other conditions.
+    pub fn accepts(&self, c: &Candidate) -> bool {
         self.admits(c.status, c.types)
             && self
                 .location_ids
@@ -138,6 +142,12 @@ impl LocationFilter {
             .status
             .map_or(0, |s| 1 + STORED.iter().position(|x| *x == s).unwrap_or(3) as u8)]);
         h.update([self.types.map_or(0xff, |t| t.bits() as u8)]);
+        // Written only when there is one, so that the digests of filters without text are those of
+        // cursors issued before the text filter existed.
+        if let Some(text) = &self.text {
+            h.update(b"\0text\0");
+            h.update(text.as_bytes());
+        }
         crate::domain::wire::digest16(h)
     }
 }
@@ -174,12 +184,13 @@ pub struct LocationPage {
     /// The `seq` of the last record, where the next page continues.
     pub last_seq: Option<i64>,
     pub has_next: bool,
-    pub total: u64,
+    /// How many locations match; `None` where counting them would mean reading them all.
+    pub total: Option<u64>,
 }
 
 impl LocationPage {
     /// An empty page of a list of `total`, room made for `limit` records.
-    pub fn new(limit: usize, total: u64) -> LocationPage {
+    pub fn new(limit: usize, total: Option<u64>) -> LocationPage {
         LocationPage {
             json: Vec::with_capacity(limit.min(1000) * 1500),
             total,
@@ -198,7 +209,7 @@ impl LocationPage {
     }
 
     /// A page of these records.
-    pub fn of(records: &[super::record::StoredRecord], has_next: bool, total: u64) -> LocationPage {
+    pub fn of(records: &[super::record::StoredRecord], has_next: bool, total: Option<u64>) -> LocationPage {
         let mut page = LocationPage::new(records.len(), total);
         for record in records {
             page.push(record.seq, record.as_ref());

@@ -19,6 +19,7 @@ pub mod listing;
 pub mod record;
 pub mod schema;
 pub mod search;
+pub mod text;
 pub mod validate;
 
 use std::fmt;

@@ -68,20 +68,24 @@ pub(super) async fn write_changes(tx: &impl GenericClient, writes: &[Write], now
     };
     let (fit_a, fit_b, fit_c, fit_w) = (fit(0), fit(1), fit(2), fit(3));
     let hours: Vec<Option<&[u8]>> = writes.iter().map(|w| key(w).map(|k| k.hours.as_slice())).collect();
+    let texts: Vec<Option<&str>> = writes
+        .iter()
+        .map(|w| w.content.as_ref().map(|c| c.text.as_str()))
+        .collect();
     execute(
         tx,
         "UPDATE locations l SET status = u.s, quarantined_by = u.q, version = u.v, approved = u.a, updated_at = $1, \
          body = COALESCE(u.b, l.body), latitude = COALESCE(u.la, l.latitude), \
          longitude = COALESCE(u.lo, l.longitude), cell = COALESCE(u.c, l.cell), flags = COALESCE(u.f, l.flags), fit_a = COALESCE(u.fa, l.fit_a), \
          fit_b = COALESCE(u.fb, l.fit_b), fit_c = COALESCE(u.fc, l.fit_c), fit_w = COALESCE(u.fw, l.fit_w), \
-         hours = COALESCE(u.h, l.hours) \
+         hours = COALESCE(u.h, l.hours), search_text = COALESCE(u.st, l.search_text) \
          FROM UNNEST($2::int8[], $3::text[], $4::text[], $5::int8[], $6::bool[], $7::text[], $8::float8[], \
          $9::float8[], $10::int8[], $11::int8[], $12::float8[], $13::float8[], $14::float8[], \
-         $15::float8[], $16::bytea[]) AS u(seq, s, q, v, a, b, la, lo, c, f, fa, fb, fc, fw, h) \
+         $15::float8[], $16::bytea[], $17::text[]) AS u(seq, s, q, v, a, b, la, lo, c, f, fa, fb, fc, fw, h, st) \
          WHERE l.seq = u.seq",
         &[
             &now, &seqs, &statuses, &by, &versions, &approved, &bodies, &lats, &lons, &cells, &flags, &fit_a,
-            &fit_b, &fit_c, &fit_w, &hours,
+            &fit_b, &fit_c, &fit_w, &hours, &texts,
         ],
     )
     .await?;

@@ -11,7 +11,7 @@ use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::search::key::SearchKey;
-use crate::domain::location::{Status, TypeSet};
+use crate::domain::location::{Status, TypeSet, text};
 use crate::store::api::stored_status as status;
 use crate::store::api::{StoreError, now_ms};
 use crate::store::group::Written;
@@ -264,7 +264,7 @@ pub(super) async fn page_by_groups(
         .collect::<Result<Vec<_>, StoreError>>()?;
     let (groups, total) = filter.groups(counts);
     if groups.is_empty() {
-        return Ok(LocationPage::new(0, total));
+        return Ok(LocationPage::new(0, Some(total)));
     }
     let statuses: Vec<&str> = groups.iter().map(|g| g.status.as_str()).collect();
     let types: Vec<i32> = groups
@@ -292,7 +292,7 @@ pub(super) async fn page_by_groups(
         .collect::<Result<Vec<_>, _>>()?;
     let has_next = records.len() > limit;
     records.truncate(limit);
-    Ok(LocationPage::of(&records, has_next, total))
+    Ok(LocationPage::of(&records, has_next, Some(total)))
 }
 
 /// The records with these `seq`s, in this order.
@@ -380,6 +380,10 @@ pub(super) async fn create_in_tx(
         let fit = |n: usize| keys.iter().map(|k| k.fit[n]).collect::<Vec<f64>>();
         let (fit_a, fit_b, fit_c, fit_w) = (fit(0), fit(1), fit(2), fit(3));
         let hours: Vec<&[u8]> = keys.iter().map(|k| k.hours.as_slice()).collect();
+        let texts: Vec<String> = inserts
+            .iter()
+            .map(|i| text::indexed(&new(i).location.name, new(i).location.merchant_location_id.as_deref()))
+            .collect();
         let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
         // Sent together: the counts' update does not wait for the insert's answer.
         let params: Params<'_> = &[
@@ -400,16 +404,17 @@ pub(super) async fn create_in_tx(
             &fit_c,
             &fit_w,
             &hours,
+            &texts,
         ];
         let insert = execute(
             tx,
             "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
              longitude, body, created_at, updated_at, quarantined_by, cell, flags, fit_a, fit_b, fit_c, fit_w, \
-             hours) \
-             SELECT l, $2, m, s, t, la, lo, bo, $9, $9, q, c, f, fa, fb, fc, fw, h \
+             hours, search_text) \
+             SELECT l, $2, m, s, t, la, lo, bo, $9, $9, q, c, f, fa, fb, fc, fw, h, st \
              FROM UNNEST($1::text[], $3::text[], $4::text[], $5::int4[], $6::float8[], $7::float8[], \
              $8::text[], $10::text[], $11::int8[], $12::int8[], $13::float8[], $14::float8[], $15::float8[], \
-             $16::float8[], $17::bytea[]) AS u(l, m, s, t, la, lo, bo, q, c, f, fa, fb, fc, fw, h)",
+             $16::float8[], $17::bytea[], $18::text[]) AS u(l, m, s, t, la, lo, bo, q, c, f, fa, fb, fc, fw, h, st)",
             params,
         );
         tokio::try_join!(insert, count(tx, merchant_pk, &counted))?;
@@ -431,10 +436,12 @@ pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<
     let mut client = pool.get().await?;
     // One snapshot: the total, the page and its records see one state.
     let tx = snapshot(&mut client).await?;
-    let page = if filter.by_ids() {
+    let page = if filter.text.is_some() {
+        super::text::page(&tx, merchant_pk, filter, after, limit).await?
+    } else if filter.by_ids() {
         let candidates = candidates(&tx, merchant_pk, filter).await?;
         let keys = filter.page_of_candidates(candidates, after, limit);
-        LocationPage::of(&records(&tx, &keys.seqs).await?, keys.has_next, keys.total)
+        LocationPage::of(&records(&tx, &keys.seqs).await?, keys.has_next, Some(keys.total))
     } else {
         page_by_groups(&tx, merchant_pk, filter, after, limit).await?
     };

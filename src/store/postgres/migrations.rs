@@ -18,4 +18,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0014_resent_through.sql"),
     include_str!("../../../migrations/postgres/0015_imports.sql"),
     include_str!("../../../migrations/postgres/0016_key_origins.sql"),
+    include_str!("../../../migrations/postgres/0017_location_text.sql"),
 ];

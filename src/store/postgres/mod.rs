@@ -41,6 +41,7 @@ mod redelivery;
 mod replicas;
 mod search;
 mod sql;
+mod text;
 mod webhooks;
 
 use std::sync::Arc;
@@ -76,6 +77,8 @@ use crate::rate_limit::shared::Ledger;
 
 /// The migration after which `locations::fill_search` runs.
 const SEARCH_MIGRATION: i32 = 5;
+/// The migration after which `text::fill` writes every location's text.
+const TEXT_MIGRATION: i32 = 17;
 /// The longest a session may hold a lock, run a statement or idle in a transaction: a request's
 /// time cap. A request's group sets tighter limits for its own transaction.
 const SESSION_LIMIT: Duration = Duration::from_secs(30);
@@ -197,6 +200,9 @@ impl PgStore {
             if version == migrate::RECORD_MIGRATION as i32 {
                 locations::upgrade_records(&tx).await?;
                 name_neighbours = true;
+            }
+            if version == TEXT_MIGRATION {
+                text::fill(&tx).await?;
             }
             if version == SEARCH_MIGRATION {
                 locations::fill_search(&tx).await?;

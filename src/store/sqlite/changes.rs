@@ -117,6 +117,9 @@ fn write_change(tx: &Connection, w: &Write, now: i64) -> Result<(), StoreError> 
         content.map(|c| c.search.fit[3]),
         content.map(|c| &c.search.hours),
     ])?;
+    if let Some(content) = content {
+        super::text::reindex(tx, w.seq, &content.text)?;
+    }
     Ok(())
 }
 

@@ -10,10 +10,10 @@ use super::writer::fire;
 use crate::domain::cells;
 use crate::domain::geo::Neighbour;
 use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
-use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage};
+use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::{RecordRef, StoredRecord};
 use crate::domain::location::search::key::SearchKey;
-use crate::domain::location::{Status, TypeSet};
+use crate::domain::location::{Status, TypeSet, text};
 use crate::store::api::{StoreError, now_ms};
 use crate::store::group::Written;
 
@@ -85,6 +85,8 @@ pub(super) fn create_in_tx(
             key.fit[3],
             key.hours,
         ])?;
+        let text = text::indexed(&location.name, location.merchant_location_id.as_deref());
+        super::text::index(tx, tx.last_insert_rowid(), merchant_pk, &text)?;
     }
     let counted = listing::tally(
         inserts
@@ -241,6 +243,30 @@ pub(super) fn group_page_sql() -> String {
 /// A page without id lists: the exact total from the merchant's group counts, and the records
 /// merged from one range of the index `(merchant, status, types, seq)` per matching group, each
 /// read from the cursor on, one record ahead at most.
+/// A page of the location list, in the read transaction `tx`: by text, by ids, or by the
+/// merchant's groups.
+pub(super) fn list(tx: &Connection, query: LocationQuery) -> Result<LocationPage, StoreError> {
+    let LocationQuery {
+        merchant_pk,
+        filter,
+        after,
+        limit,
+    } = query;
+    if filter.text.is_some() {
+        super::text::page(tx, merchant_pk, &filter, after, limit)
+    } else if filter.by_ids() {
+        let candidates = candidates(tx, merchant_pk, &filter)?;
+        let keys = filter.page_of_candidates(candidates, after, limit);
+        Ok(LocationPage::of(
+            &records(tx, &keys.seqs)?,
+            keys.has_next,
+            Some(keys.total),
+        ))
+    } else {
+        page_by_groups(tx, merchant_pk, &filter, after, limit)
+    }
+}
+
 pub(super) fn page_by_groups(
     tx: &Connection,
     merchant_pk: i64,
@@ -267,7 +293,7 @@ pub(super) fn page_by_groups(
     if let [group] = groups.as_slice() {
         // One group (the common case): its rows are the page, written as they are read, with no
         // copy of any text.
-        let mut page = LocationPage::new(limit, total);
+        let mut page = LocationPage::new(limit, Some(total));
         let mut stmt = tx.prepare_cached(&sql)?;
         let mut rows = stmt.query(params(group))?;
         while let Some(row) = rows.next()? {
@@ -292,7 +318,7 @@ pub(super) fn page_by_groups(
         .map(|rows| move || rows.next()?.map(record).transpose())
         .collect();
     let (records, has_next) = listing::merge_records(sources, limit)?;
-    Ok(LocationPage::of(&records, has_next, total))
+    Ok(LocationPage::of(&records, has_next, Some(total)))
 }
 
 /// The records with these `seq`s, in this order.

@@ -31,6 +31,7 @@ mod readers;
 mod redelivery;
 mod schema;
 mod search;
+mod text;
 mod webhooks;
 mod writer;
 
@@ -40,7 +41,6 @@ use crate::store::heavy::HeavyWork;
 use categories::{for_each_category, read_categories, taxonomy_version, write_category};
 use checkpoint::Checkpointer;
 use keys::KeyCache;
-use locations::{candidates, page_by_groups, records};
 use readers::ReadPool;
 use schema::open_writer;
 use writer::{Job, Jobs, WriterHealth, sender, write, writer_loop};
@@ -384,23 +384,7 @@ impl Store for SqliteStore {
 
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError> {
         // One read transaction: the total, the page and its records see one state.
-        self.readers
-            .snapshot(move |tx| {
-                let LocationQuery {
-                    merchant_pk,
-                    filter,
-                    after,
-                    limit,
-                } = query;
-                if filter.by_ids() {
-                    let candidates = candidates(tx, merchant_pk, &filter)?;
-                    let keys = filter.page_of_candidates(candidates, after, limit);
-                    Ok(LocationPage::of(&records(tx, &keys.seqs)?, keys.has_next, keys.total))
-                } else {
-                    page_by_groups(tx, merchant_pk, &filter, after, limit)
-                }
-            })
-            .await
+        self.readers.snapshot(move |tx| locations::list(tx, query)).await
     }
 
     async fn search_locations(&self, query: SearchQuery, _: ReadFrom) -> Result<SearchPage, StoreError> {

@@ -40,9 +40,12 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0011_resent_through.sql"),
     include_str!("../../../migrations/sqlite/0012_imports.sql"),
     include_str!("../../../migrations/sqlite/0013_key_origins.sql"),
+    include_str!("../../../migrations/sqlite/0014_location_text.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;
+/// The migration after which every location is written into the text index.
+const TEXT_MIGRATION: i64 = 14;
 
 /// What every connection, writer or reader, is opened with.
 ///
@@ -97,6 +100,9 @@ pub(super) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         }
         if version == SEARCH_MIGRATION {
             fill_search(&tx)?;
+        }
+        if version == TEXT_MIGRATION {
+            super::text::fill(&tx)?;
         }
         tx.pragma_update(None, "user_version", version)?;
     }

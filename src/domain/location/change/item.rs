@@ -96,6 +96,8 @@ pub struct Content {
     pub longitude: f64,
     /// Its columns in the search index.
     pub search: crate::domain::location::search::key::SearchKey,
+    /// What the text filter finds it by (`text::indexed`).
+    pub text: String,
 }
 
 /// Everything a change request decided.

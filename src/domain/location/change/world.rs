@@ -8,7 +8,7 @@ use crate::domain::event::EventType;
 use crate::domain::field_error::{FieldCode, FieldError};
 use crate::domain::geo::{self, Neighbour};
 use crate::domain::location::search::key::SearchKey;
-use crate::domain::location::{Status, TypeSet};
+use crate::domain::location::{Status, TypeSet, text};
 
 /// What applying one item did to its location.
 pub(super) struct Applied {
@@ -248,6 +248,7 @@ impl World {
                         latitude: location.latitude,
                         longitude: location.longitude,
                         search: SearchKey::of(location),
+                        text: text::indexed(&location.name, now.merchant_location_id.as_deref()),
                     });
                     if moved {
                         now.approved = false;

@@ -5,7 +5,7 @@ use bytes::Bytes;
 
 use super::super::record::RecordRef;
 use super::query::{Hit, MAX_LIMIT};
-use crate::domain::wire::answer_tail;
+use crate::domain::wire::{Total, answer_tail};
 
 /// One page of results, as a store read it: `{"distance_m":…,"location":{record}}` objects,
 /// comma-joined, written as they were read.
@@ -46,7 +46,7 @@ impl SearchPage {
         [
             Bytes::from_static(br#"{"results":["#),
             Bytes::from(self.json),
-            Bytes::from(answer_tail(next_cursor, None)),
+            Bytes::from(answer_tail(next_cursor, Total::Absent)),
         ]
     }
 }

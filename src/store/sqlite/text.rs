@@ -1,0 +1,129 @@
+//! The text index of the location list (`location_text`, an FTS5 table of three-character
+//! pieces): written beside every location, read for a page of a text filter. A text of three
+//! characters or more is found by the index itself; a shorter one has no piece to look up, and
+//! is looked for in the merchant's rows of the index (its stored texts, not the locations), in
+//! `seq` order, until the page is full.
+
+use rusqlite::{Connection, params};
+
+use super::locations::records;
+use crate::domain::location::listing::{Candidate, LocationFilter, LocationPage};
+use crate::domain::location::text::INDEXED_CHARS;
+use crate::domain::location::{Status, TypeSet};
+use crate::store::api::StoreError;
+use crate::store::migrate;
+
+/// How the merchant is named in the index.
+fn merchant_tag(merchant_pk: i64) -> String {
+    format!("#{merchant_pk}#")
+}
+
+/// An FTS5 phrase that matches exactly `text`.
+fn phrase(text: &str) -> String {
+    format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// Indexes a new location.
+pub(super) fn index(tx: &Connection, seq: i64, merchant_pk: i64, text: &str) -> Result<(), StoreError> {
+    tx.prepare_cached("INSERT INTO location_text (rowid, m, t) VALUES (?1, ?2, ?3)")?
+        .execute(params![seq, merchant_tag(merchant_pk), text])?;
+    Ok(())
+}
+
+/// Indexes a location's new content.
+pub(super) fn reindex(tx: &Connection, seq: i64, text: &str) -> Result<(), StoreError> {
+    tx.prepare_cached("UPDATE location_text SET t = ?2 WHERE rowid = ?1")?
+        .execute(params![seq, text])?;
+    Ok(())
+}
+
+/// Rows looked at a step.
+const STEP: usize = 256;
+
+/// A page of the merchant's locations matching `filter`, whose `text` is set (its other
+/// conditions, ids included, are checked on each location the index finds).
+pub(super) fn page(
+    tx: &Connection,
+    merchant_pk: i64,
+    filter: &LocationFilter,
+    after: Option<i64>,
+    limit: usize,
+) -> Result<LocationPage, StoreError> {
+    let text = filter.text.as_deref().unwrap_or_default();
+    let tag = phrase(&merchant_tag(merchant_pk));
+    let indexed = text.chars().count() >= INDEXED_CHARS;
+    let (sql, query) = if indexed {
+        (
+            "SELECT rowid FROM location_text WHERE location_text MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+            format!("m : {tag} AND t : {}", phrase(text)),
+        )
+    } else {
+        (
+            "SELECT rowid FROM location_text WHERE location_text MATCH ?1 AND instr(t, ?4) > 0 AND rowid > ?2 \
+             ORDER BY rowid LIMIT ?3",
+            format!("m : {tag}"),
+        )
+    };
+    let mut found = tx.prepare_cached(sql)?;
+    let mut kind =
+        tx.prepare_cached("SELECT location_id, merchant_location_id, status, types FROM locations WHERE seq = ?1")?;
+    let mut seqs = Vec::with_capacity(limit + 1);
+    let mut from = after.unwrap_or(0);
+    'walk: loop {
+        let batch: Vec<i64> = if indexed {
+            found
+                .query_map(params![query, from, STEP as i64], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        } else {
+            found
+                .query_map(params![query, from, STEP as i64, text], |r| r.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        for &seq in &batch {
+            let (location_id, merchant_location_id, status, types): (String, Option<String>, String, i64) =
+                kind.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+            let candidate = Candidate {
+                seq,
+                location_id,
+                merchant_location_id,
+                status: Status::from_wire(&status).ok_or_else(|| StoreError::corrupt("status", &status))?,
+                types: TypeSet::from_bits(types),
+            };
+            if filter.accepts(&candidate) {
+                seqs.push(seq);
+                if seqs.len() > limit {
+                    break 'walk;
+                }
+            }
+        }
+        match batch.last() {
+            Some(&last) if batch.len() == STEP => from = last,
+            _ => break,
+        }
+    }
+    let has_next = seqs.len() > limit;
+    seqs.truncate(limit);
+    Ok(LocationPage::of(&records(tx, &seqs)?, has_next, None))
+}
+
+/// The migration's step: every location indexed.
+pub(super) fn fill(tx: &Connection) -> Result<(), StoreError> {
+    let mut after = 0i64;
+    loop {
+        let rows: Vec<(i64, i64, Option<String>, String)> = tx
+            .prepare("SELECT seq, merchant_pk, merchant_location_id, body FROM locations WHERE seq > ?1 ORDER BY seq LIMIT ?2")?
+            .query_map(params![after, migrate::UPGRADE_CHUNK], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })?
+            .collect::<Result<_, _>>()?;
+        let Some(&(last, ..)) = rows.last() else {
+            return Ok(());
+        };
+        after = last;
+        for (seq, merchant_pk, mlid, body) in rows {
+            if let Some(text) = migrate::indexed_text(&body, mlid.as_deref()) {
+                index(tx, seq, merchant_pk, &text)?;
+            }
+        }
+    }
+}
