@@ -45,11 +45,47 @@ export function notice(text, bad = false) {
   return h('p', { class: bad ? 'notice bad' : 'notice', role: bad ? 'alert' : 'status' }, text);
 }
 
-// A time of the API (RFC 3339, UTC) in words, in the reader's time zone.
+// The reader's time zone as an offset from UTC: `UTC+03:00`.
+export function zone(at = new Date()) {
+  const minutes = -at.getTimezoneOffset();
+  const sign = minutes < 0 ? '-' : '+';
+  const abs = Math.abs(minutes);
+  return `UTC${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}
+
+const two = (n) => String(n).padStart(2, '0');
+
+// A time in the reader's time zone, as the console writes every time (and reads one typed):
+// `2026-12-02 11:30:05`.
+export function local(at) {
+  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} `
+    + `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+}
+
+// A time of the API (RFC 3339, UTC) in the reader's time zone, with the zone said.
 export function when(iso) {
   if (!iso) return '—';
   const at = new Date(iso);
-  return Number.isNaN(at.getTime()) ? iso : at.toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
+  return Number.isNaN(at.getTime()) ? iso : `${local(at)} ${zone(at)}`;
+}
+
+// A time typed as the console writes it (`2026-12-02 11:30` or with seconds, a `T` allowed), in
+// the reader's time zone; null when it is not one.
+export function typedTime(text) {
+  const m = /^\s*(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2})(?::(\d{2}))?\s*$/.exec(text);
+  if (!m) return null;
+  const [year, month, day, hour, minute, second] = m.slice(1).map((v) => Number(v || 0));
+  const at = new Date(year, month - 1, day, hour, minute, second);
+  return at.getMonth() === month - 1 && at.getDate() === day && at.getHours() === hour ? at : null;
+}
+
+// How far apart two points are, in metres (the haversine on a sphere of the Earth's mean radius).
+export function metresBetween(a, b) {
+  const rad = Math.PI / 180;
+  const dLat = (b.latitude - a.latitude) * rad;
+  const dLon = (b.longitude - a.longitude) * rad;
+  const s = Math.sin(dLat / 2) ** 2 + Math.cos(a.latitude * rad) * Math.cos(b.latitude * rad) * Math.sin(dLon / 2) ** 2;
+  return 2 * 6371008.8 * Math.asin(Math.sqrt(s));
 }
 
 // A table in a wrapper that scrolls sideways within itself (reachable by the keyboard).

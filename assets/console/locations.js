@@ -4,7 +4,7 @@
 // expected_version (a change meanwhile told in words, and the location shown as it now is).
 
 import { call, inWords } from './api.js';
-import { announce, fill, h, notice, table, when } from './dom.js';
+import { announce, fill, h, metresBetween, notice, table, when } from './dom.js';
 import { showForm } from './form.js';
 import { plan } from './plan.js';
 
@@ -158,12 +158,32 @@ function words(key, value) {
     return h('ul', {}, value.map((d) => h('li', {},
       `${d.date}: ${d.is_works ? hours(d.schedule) : 'closed'}`)));
   }
-  if (key === 'issue') return `${value.message} (${value.code} at ${value.field})`;
+  if (key === 'issue') return 'Said above, under “Why it is in quarantine”.';
   if (Array.isArray(value)) return value.length ? value.join(', ') : '—';
   if (typeof value === 'object') {
     return Object.entries(value).map(([k, v]) => `${k.replaceAll('_', ' ')}: ${v === null ? '—' : v}`).join('; ');
   }
   return String(value);
+}
+
+const TYPES = { WAREHOUSE: 'a warehouse', PICKUP_POINT: 'a pickup point', CLICK_AND_COLLECT: 'a click-and-collect point' };
+
+// Why a location is in quarantine, in words a person acts on: the neighbour by name and address,
+// how far apart they are, and what can be done.
+function inQuarantine(l, neighbour) {
+  const metres = Math.round(metresBetween(l, neighbour));
+  const shared = (l.location_types || []).filter((t) => (neighbour.location_types || []).includes(t));
+  const link = h('a', { href: `#locations/${encodeURIComponent(neighbour.location_id)}` }, neighbour.name);
+  return h('div', {},
+    h('p', {}, 'It stands ', h('strong', {}, `${metres} m`), ' from ', link,
+      neighbour.address_tail ? ` (${neighbour.address_tail})` : '',
+      `, which is also ${shared.map((t) => TYPES[t] || t).join(' and ') || 'of its type'} and ${neighbour.status === 'ACTIVE' ? 'is shown to buyers' : `is ${neighbour.status.toLowerCase()}`}. `
+      + 'Two such places closer than 50 m look like one place entered twice, so buyers are not shown this one.'),
+    h('p', {}, 'What you can do:'),
+    h('ul', {},
+      h('li', {}, 'If its position is wrong, correct it with Edit: it is shown to buyers once it stands apart.'),
+      h('li', {}, 'If it is the same place as its neighbour, archive one of the two.'),
+      h('li', {}, 'If both are real places side by side, ask the service\'s operator to approve it.')));
 }
 
 const LABELS = { location_id: 'Location id', merchant_location_id: 'Your id', is_accepts_returns: 'Accepts returns' };
@@ -192,12 +212,7 @@ export function showLocation(view, id) {
       let neighbour = null;
       try { neighbour = neighbourId ? await record(neighbourId) : null; } catch { neighbour = null; }
       parts.push(h('h2', {}, 'Why it is in quarantine'),
-        h('p', {}, l.issue.message),
-        neighbour
-          ? h('p', {}, 'Its neighbour: ',
-            h('a', { href: `#locations/${encodeURIComponent(neighbour.location_id)}` }, neighbour.name),
-            ` (${neighbour.status}).`)
-          : null,
+        neighbour ? inQuarantine(l, neighbour) : h('p', {}, l.issue.message),
         plan(neighbour ? [l, neighbour] : [l], `Plan of ${l.name} and its neighbour ${neighbour ? neighbour.name : ''}`,
           neighbour ? { [l.location_id]: 'This location', [neighbour.location_id]: 'Its neighbour' }
             : { [l.location_id]: 'This location' }));

@@ -4,7 +4,7 @@
 // each, and a recovery since a date and time. Every result in words.
 
 import { call, inWords } from './api.js';
-import { announce, confirmed, copyable, fill, h, notice, table, when } from './dom.js';
+import { announce, confirmed, copyable, fill, h, local, notice, table, typedTime, when, zone } from './dom.js';
 
 const REASONS = { gone: 'it answered 410 Gone', failing: 'none of its attempts succeeded for too long' };
 
@@ -112,13 +112,15 @@ export function showWebhook(view, id) {
   const log = h('div', {});
   const outcome = h('select', { id: 'outcome-filter' },
     h('option', { value: '' }, 'All'), h('option', { value: 'delivered' }, 'delivered'), h('option', { value: 'failed' }, 'failed'));
-  const since = h('input', { id: 'recover-since', type: 'datetime-local', step: 1 });
+  const since = h('input', { id: 'recover-since', type: 'text', autocomplete: 'off', placeholder: 'YYYY-MM-DD HH:MM:SS',
+    'aria-describedby': 'recover-since-help' });
   const recover = h('button', { type: 'submit' }, 'Recover');
   const more = h('button', { type: 'button', class: 'secondary' }, 'Older deliveries');
   const header = h('div', {});
   fill(view, h('p', {}, h('a', { href: '#webhooks' }, 'All endpoints')), header, result,
     h('form', { class: 'controls', id: 'recover-form' },
-      h('div', {}, h('label', { for: 'recover-since' }, 'Since'), since), recover),
+      h('div', {}, h('label', { for: 'recover-since' }, 'Since'), since,
+        h('p', { id: 'recover-since-help', class: 'help' }, `Your time, ${zone()}, as the tables write it.`)), recover),
     h('h2', {}, 'Deliveries'),
     h('div', { class: 'controls' }, h('div', {}, h('label', { for: 'outcome-filter' }, 'Outcome'), outcome)),
     log, more);
@@ -145,7 +147,9 @@ export function showWebhook(view, id) {
       } catch (e) { said(notice(inWords(e), true)); }
       resend.disabled = false;
     });
-    cells.push(h('td', {}, d.sequence === null ? '—' : resend));
+    // An event delivered since needs no resend; a test event is sent again with Send test event.
+    const delivered = rows.some((r) => r.event_id === d.event_id && r.outcome === 'delivered');
+    cells.push(h('td', {}, d.sequence === null || delivered ? '—' : resend));
     return h('tr', {}, cells);
   };
   const load = async (again) => {
@@ -178,9 +182,9 @@ export function showWebhook(view, id) {
   more.addEventListener('click', () => load(false));
   view.querySelector('#recover-form').addEventListener('submit', async (event) => {
     event.preventDefault();
-    const at = new Date(since.value);
-    if (!since.value || Number.isNaN(at.getTime())) {
-      said(notice('Enter the date and time from which to recover.', true));
+    const at = typedTime(since.value);
+    if (!at) {
+      said(notice(`Enter the date and time from which to recover, such as ${local(new Date())}.`, true));
       since.focus();
       return;
     }

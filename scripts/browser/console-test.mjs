@@ -238,7 +238,16 @@ try {
   const neighbour = (await api('/v1/location/list', { filter: { location_ids: [neighbourId] } })).locations[0];
   await page.getByRole('link', { name: neighbour.name }).waitFor();
   check(await page.locator('svg.plan circle').count() === 2, 'the plan does not draw the location and its neighbour');
-  check(await page.getByText(quarantined.issue.message, { exact: true }).count() === 1, 'the issue is not said');
+  // Said in words a person acts on: how far, the neighbour's address, what can be done; no id, no code.
+  const rad = Math.PI / 180;
+  const haversine = 2 * 6371008.8 * Math.asin(Math.sqrt(Math.sin(((neighbour.latitude - quarantined.latitude) * rad) / 2) ** 2
+    + Math.cos(quarantined.latitude * rad) * Math.cos(neighbour.latitude * rad)
+    * Math.sin(((neighbour.longitude - quarantined.longitude) * rad) / 2) ** 2));
+  const why = await page.locator('h2:has-text("Why it is in quarantine") + div').textContent();
+  check(why.includes(`It stands ${Math.round(haversine)} m from ${neighbour.name}`) && why.includes(neighbour.address_tail)
+    && why.includes('correct it with Edit') && why.includes('archive one of the two') && why.includes('approve it'),
+  `the quarantine is said as: ${why}`);
+  check(!/[0-9a-f]{8}-[0-9a-f]{4}-/.test(why) && !why.includes('STOREFRONT_RULE_VIOLATION'), `an id or a code in: ${why}`);
   await widthChecks(page, 'Location', 1280);
 
   // Archive, then Restore: the stored location changes; a stale version is told in words.
