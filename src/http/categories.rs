@@ -37,7 +37,7 @@ use crate::state::AppState;
     responses(
         (status = 200, description = "A page of categories", body = crate::http::schemas::ListResponse,
          example = json!(crate::http::schemas::list_example_answer())),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
+        (status = 400, description = "INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
          body = crate::http::schemas::ErrorBody)
     )
 )]

@@ -33,7 +33,7 @@ macro_rules! change_operation {
             responses(
                 (status = 200, description = "One result per request item, in request order", body = ChangeResponse,
                  example = json!(crate::http::schemas::change_example_answer())),
-                (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
+                (status = 400, description = "INVALID_REQUEST, TOO_MANY_ITEMS",
                  body = crate::http::schemas::ErrorBody)
             )
         )]

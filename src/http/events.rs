@@ -149,7 +149,7 @@ impl FeedRequest {
     responses(
         (status = 200, description = "A page of the merchant's events", body = crate::http::event_schemas::EventFeedResponse,
          example = json!(crate::http::event_schemas::event_feed_example_answer())),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR, CURSOR_EXPIRED",
+        (status = 400, description = "INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR, CURSOR_EXPIRED",
          body = crate::http::schemas::ErrorBody)
     )
 )]

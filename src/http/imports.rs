@@ -156,7 +156,7 @@ fn create_request(body: &Map<String, Value>) -> Result<CreateRequest, ApiError> 
         example = json!({"file_name": "locations.csv", "content_base64": "bWVyY2hhbnRfbG9jYXRpb25faWQsbmFtZQo=", "update": true, "dry_run": true})),
     responses(
         (status = 200, description = "The import, stored QUEUED with its file", body = ImportAnswer),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE (a body over 9 MiB), MALFORMED_JSON, INVALID_REQUEST (at the field), TOO_MANY_ITEMS (field file_name: 2 imports queued or running already)",
+        (status = 400, description = "INVALID_REQUEST (at the field), TOO_MANY_ITEMS (field file_name: 2 imports queued or running already); here PAYLOAD_TOO_LARGE is a body over 9 MiB",
          body = super::schemas::ErrorBody)
     )
 )]
@@ -223,7 +223,7 @@ fn not_found() -> ApiError {
         example = json!({"import_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b"})),
     responses(
         (status = 200, description = "The import", body = ImportAnswer),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, NOT_FOUND (field import_id)",
+        (status = 400, description = "INVALID_REQUEST, NOT_FOUND (field import_id)",
          body = super::schemas::ErrorBody)
     )
 )]
@@ -258,7 +258,7 @@ fn list_digest(merchant_id: &str) -> [u8; 16] {
         content_type = "application/json", example = json!({"pagination": {"limit": 20}})),
     responses(
         (status = 200, description = "A page of the merchant's imports, newest first", body = ImportList),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_PAGINATION, INVALID_CURSOR",
+        (status = 400, description = "INVALID_REQUEST, INVALID_PAGINATION, INVALID_CURSOR",
          body = super::schemas::ErrorBody)
     )
 )]
@@ -323,7 +323,7 @@ fn rows_digest(merchant_id: &str, import_id: &str, failed_only: bool) -> [u8; 16
         example = json!({"import_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b", "filter": {"outcome": "failed"}})),
     responses(
         (status = 200, description = "A page of the import's rows, in the file's order", body = ImportRowsPage),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR, NOT_FOUND (field import_id)",
+        (status = 400, description = "INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR, NOT_FOUND (field import_id)",
          body = super::schemas::ErrorBody)
     )
 )]

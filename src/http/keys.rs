@@ -114,7 +114,7 @@ fn allowed_origins(body: &Map<String, Value>) -> Result<Option<Vec<String>>, Api
         example = json!({"label": "Main shop", "allowed_origins": ["https://shop.example"]})),
     responses(
         (status = 200, description = "The new storefront key, and the key itself (shown once)", body = MadeKey),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST (at label, allowed_origins or allowed_origins[i]), TOO_MANY_ITEMS (field label: 20 storefront keys not revoked)",
+        (status = 400, description = "INVALID_REQUEST (at label, allowed_origins or allowed_origins[i]), TOO_MANY_ITEMS (field label: 20 storefront keys not revoked)",
          body = super::schemas::ErrorBody)
     )
 )]
@@ -159,7 +159,7 @@ fn list_digest(merchant_id: &str) -> [u8; 16] {
         content_type = "application/json", example = json!({"pagination": {"limit": 20}})),
     responses(
         (status = 200, description = "A page of the merchant's keys, oldest first", body = KeyList),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_PAGINATION, INVALID_CURSOR",
+        (status = 400, description = "INVALID_REQUEST, INVALID_PAGINATION, INVALID_CURSOR",
          body = super::schemas::ErrorBody)
     )
 )]
@@ -198,7 +198,7 @@ pub async fn list(
         example = json!({"key_id": "3f2a9c0d1e4b5a6978c0d1e2"})),
     responses(
         (status = 200, description = "The key, revoked", body = KeyAnswer),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST (field key_id: absent, not a string, or a full key), NOT_FOUND (field key_id)",
+        (status = 400, description = "INVALID_REQUEST (field key_id: absent, not a string, or a full key), NOT_FOUND (field key_id)",
          body = super::schemas::ErrorBody)
     )
 )]

@@ -62,7 +62,7 @@ pub struct CreateResponse {
     responses(
         (status = 200, description = "One result per request item, in request order", body = CreateResponse,
          example = json!(crate::http::schemas::create_example_answer())),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
+        (status = 400, description = "INVALID_REQUEST, TOO_MANY_ITEMS",
          body = crate::http::schemas::ErrorBody, example = json!(crate::http::schemas::error_example()))
     )
 )]
@@ -199,7 +199,7 @@ struct Inconsistent(&'static str);
     responses(
         (status = 200, description = "A page of the merchant's locations", body = crate::http::schemas::LocationListResponse,
          example = json!(crate::http::schemas::location_list_example_answer())),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
+        (status = 400, description = "INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
          body = crate::http::schemas::ErrorBody)
     )
 )]

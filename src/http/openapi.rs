@@ -79,6 +79,9 @@ pub struct ApiDoc;
 /// every operation.
 struct CommonAnswers;
 
+/// What every operation's body can get wrong, before its own rules.
+const MALFORMED: &str = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON";
+
 /// The operations that store: their answer may be 503 `OUTCOME_UNKNOWN` (CONTRACT §17).
 const WRITES: [&str; 4] = [
     "/v1/location/create",
@@ -133,6 +136,10 @@ impl Modify for CommonAnswers {
                     "RateLimit".into(),
                     header("\"merchant\" (or \"storefront\");r=<units left>;t=<seconds until one more>, while limiting is on").into(),
                 );
+            }
+            // Every operation's 400 starts with what any body can get wrong; each says the rest.
+            if let Some(RefOr::T(malformed)) = answers.get_mut("400") {
+                malformed.description = format!("{MALFORMED}, {}", malformed.description);
             }
             answers.insert("401".into(), error("UNAUTHENTICATED or INVALID_API_KEY").build().into());
             let forbidden = if super::gate::STOREFRONT_ROUTES.contains(&path.as_str()) {

@@ -82,7 +82,7 @@ async fn attempt(
         example = json!({"webhook_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b", "event_id": "evt_019ab5b27c1e7d3a9f1e2c4d5e6f7a8b"})),
     responses(
         (status = 200, description = "The attempt, as the deliveries log records it (trigger `resend`)", body = DeliveryAnswer),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, NOT_FOUND (field webhook_id or event_id)",
+        (status = 400, description = "INVALID_REQUEST, NOT_FOUND (field webhook_id or event_id)",
          body = crate::http::schemas::ErrorBody),
         (status = 429, description = "RATE_LIMITED: over the merchant's rate, or the endpoint's attempts in flight stayed at their bound",
          body = crate::http::schemas::ErrorBody)
@@ -139,7 +139,7 @@ pub async fn resend(
         example = json!({"webhook_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b"})),
     responses(
         (status = 200, description = "The attempt, as the deliveries log records it (trigger `test`)", body = DeliveryAnswer),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, NOT_FOUND (field webhook_id)",
+        (status = 400, description = "INVALID_REQUEST, NOT_FOUND (field webhook_id)",
          body = crate::http::schemas::ErrorBody),
         (status = 429, description = "RATE_LIMITED: over the merchant's rate, or the endpoint's attempts in flight stayed at their bound",
          body = crate::http::schemas::ErrorBody)
@@ -203,7 +203,7 @@ fn time_at(body: &Map<String, Value>, key: &str) -> Result<Option<i64>, ApiError
         example = json!({"webhook_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b", "since": "2026-11-27T18:00:00Z", "until": null})),
     responses(
         (status = 200, description = "How many events are now pending for the endpoint", body = RecoverAnswer),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST (a disabled endpoint: field webhook_id), NOT_FOUND (field webhook_id)",
+        (status = 400, description = "INVALID_REQUEST (a disabled endpoint: field webhook_id), NOT_FOUND (field webhook_id)",
          body = crate::http::schemas::ErrorBody)
     )
 )]

@@ -50,7 +50,7 @@ const KEYS: [&str; 4] = ["near", "radius_m", "filter", "pagination"];
     responses(
         (status = 200, description = "A page of the locations found, nearest first", body = crate::http::schemas::SearchResponse,
          example = json!(crate::http::schemas::search_example_answer())),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
+        (status = 400, description = "INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
          body = crate::http::schemas::ErrorBody)
     )
 )]

@@ -77,7 +77,7 @@ pub struct WebhookList {
         example = json!({"url": "https://shop.example/hooks/storefront", "types": ["location.approved", "location.redecided"]})),
     responses(
         (status = 200, description = "The endpoint, and its secret (shown only here)", body = WebhookWithSecret),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, TOO_MANY_ITEMS",
+        (status = 400, description = "INVALID_REQUEST, TOO_MANY_ITEMS",
          body = crate::http::schemas::ErrorBody)
     )
 )]
@@ -123,7 +123,7 @@ pub async fn create(
         content_type = "application/json", example = json!({})),
     responses(
         (status = 200, description = "The endpoints, oldest first", body = WebhookList),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST",
+        (status = 400, description = "INVALID_REQUEST",
          body = crate::http::schemas::ErrorBody)
     )
 )]
@@ -164,7 +164,7 @@ macro_rules! endpoint_operation {
                 example = json!({"webhook_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b"})),
             responses(
                 (status = 200, description = "The endpoint", body = WebhookAnswer),
-                (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, NOT_FOUND (field webhook_id)",
+                (status = 400, description = "INVALID_REQUEST, NOT_FOUND (field webhook_id)",
                  body = crate::http::schemas::ErrorBody)
             )
         )]
@@ -198,7 +198,7 @@ endpoint_operation!(
         example = json!({"webhook_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b"})),
     responses(
         (status = 200, description = "The endpoint, and its new secret (shown only here)", body = WebhookWithSecret),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, NOT_FOUND (field webhook_id)",
+        (status = 400, description = "INVALID_REQUEST, NOT_FOUND (field webhook_id)",
          body = crate::http::schemas::ErrorBody)
     )
 )]
@@ -277,7 +277,7 @@ fn parse_attempt_filter(filter: Option<Map<String, Value>>) -> Result<AttemptFil
         example = json!({"webhook_id": "019ab5b2-7c1e-7d3a-9f1e-2c4d5e6f7a8b", "pagination": {"limit": 20}})),
     responses(
         (status = 200, description = "A page of the endpoint's attempts, newest first", body = AttemptPage),
-        (status = 400, description = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON, INVALID_REQUEST, INVALID_PAGINATION, INVALID_CURSOR, NOT_FOUND (field webhook_id)",
+        (status = 400, description = "INVALID_REQUEST, INVALID_PAGINATION, INVALID_CURSOR, NOT_FOUND (field webhook_id)",
          body = crate::http::schemas::ErrorBody)
     )
 )]
