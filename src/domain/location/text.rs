@@ -6,10 +6,6 @@
 /// Most characters a text filter may have.
 pub const MAX_CHARS: usize = 100;
 
-/// The shortest text an index of three-character pieces can find by itself; a shorter one is
-/// looked for in the index's stored texts, one by one.
-pub const INDEXED_CHARS: usize = 3;
-
 /// Between the name and the id in the indexed text: a character no name holds (names refuse
 /// control characters), so that no text is found across the two.
 const SEPARATOR: char = '\u{1}';

@@ -1,14 +1,14 @@
 //! The text index of the location list (`location_text`, an FTS5 table of three-character
-//! pieces): written beside every location, read for a page of a text filter. A text of three
-//! characters or more is found by the index itself; a shorter one has no piece to look up, and
-//! is looked for in the merchant's rows of the index (its stored texts, not the locations), in
-//! `seq` order, until the page is full.
+//! pieces): written beside every location, read for a page of a text filter. The merchant is a
+//! column match; the text a `GLOB` that FTS5 answers from its pieces when the text has three
+//! characters or more, each candidate confirmed against the stored text. A shorter text has no
+//! piece to look up: it is looked for in the merchant's rows of the index (their stored texts,
+//! not the locations), in `seq` order, until the page is full.
 
 use rusqlite::{Connection, params};
 
 use super::locations::records;
 use crate::domain::location::listing::{Candidate, LocationFilter, LocationPage};
-use crate::domain::location::text::INDEXED_CHARS;
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::StoreError;
 use crate::store::migrate;
@@ -21,6 +21,24 @@ fn merchant_tag(merchant_pk: i64) -> String {
 /// An FTS5 phrase that matches exactly `text`.
 fn phrase(text: &str) -> String {
     format!("\"{}\"", text.replace('"', "\"\""))
+}
+
+/// A `GLOB` pattern matching any text that contains `text` (its wildcards taken as themselves).
+fn containing(text: &str) -> String {
+    let mut pattern = String::with_capacity(text.len() + 2);
+    pattern.push('*');
+    for c in text.chars() {
+        match c {
+            '*' | '?' | '[' => {
+                pattern.push('[');
+                pattern.push(c);
+                pattern.push(']');
+            }
+            _ => pattern.push(c),
+        }
+    }
+    pattern.push('*');
+    pattern
 }
 
 /// Indexes a new location.
@@ -50,35 +68,20 @@ pub(super) fn page(
     limit: usize,
 ) -> Result<LocationPage, StoreError> {
     let text = filter.text.as_deref().unwrap_or_default();
-    let tag = phrase(&merchant_tag(merchant_pk));
-    let indexed = text.chars().count() >= INDEXED_CHARS;
-    let (sql, query) = if indexed {
-        (
-            "SELECT rowid FROM location_text WHERE location_text MATCH ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
-            format!("m : {tag} AND t : {}", phrase(text)),
-        )
-    } else {
-        (
-            "SELECT rowid FROM location_text WHERE location_text MATCH ?1 AND instr(t, ?4) > 0 AND rowid > ?2 \
-             ORDER BY rowid LIMIT ?3",
-            format!("m : {tag}"),
-        )
-    };
-    let mut found = tx.prepare_cached(sql)?;
+    let merchant = format!("m : {}", phrase(&merchant_tag(merchant_pk)));
+    let pattern = containing(text);
+    let mut found = tx.prepare_cached(
+        "SELECT rowid FROM location_text WHERE location_text MATCH ?1 AND t GLOB ?2 AND rowid > ?3 \
+         ORDER BY rowid LIMIT ?4",
+    )?;
     let mut kind =
         tx.prepare_cached("SELECT location_id, merchant_location_id, status, types FROM locations WHERE seq = ?1")?;
     let mut seqs = Vec::with_capacity(limit + 1);
     let mut from = after.unwrap_or(0);
     'walk: loop {
-        let batch: Vec<i64> = if indexed {
-            found
-                .query_map(params![query, from, STEP as i64], |r| r.get(0))?
-                .collect::<Result<_, _>>()?
-        } else {
-            found
-                .query_map(params![query, from, STEP as i64, text], |r| r.get(0))?
-                .collect::<Result<_, _>>()?
-        };
+        let batch: Vec<i64> = found
+            .query_map(params![merchant, pattern, from, STEP as i64], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
         for &seq in &batch {
             let (location_id, merchant_location_id, status, types): (String, Option<String>, String, i64) =
                 kind.query_row([seq], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
