@@ -437,7 +437,8 @@ pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<
     // One snapshot: the total, the page and its records see one state.
     let tx = snapshot(&mut client).await?;
     let page = if filter.text.is_some() {
-        super::text::page(&tx, merchant_pk, filter, after, limit).await?
+        let (seqs, has_next) = super::text::matching(&tx, merchant_pk, filter, after, limit).await?;
+        LocationPage::of(&records(&tx, &seqs).await?, has_next, None)
     } else if filter.by_ids() {
         let candidates = candidates(&tx, merchant_pk, filter).await?;
         let keys = filter.page_of_candidates(candidates, after, limit);

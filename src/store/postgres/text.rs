@@ -5,9 +5,8 @@
 
 use deadpool_postgres::GenericClient;
 
-use super::locations::records;
 use crate::domain::location::TypeSet;
-use crate::domain::location::listing::{Candidate, LocationFilter, LocationPage};
+use crate::domain::location::listing::{Candidate, LocationFilter};
 use crate::store::api::{StoreError, stored_status as status};
 use crate::store::migrate;
 
@@ -28,15 +27,16 @@ fn containing(text: &str) -> String {
     pattern
 }
 
-/// A page of the merchant's locations matching `filter`, whose `text` is set (its other
-/// conditions, ids included, are checked on each location the index finds).
-pub(super) async fn page(
+/// The `seq`s of a page of the merchant's locations matching `filter`, whose `text` is set (its
+/// other conditions, ids included, are checked on each location the index finds), and whether
+/// more follow.
+pub(super) async fn matching(
     tx: &impl GenericClient,
     merchant_pk: i64,
     filter: &LocationFilter,
     after: Option<i64>,
     limit: usize,
-) -> Result<LocationPage, StoreError> {
+) -> Result<(Vec<i64>, bool), StoreError> {
     let pattern = containing(filter.text.as_deref().unwrap_or_default());
     let stmt = tx
         .prepare_cached(
@@ -70,7 +70,7 @@ pub(super) async fn page(
     }
     let has_next = seqs.len() > limit;
     seqs.truncate(limit);
-    Ok(LocationPage::of(&records(tx, &seqs).await?, has_next, None))
+    Ok((seqs, has_next))
 }
 
 /// The migration's step: every location's text.

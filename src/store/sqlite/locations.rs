@@ -253,7 +253,8 @@ pub(super) fn list(tx: &Connection, query: LocationQuery) -> Result<LocationPage
         limit,
     } = query;
     if filter.text.is_some() {
-        super::text::page(tx, merchant_pk, &filter, after, limit)
+        let (seqs, has_next) = super::text::matching(tx, merchant_pk, &filter, after, limit)?;
+        Ok(LocationPage::of(&records(tx, &seqs)?, has_next, None))
     } else if filter.by_ids() {
         let candidates = candidates(tx, merchant_pk, &filter)?;
         let keys = filter.page_of_candidates(candidates, after, limit);

@@ -7,8 +7,7 @@
 
 use rusqlite::{Connection, params};
 
-use super::locations::records;
-use crate::domain::location::listing::{Candidate, LocationFilter, LocationPage};
+use crate::domain::location::listing::{Candidate, LocationFilter};
 use crate::domain::location::{Status, TypeSet};
 use crate::store::api::StoreError;
 use crate::store::migrate;
@@ -58,15 +57,16 @@ pub(super) fn reindex(tx: &Connection, seq: i64, text: &str) -> Result<(), Store
 /// Rows looked at a step.
 const STEP: usize = 256;
 
-/// A page of the merchant's locations matching `filter`, whose `text` is set (its other
-/// conditions, ids included, are checked on each location the index finds).
-pub(super) fn page(
+/// The `seq`s of a page of the merchant's locations matching `filter`, whose `text` is set (its
+/// other conditions, ids included, are checked on each location the index finds), and whether
+/// more follow.
+pub(super) fn matching(
     tx: &Connection,
     merchant_pk: i64,
     filter: &LocationFilter,
     after: Option<i64>,
     limit: usize,
-) -> Result<LocationPage, StoreError> {
+) -> Result<(Vec<i64>, bool), StoreError> {
     let text = filter.text.as_deref().unwrap_or_default();
     let merchant = format!("m : {}", phrase(&merchant_tag(merchant_pk)));
     let pattern = containing(text);
@@ -106,7 +106,7 @@ pub(super) fn page(
     }
     let has_next = seqs.len() > limit;
     seqs.truncate(limit);
-    Ok(LocationPage::of(&records(tx, &seqs)?, has_next, None))
+    Ok((seqs, has_next))
 }
 
 /// The migration's step: every location indexed.
