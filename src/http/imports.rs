@@ -13,7 +13,8 @@ use super::extract::{ImportBody, JsonBody, invalid, object};
 use super::gate::Merchant;
 use super::import_schemas::{ImportIdRequest, ImportObject, ImportRowObject, ImportRowsRequest, ImportsRequest};
 use super::paging::{
-    PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
+    PageSize, cursor_position, filter_value, invalid_filter, paged, parse_pagination, reject_unknown_filter_keys,
+    section,
 };
 use crate::client::table::rows::Format;
 use crate::domain::import::{Import, ImportOptions, ImportRow, MAX_ACTIVE, MAX_FILE_BYTES};
@@ -271,21 +272,16 @@ pub async fn list(
     let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, PAGE)?;
     let digest = list_digest(&merchant.id);
     let before = cursor_position::<BeforeImport>(cursor.as_deref(), &state.cursors, &digest)?;
-    let mut imports = state
+    let imports = state
         .store
         .imports()
         .list_imports(merchant.pk, before.map(|b| b.0), limit + 1)
         .await?;
     ReadOn::Primary.count();
-    let has_next = imports.len() > limit;
-    imports.truncate(limit);
-    let next_cursor = imports
-        .last()
-        .filter(|_| has_next)
-        .map(|(key, _)| state.cursors.encode(&digest, &BeforeImport(*key)));
+    let (imports, pagination) = paged(imports, limit, &state.cursors, &digest, |(key, _)| BeforeImport(*key));
     Ok(Json(ImportList {
         imports: imports.into_iter().map(|(_, import)| import).collect(),
-        pagination: serde_json::json!({"next_cursor": next_cursor, "has_next": has_next}),
+        pagination,
     }))
 }
 
@@ -338,21 +334,13 @@ pub async fn rows(
     let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, PAGE)?;
     let digest = rows_digest(&merchant.id, &id, failed_only);
     let after = cursor_position::<AfterRow>(cursor.as_deref(), &state.cursors, &digest)?;
-    let mut rows = state
+    let rows = state
         .store
         .imports()
         .import_rows(merchant.pk, &id, failed_only, after.map_or(-1, |a| a.0), limit + 1)
         .await?
         .ok_or_else(not_found)?;
     ReadOn::Primary.count();
-    let has_next = rows.len() > limit;
-    rows.truncate(limit);
-    let next_cursor = rows
-        .last()
-        .filter(|_| has_next)
-        .map(|r| state.cursors.encode(&digest, &AfterRow(r.ordinal)));
-    Ok(Json(ImportRowsPage {
-        rows,
-        pagination: serde_json::json!({"next_cursor": next_cursor, "has_next": has_next}),
-    }))
+    let (rows, pagination) = paged(rows, limit, &state.cursors, &digest, |r| AfterRow(r.ordinal));
+    Ok(Json(ImportRowsPage { rows, pagination }))
 }

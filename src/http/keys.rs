@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::error::{ApiError, ErrorCode};
 use super::extract::{JsonBody, invalid, object};
 use super::gate::Merchant;
-use super::paging::{PageSize, cursor_position, parse_pagination, section};
+use super::paging::{PageSize, cursor_position, paged, parse_pagination, section};
 use crate::auth::{self, KeyScope, KeySpec};
 use crate::domain::key::{MAX_ORIGINS, MAX_STOREFRONT_KEYS, ORIGIN_FORM, is_key_origin, label_problem};
 use crate::domain::wire::timestamp_text;
@@ -172,21 +172,17 @@ pub async fn list(
     let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, PAGE)?;
     let digest = list_digest(&merchant.id);
     let after = cursor_position::<AfterKey>(cursor.as_deref(), &state.cursors, &digest)?;
-    let mut keys = state
+    let keys = state
         .store
         .key_page(merchant.pk, after.map(|a| (a.0, a.1)), limit + 1)
         .await?;
     ReadOn::Primary.count();
-    let has_next = keys.len() > limit;
-    keys.truncate(limit);
-    let next_cursor = keys.last().filter(|_| has_next).map(|k| {
-        state
-            .cursors
-            .encode(&digest, &AfterKey(k.created_at_ms, k.key_id.clone()))
+    let (keys, pagination) = paged(keys, limit, &state.cursors, &digest, |k| {
+        AfterKey(k.created_at_ms, k.key_id.clone())
     });
     Ok(Json(KeyList {
         keys: keys.into_iter().map(KeyOut).collect(),
-        pagination: serde_json::json!({"next_cursor": next_cursor, "has_next": has_next}),
+        pagination,
     }))
 }
 

@@ -57,6 +57,27 @@ impl<F> ListRequest<F> {
     }
 }
 
+/// A page of a list read with one item more than `limit`: at most `limit` items, and the answer's
+/// `pagination` object, whose cursor continues after the last item's `position`.
+pub fn paged<T, P: Position>(
+    mut items: Vec<T>,
+    limit: usize,
+    cursors: &Cursors,
+    digest: &[u8; 16],
+    position: impl Fn(&T) -> P,
+) -> (Vec<T>, Value) {
+    let has_next = items.len() > limit;
+    items.truncate(limit);
+    let next_cursor = items
+        .last()
+        .filter(|_| has_next)
+        .map(|last| cursors.encode(digest, &position(last)));
+    (
+        items,
+        serde_json::json!({"next_cursor": next_cursor, "has_next": has_next}),
+    )
+}
+
 /// The position a cursor continues after (`None` without a cursor), or `INVALID_CURSOR` when it
 /// is not one of this kind of list's for the question with `digest`.
 pub fn cursor_position<P: Position>(

@@ -12,7 +12,8 @@ use super::events::parse_types;
 use super::extract::{JsonBody, invalid, object};
 use super::gate::Merchant;
 use super::paging::{
-    PageSize, cursor_position, filter_value, invalid_filter, parse_pagination, reject_unknown_filter_keys, section,
+    PageSize, cursor_position, filter_value, invalid_filter, paged, parse_pagination, reject_unknown_filter_keys,
+    section,
 };
 use crate::domain::webhook::{Attempt, MAX_WEBHOOKS, Outcome, ROTATION_OVERLAP, Webhook, WebhookStatus};
 use crate::pagination::BeforeAttempt;
@@ -292,7 +293,7 @@ pub async fn deliveries(
     let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, ATTEMPTS_PAGE)?;
     let digest = attempts_digest(&merchant.id, &id, &filter);
     let before = cursor_position::<BeforeAttempt>(cursor.as_deref(), &state.cursors, &digest)?;
-    let mut attempts = state
+    let attempts = state
         .store
         .webhooks()
         .attempts(AttemptsQuery {
@@ -305,14 +306,6 @@ pub async fn deliveries(
         .await?
         .ok_or_else(not_found)?;
     ReadOn::Primary.count();
-    let has_next = attempts.len() > limit;
-    attempts.truncate(limit);
-    let next_cursor = attempts
-        .last()
-        .filter(|_| has_next)
-        .map(|a| state.cursors.encode(&digest, &BeforeAttempt(a.id)));
-    Ok(Json(AttemptPage {
-        deliveries: attempts,
-        pagination: serde_json::json!({"next_cursor": next_cursor, "has_next": has_next}),
-    }))
+    let (deliveries, pagination) = paged(attempts, limit, &state.cursors, &digest, |a| BeforeAttempt(a.id));
+    Ok(Json(AttemptPage { deliveries, pagination }))
 }
