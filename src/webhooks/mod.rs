@@ -1,6 +1,7 @@
 //! Delivering events to the merchants' endpoints: signed (`sign`), only to public addresses
-//! (`address`), one HTTP attempt at a time (`send`), by the worker (`worker`), whose results
-//! become a settle plan (`crate::store::settle_plan`) written in batches.
+//! (`address`), one HTTP attempt at a time (`send`, its failures said in words by `failure`), by
+//! the worker (`worker`), whose results become a settle plan (`crate::store::settle_plan`)
+//! written in batches.
 //!
 //! The worker claims windows of endpoints' fresh events and retries due, in the name of a random
 //! token of its own: the claims expire unless it extends them, so with several instances each
@@ -11,6 +12,7 @@
 pub mod address;
 pub mod by_hand;
 pub mod config;
+pub mod failure;
 pub mod places;
 pub mod send;
 pub mod sign;

@@ -15,9 +15,9 @@ use async_trait::async_trait;
 
 use super::address::{Reach, refused};
 use super::config::{Clock, SystemClock};
+use super::failure::{self, no_answer};
 use super::sign::signatures;
 use crate::domain::webhook::{ATTEMPT_TIMEOUT, MAX_ANSWER_BYTES};
-use crate::errors::ErrorChain;
 use crate::secret::Secret;
 
 /// How long resolving the endpoint's host may take.
@@ -127,7 +127,7 @@ impl Sender {
             _ => tokio::time::timeout(RESOLVE_TIMEOUT, tokio::net::lookup_host((host.as_str(), port)))
                 .await
                 .map_err(|_| format!("resolving {host} took longer than {} s", RESOLVE_TIMEOUT.as_secs()))?
-                .map_err(|e| format!("{host} could not be resolved: {e}"))?
+                .map_err(|e| failure::unknown_host(&host, &e))?
                 .collect(),
         };
         let mut refusals = Vec::new();
@@ -143,12 +143,9 @@ impl Sender {
             .collect();
         if allowed.is_empty() {
             return Err(if refusals.is_empty() {
-                format!("{host} resolves to no address")
+                format!("no connection: the name {host} resolves to no address")
             } else {
-                format!(
-                    "{host} resolves to {}: only public addresses are called",
-                    refusals.join(", ")
-                )
+                failure::refused_as_private(&host, &refusals)
             });
         }
         let timestamp = Clock::now_ms(&SystemClock) / 1000;
@@ -167,11 +164,13 @@ impl Sender {
                 .body(d.body.to_owned());
             match request.send().await {
                 Ok(response) => return read_answer(response, self.timeout).await,
-                Err(e) if e.is_connect() => failures.push(format!("{addr}: {}", ErrorChain(&e))),
+                Err(e) if e.is_connect() => {
+                    failures.push(failure::not_connected(addr, &e, CONNECT_TIMEOUT.min(self.timeout)))
+                }
                 Err(e) => return Err(describe(&e, self.timeout)),
             }
         }
-        Err(format!("could not connect: {}", failures.join("; ")))
+        Err(failure::no_connection(&failures))
     }
 }
 
@@ -229,18 +228,12 @@ pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> 
     at.duration_since(now).ok()
 }
 
-/// What an attempt that got no answer within `timeout` says.
-fn no_answer(timeout: Duration) -> String {
-    format!("no answer within {} s", timeout.as_secs_f64())
-}
-
+/// Why an exchange that had begun failed.
 fn describe(e: &reqwest::Error, timeout: Duration) -> String {
     if e.is_timeout() {
         no_answer(timeout)
-    } else if e.is_connect() {
-        format!("could not connect: {}", ErrorChain(e))
     } else {
-        format!("the exchange failed: {}", ErrorChain(e))
+        failure::broken_off(e)
     }
 }
 

@@ -339,6 +339,30 @@ async fn a_rotated_secret_signs_beside_the_old_one() {
     assert!(signed_by(&got[0], &new) && signed_by(&got[0], &old));
 }
 
+/// An endpoint where nothing listens: the attempt's error says so in words (no connection, the
+/// address, refused), not in the HTTP library's words.
+#[tokio::test]
+async fn a_refused_connection_is_said_in_words() {
+    let app = webhook_app().await;
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let (id, _) = app.webhook(&format!("http://127.0.0.1:{port}/none"), Value::Null).await;
+    app.create(vec![warehouse(1)]).await;
+    wait_until("the attempt fails", || async { !app.attempts(&id).await.is_empty() }).await;
+    let attempt = &app.attempts(&id).await[0];
+    assert_eq!(attempt["outcome"], "failed");
+    assert_eq!(
+        attempt["error"],
+        format!(
+            "no connection: 127.0.0.1:{port} refused the connection (nothing listens on that port, or a \
+             firewall refuses it)"
+        ),
+        "{attempt:#}"
+    );
+}
+
 /// Only public addresses at every attempt: a name that resolves to loopback is refused when the
 /// attempt is made (and says why), without a connection.
 #[tokio::test]
@@ -367,7 +391,11 @@ async fn a_name_that_resolves_to_a_private_address_is_not_called() {
     .await;
     let attempt = &app.attempts(&id).await[0];
     assert_eq!(attempt["outcome"], "failed");
-    assert!(attempt["error"].as_str().unwrap().contains("loopback"), "{attempt:#}");
+    let error = attempt["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("refused as a private address: localhost resolves to ") && error.contains("loopback"),
+        "{attempt:#}"
+    );
     assert!(receiver.at("ok").is_empty(), "no connection was made");
 }
 
