@@ -4,9 +4,10 @@
 
 import { call, forget, inWords, remember, signedIn, ApiError, UNKNOWN_KEY } from './api.js';
 import { announce, h } from './dom.js';
-import { forgetEvents, showEvents } from './events.js';
+import { showEvents } from './events.js';
 import { showImports } from './imports.js';
 import { showKeys } from './keys.js';
+import { forgetNames } from './names.js';
 import { forgetLocations, showLocation, showLocationForm, showLocations } from './locations.js';
 import { showWebhook, showWebhooks } from './webhooks.js';
 
@@ -21,7 +22,7 @@ const SECTIONS = [
       return id ? showLocation(view, id) : showLocations(view);
     } },
   { id: 'import', title: 'Import', show: (view) => showImports(view) },
-  { id: 'events', title: 'Events', show: (view) => showEvents(view), forget: forgetEvents },
+  { id: 'events', title: 'Events', show: (view) => showEvents(view) },
   { id: 'webhooks', title: 'Webhooks', show: (view, id) => (id ? showWebhook(view, id) : showWebhooks(view)) },
   { id: 'keys', title: 'Keys', show: (view) => showKeys(view) },
 ];
@@ -69,6 +70,7 @@ signOut.addEventListener('click', () => {
   leave();
   leave = () => {};
   for (const section of SECTIONS) if (section.forget) section.forget();
+  forgetNames();
   view.replaceChildren();
   history.replaceState(null, '', location.pathname);
   route();

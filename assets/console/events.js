@@ -4,22 +4,14 @@
 
 import { call, inWords } from './api.js';
 import { announce, fill, h, notice, table, when } from './dom.js';
+import { learnEvents, nameAll as nameOfAll, nameOf } from './names.js';
 
 const SHOWN = 100;
 const WALK_PAGES = 20;
-const names = new Map();
-
-// Signing out forgets the names of the locations read.
-export function forgetEvents() {
-  names.clear();
-}
 
 async function nameAll(events) {
-  const unknown = [...new Set(events.map((e) => e.location_id).filter((id) => id && !names.has(id)))];
-  for (let i = 0; i < unknown.length; i += 1000) {
-    const page = await call('/v1/location/list', { filter: { location_ids: unknown.slice(i, i + 1000) }, pagination: { limit: 1000 } });
-    for (const l of page.locations) names.set(l.location_id, l.name);
-  }
+  learnEvents(events);
+  await nameOfAll(events.map((e) => e.location_id));
 }
 
 export function showEvents(view) {
@@ -34,7 +26,7 @@ export function showEvents(view) {
       h('td', {}, when(e.occurred_at)),
       h('td', {}, e.type),
       h('td', {}, e.location_id
-        ? h('a', { href: `#locations/${encodeURIComponent(e.location_id)}` }, names.get(e.location_id) || e.merchant_location_id || e.location_id)
+        ? h('a', { href: `#locations/${encodeURIComponent(e.location_id)}` }, nameOf(e.location_id) || e.merchant_location_id || e.location_id)
         : '—'),
       h('td', { class: `status status-${e.status}` }, e.status),
       h('td', { class: 'num' }, e.version),

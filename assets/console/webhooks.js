@@ -5,6 +5,7 @@
 
 import { call, inWords } from './api.js';
 import { announce, confirmed, copyable, fill, h, local, notice, table, typedTime, when, zone } from './dom.js';
+import { eventOf, locateEvents, nameOf } from './names.js';
 
 const REASONS = { gone: 'it answered 410 Gone', failing: 'none of its attempts succeeded for too long' };
 
@@ -22,7 +23,36 @@ function attempted(delivery, what) {
   return notice(`${what} not delivered: ${delivery.error || 'it failed'}.`, true);
 }
 
-function endpointCard(w, refresh, said) {
+// Whether an endpoint's automatic deliveries are failing, read from its newest attempts (tests and
+// resends leave the endpoint's state as it is): since when, and the last error. `since` is the
+// oldest failure read when no delivered attempt was among them (`atLeast`).
+export function failing(deliveries, hasMore) {
+  const automatic = deliveries.filter((d) => d.trigger === 'automatic');
+  if (automatic.length === 0 || automatic[0].outcome !== 'failed') return null;
+  const delivered = automatic.findIndex((d) => d.outcome === 'delivered');
+  const failures = delivered === -1 ? automatic : automatic.slice(0, delivered);
+  return {
+    since: failures[failures.length - 1].attempted_at,
+    atLeast: delivered === -1 && hasMore,
+    error: automatic[0].error || (automatic[0].http_status ? `answered ${automatic[0].http_status}` : 'it failed'),
+  };
+}
+
+function failingSaid(state) {
+  if (!state) return null;
+  return h('p', { class: 'failing' },
+    `Deliveries failing ${state.atLeast ? 'since at least' : 'since'} ${when(state.since)}. The last error: ${state.error}.`);
+}
+
+async function failingOf(w) {
+  if (w.status !== 'ENABLED') return null;
+  try {
+    const page = await call('/v1/webhook/deliveries', { webhook_id: w.webhook_id, pagination: { limit: 100 } });
+    return failing(page.deliveries, page.pagination.has_next);
+  } catch { return null; }
+}
+
+function endpointCard(w, refresh, said, state) {
   const buttons = [];
   const test = h('button', { type: 'button' }, 'Send test event');
   test.addEventListener('click', async () => {
@@ -66,6 +96,7 @@ function endpointCard(w, refresh, said) {
     h('p', {}, h('span', { class: `status status-${w.status}` }, w.status),
       w.status === 'DISABLED' ? ` because ${REASONS[w.disabled_reason] || w.disabled_reason}.` : '',
       ` Takes ${w.types ? w.types.join(', ') : 'every event type'}; created ${when(w.created_at)}.`),
+    failingSaid(state),
     h('div', { class: 'controls' }, buttons));
 }
 
@@ -84,8 +115,9 @@ export function showWebhooks(view) {
     if (message) said(message);
     try {
       const { webhooks } = await call('/v1/webhook/list', {});
+      const states = await Promise.all(webhooks.map(failingOf));
       fill(list, webhooks.length === 0 ? h('p', {}, 'No endpoint yet.')
-        : webhooks.map((w) => endpointCard(w, refresh, said)));
+        : webhooks.map((w, i) => endpointCard(w, refresh, said, states[i])));
     } catch (e) { fill(list, notice(inWords(e), true)); }
   };
   form.addEventListener('submit', async (event) => {
@@ -106,6 +138,15 @@ export function showWebhooks(view) {
 }
 
 const PAGE = 50;
+
+// A delivery's event named by its location (linked), with its sequence; a test event as such.
+function eventSaid(d) {
+  if (d.sequence === null) return ['Test event ', h('code', {}, d.event_id)];
+  const e = eventOf(d.sequence);
+  if (!e || !e.location_id) return [h('code', {}, d.event_id), ` (#${d.sequence})`];
+  return [h('a', { href: `#locations/${encodeURIComponent(e.location_id)}` },
+    nameOf(e.location_id) || e.merchant_location_id || e.location_id), ` (${e.type}, #${d.sequence})`];
+}
 
 export function showWebhook(view, id) {
   const result = h('div', {});
@@ -130,7 +171,7 @@ export function showWebhook(view, id) {
   const row = (d) => {
     const cells = [
       h('td', {}, when(d.attempted_at)),
-      h('td', {}, h('code', {}, d.event_id), d.sequence === null ? ' (test)' : ` (#${d.sequence})`),
+      h('td', {}, eventSaid(d)),
       h('td', { class: 'num' }, d.attempt),
       h('td', { class: `outcome-${d.outcome}` }, d.outcome),
       h('td', { class: 'num' }, d.http_status === null ? '—' : d.http_status),
@@ -160,6 +201,7 @@ export function showWebhook(view, id) {
         webhook_id: id, filter, pagination: cursor ? { limit: PAGE, cursor } : { limit: PAGE } });
       rows = rows.concat(page.deliveries);
       cursor = page.pagination.next_cursor;
+      await locateEvents(page.deliveries.map((d) => d.sequence)).catch(() => {});
       more.hidden = !page.pagination.has_next;
       fill(log, rows.length === 0 ? h('p', {}, 'No delivery.')
         : table('Deliveries', [['Time'], ['Event'], ['Attempt', 'num'], ['Outcome'], ['HTTP status', 'num'], ['Error'],
@@ -175,7 +217,7 @@ export function showWebhook(view, id) {
         fill(header, h('h1', {}, 'Webhooks'), notice('No endpoint of this merchant has this id (deleted?).', true));
         return;
       }
-      fill(header, h('h1', {}, 'Webhooks'), endpointCard(w, refresh, said));
+      fill(header, h('h1', {}, 'Webhooks'), endpointCard(w, refresh, said, await failingOf(w)));
     } catch (e) { fill(header, h('h1', {}, 'Webhooks'), notice(inWords(e), true)); }
   };
   outcome.addEventListener('change', () => load(true));

@@ -14,8 +14,9 @@
 //   of error paths to controls;
 // - Events: a location created through the API appears within 5 s, without a reload;
 // - Webhooks: an endpoint added (its secret shown once), a test event received here and its
-//   signature verified, failures filtered by Outcome, one resent, a recovery counted, an endpoint
-//   deleted after the confirmation; the back button returns to the previous section;
+//   signature verified, the list saying it is failing (since when, the last error), failures
+//   filtered by Outcome and named by their events' locations, one resent, a recovery counted, an
+//   endpoint deleted after the confirmation; the back button returns to the previous section;
 // - Import: Check, then Import, of examples/locations.xlsx: the progress bar, the counts and the
 //   failed rows equal to the API's, the imports listed;
 // - Keys: the table equal to the API's list; a key's errors at their controls; a storefront key
@@ -96,8 +97,8 @@ function location(n, lat, lon) {
 }
 
 // The console's files, gzipped: at most 100 KB in all.
-const files = ['', 'console.css', 'app.js', 'api.js', 'dom.js', 'plan.js', 'locations.js', 'events.js', 'webhooks.js',
-  'imports.js', 'keys.js', 'form.js'];
+const files = ['', 'console.css', 'app.js', 'api.js', 'dom.js', 'plan.js', 'locations.js', 'names.js', 'events.js',
+  'webhooks.js', 'imports.js', 'keys.js', 'form.js'];
 let gzipped = 0;
 for (const file of files) {
   const response = await fetch(`${base}/console/${file}`);
@@ -400,6 +401,13 @@ try {
     if (log.deliveries.length >= 2) break;
     await sleep(100);
   }
+  // The list says the endpoint is failing, since when, and the last error in words.
+  await page.reload();
+  const failingNote = page.getByRole('article', { name: hookUrl }).locator('.failing');
+  await failingNote.waitFor();
+  const failingSaid = await failingNote.textContent();
+  check(/^Deliveries failing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC[+-]\d\d:\d\d\. The last error: answered 500 Internal Server Error\.$/
+    .test(failingSaid), `the endpoint's list says: ${failingSaid}`);
   await widthChecks(page, 'Webhooks', 1280);
   await tabReachesEverything(page, 'Webhooks');
   await page.getByRole('link', { name: hookUrl }).click();
@@ -409,6 +417,11 @@ try {
   await page.waitForFunction((n) => document.querySelectorAll('table tbody tr').length === n, failed.length);
   const outcomes = await page.locator('table tbody tr td:nth-child(4)').allTextContents();
   check(outcomes.every((o) => o === 'failed'), `the Outcome filter shows ${outcomes}`);
+  // Each delivery names its event's location, linked to it.
+  const named = await page.locator('table tbody tr td:nth-child(2)').allTextContents();
+  check(named.every((e) => /^Console point [23] \(location\.created, #\d+\)$/.test(e)), `the deliveries name ${named}`);
+  check(await page.locator('table tbody tr td:nth-child(2) a[href^="#locations/"]').count() === failed.length,
+    'the deliveries do not link their locations');
   broken = false;
   await page.getByRole('button', { name: 'Resend' }).first().click();
   await page.getByText(/Resent evt_[0-9a-f]+: delivered/).waitFor();
@@ -593,7 +606,8 @@ try {
   check(outside.length === 0, `requests to other hosts: ${outside.join(', ')}`);
   console.log(`console browser test: signing in (unknown and storefront keys refused in words), Locations equal to the API's `
     + 'pages forwards and back and by status, a quarantined location\'s neighbour named and drawn, Archive/Restore stored '
-    + 'and a stale version told, an event within 5 s, an endpoint added, tested (signature verified), failures filtered, '
+    + 'and a stale version told, an event within 5 s, an endpoint added, tested (signature verified), said failing '
+    + 'since when with its last error, failures filtered and named by their locations, '
     + `one resent, a recovery counted, one deleted after a confirmation; the key only in the tab; ${gzipped} bytes gzipped; `
     + `the CSP on every file; axe-core clean and no sideways scrolling at 1280 and 320 px; Tab reaches every control; `
     + 'a pickup point added through the form built from the OpenAPI document and read back field by field (three errors '

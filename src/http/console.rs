@@ -7,9 +7,9 @@ use axum::Router;
 
 use super::assets::{Asset, folder};
 
-const ASSETS: [Asset; 12] = folder!("console":
+const ASSETS: [Asset; 13] = folder!("console":
     "index.html", "console.css", "app.js", "api.js", "dom.js", "plan.js", "locations.js", "form.js", "imports.js",
-    "events.js", "webhooks.js", "keys.js",
+    "names.js", "events.js", "webhooks.js", "keys.js",
 );
 
 /// The routes of the console's files (and `/console`, redirected to `/console/`).
