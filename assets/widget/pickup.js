@@ -8,8 +8,9 @@
  *     {apiKey: 'sf_…', near: {latitude: 55.7575, longitude: 37.6134}});</script>
  *
  * Options: apiKey (a storefront key), near, radius_m, filter (as the search's), limit, baseUrl
- * (default: where this script came from), messages (any sentence below, as a string with {names}
- * or a function). The buyer's pick bubbles from the element as `storefront:pickup`, its detail the
+ * (default: where this script came from), locale ('en', the default, or 'ru': the sentences, plural
+ * forms and numbers of that language), messages (any sentence below, as a string with {names} or a
+ * function; it overrides the locale's). The buyer's pick bubbles from the element as `storefront:pickup`, its detail the
  * location's record. mount() returns {update(options), destroy()}.
  */
 (function () {
@@ -24,7 +25,7 @@
   // What an option left out means (the search's own defaults, but the page size).
   var DEFAULTS = { radius_m: 5000, limit: 10 };
 
-  var MESSAGES = {
+  var EN = {
     listLabel: 'Pickup points, nearest first',
     loading: 'Looking for pickup points…',
     found: function (v) {
@@ -63,6 +64,58 @@
     errorNetwork: 'Pickup points could not be loaded. Please check your connection and try again.',
     retry: 'Try again'
   };
+
+  // Russian plural forms of a count, as Intl.PluralRules names them (one, few, many).
+  var RU_PLURAL = new Intl.PluralRules('ru');
+  function ru(n, forms) {
+    return forms[RU_PLURAL.select(n)] || forms.many;
+  }
+
+  var RU = {
+    listLabel: 'Пункты выдачи, сначала ближайшие',
+    loading: 'Ищем пункты выдачи…',
+    found: function (v) {
+      return ru(v.count, { one: 'Найден {count} пункт выдачи.', few: 'Найдено {count} пункта выдачи, сначала ближайшие.',
+        many: 'Найдено {count} пунктов выдачи, сначала ближайшие.' }).replace('{count}', v.count);
+    },
+    foundMore: 'Показано ещё {count}, всего {total}.',
+    none: 'В пределах {distance} от этого адреса пунктов выдачи нет.',
+    more: 'Показать ещё пункты выдачи',
+    picked: 'Выбран: {name}, {address}.',
+    openNow: 'Открыто',
+    closedNow: 'Закрыто',
+    closedToday: 'Весь день закрыто',
+    hours: '{start}–{end}',
+    hoursBreak: '{start}–{end}, перерыв {breakStart}–{breakEnd}',
+    today: 'сегодня',
+    stateToday: '{state} · {today} {hours}',
+    stateClosedToday: '{state} · {closedToday}',
+    kindAndAddress: '{kind} · {address}',
+    listJoin: ' · ',
+    payment: 'Оплата: {methods}',
+    ALREADY_PAID: 'предоплата',
+    CARD: 'карта',
+    CASH: 'наличные',
+    fitting: 'Есть примерочная',
+    returns: 'Принимает возвраты',
+    POSTAMAT: 'Постамат',
+    PICKUP_POINT: 'Пункт выдачи',
+    metres: '{n} м',
+    kilometres: '{n} км',
+    planLabel: function (v) {
+      return ru(v.count, { one: 'План {count} показанного пункта', few: 'План {count} показанных пунктов',
+        many: 'План {count} показанных пунктов' }).replace('{count}', v.count)
+        + ' вокруг адреса доставки; в списке те же пункты.';
+    },
+    planYou: 'Адрес доставки',
+    errorKey: 'Пункты выдачи показать нельзя: ключ магазина для них недействителен. Выберите другой способ доставки или свяжитесь с магазином.',
+    errorBusy: 'Сейчас слишком много поисков. Попробуйте снова через {seconds} с.',
+    errorRequest: 'Для этого адреса или посылки пункты выдачи найти нельзя. Проверьте данные доставки.',
+    errorNetwork: 'Не удалось загрузить пункты выдачи. Проверьте подключение и попробуйте снова.',
+    retry: 'Повторить'
+  };
+
+  var LOCALES = { en: EN, ru: RU };
 
   var CSS = [
     ':host{display:block;font:inherit;color:#1f2328}',
@@ -127,10 +180,12 @@
     return node;
   }
 
-  function distance(messages, m) {
-    if (m < 1000) return text(messages, 'metres', { n: Math.round(m) });
-    var km = m / 1000;
-    return text(messages, 'kilometres', { n: (km < 10 ? km.toFixed(1) : String(Math.round(km))) });
+  // A distance in metres, or in kilometres (one decimal under 10 km) written as `locale` writes numbers.
+  function distance(messages, m, locale) {
+    if (m < 1000) return text(messages, 'metres', { n: new Intl.NumberFormat(locale).format(Math.round(m)) });
+    var km = m / 1000, digits = km < 10 ? 1 : 0;
+    var n = new Intl.NumberFormat(locale, { minimumFractionDigits: digits, maximumFractionDigits: digits }).format(km);
+    return text(messages, 'kilometres', { n: n });
   }
 
   function minutes(hhmm) {
@@ -216,7 +271,11 @@
       throw new TypeError('StorefrontPickup: options.near {latitude, longitude} is required');
     }
     this.options = options;
-    this.messages = Object.assign({}, MESSAGES, options.messages || {});
+    this.locale = LOCALES[options.locale] ? options.locale : 'en';
+    if (options.locale && !LOCALES[options.locale]) {
+      console.warn('StorefrontPickup: locale ' + JSON.stringify(options.locale) + ' is not built in (en, ru): English is used.');
+    }
+    this.messages = Object.assign({}, LOCALES[this.locale], options.messages || {});
     this.base = (options.baseUrl || DEFAULT_BASE).replace(/\/+$/, '');
     this.more.textContent = text(this.messages, 'more');
     this.list.setAttribute('aria-label', text(this.messages, 'listLabel'));
@@ -296,7 +355,13 @@
         self.show(json, !cursor);
       });
     }, function (e) {
-      if (!aborter.signal.aborted) self.fail(0, null, e);
+      if (aborter.signal.aborted) return;
+      // A browser tells a page neither why a request got no answer nor whether the service refused
+      // the page's origin: the shop's developer is told both possible causes, the buyer a calm sentence.
+      console.warn('StorefrontPickup: the search at ' + self.base + ' got no answer (' + e + '). Either the network '
+        + 'or the service is down, or the service refused this page\'s origin ' + location.origin + ': the storefront key '
+        + 'must allow it (its allowed_origins), or the service must be started with --cors-origin ' + location.origin + '.');
+      self.fail(0, null);
     });
   };
 
@@ -338,7 +403,7 @@
     }
     this.list.removeAttribute('aria-busy');
     this.status.textContent = !count
-      ? text(m, 'none', { distance: distance(m, this.options.radius_m == null ? DEFAULTS.radius_m : this.options.radius_m) })
+      ? text(m, 'none', { distance: distance(m, this.options.radius_m == null ? DEFAULTS.radius_m : this.options.radius_m, this.locale) })
       : first ? text(m, 'found', { count: count })
         : text(m, 'foundMore', { count: count - before, total: count });
     this.draw();
@@ -355,7 +420,7 @@
     li.dataset.distance = result.distance_m;
     var num = el('span', 'sp-num', String(index + 1));
     num.setAttribute('aria-hidden', 'true');
-    li.append(num, el('span', 'sp-name', r.name), el('span', 'sp-dist', distance(m, result.distance_m)));
+    li.append(num, el('span', 'sp-name', r.name), el('span', 'sp-dist', distance(m, result.distance_m, this.locale)));
     var kind = r.pickup_point_type ? text(m, r.pickup_point_type) : '';
     var place = kind && r.address_tail ? text(m, 'kindAndAddress', { kind: kind, address: r.address_tail }) : kind || r.address_tail;
     if (place) li.append(el('span', 'sp-line', place));
@@ -460,7 +525,7 @@
     var bar = niceLength(span * 0.5), px = bar * scale, y0 = size - 10;
     root.append(svg('path', { class: 'sp-scale', d: 'M8 ' + (y0 - 3) + 'V' + y0 + 'H' + (8 + px).toFixed(1) + 'V' + (y0 - 3) }));
     var caption = svg('text', { class: 'sp-scale-text', x: 8, y: y0 - 5 });
-    caption.textContent = distance(m, bar);
+    caption.textContent = distance(m, bar, this.locale);
     root.append(caption);
     this.plan.append(root);
     this.mark();

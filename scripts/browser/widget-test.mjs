@@ -3,6 +3,8 @@
 //   /widget/pickup.js and mounts it with a storefront key: the points appear nearest first, the
 //   same as the API answers; the keyboard alone moves through the listbox and picks one, and
 //   `storefront:pickup` bubbles with the location's record; paging, update(), messages, destroy();
+// - the Russian locale: its sentences, plural forms and numbers, with messages overriding them;
+// - a page of an origin the service refuses: a calm sentence, both causes in the developer's console;
 // - an invalid key shows a message in words;
 // - nothing is requested from any other host; the script is under 20 KB gzipped;
 // - /widget/ itself: axe-core finds no WCAG 2.1 A/AA violation at 1280 and at 320 px wide, no
@@ -128,6 +130,18 @@ try {
   await page.locator('#pickup [role=status]', { hasText: 'Найдено пунктов: 5' }).waitFor({ timeout: 15000 });
   const spb = (await search(PETERSBURG, 5)).results.map((r) => [r.location.location_id, r.distance_m]);
   check(JSON.stringify(await shown(page)) === JSON.stringify(spb), 'update() did not search for the new buyer');
+  // The Russian locale: sentences, plural forms and numbers ("1,2 км"); messages still override.
+  await page.evaluate(() => window.widget.update({ locale: 'ru', messages: null }));
+  await page.locator('#pickup [role=status]', { hasText: 'Найдено 5 пунктов выдачи, сначала ближайшие.' }).waitFor({ timeout: 15000 });
+  const distances = await page.locator('#pickup .sp-dist').allTextContents();
+  check(distances.every((d) => /^\d+ м$|^\d,\d км$|^\d+ км$/.test(d)), `the Russian distances: ${distances}`);
+  check(await page.locator('#pickup [role=listbox]').getAttribute('aria-label') === 'Пункты выдачи, сначала ближайшие',
+    'the listbox is not named in Russian');
+  await page.evaluate(() => window.widget.update({ limit: 1 }));
+  await page.locator('#pickup [role=status]', { hasText: 'Найден 1 пункт выдачи.' }).waitFor({ timeout: 15000 });
+  await page.evaluate(() => window.widget.update({ limit: 3, messages: { found: 'Нашлось: {count}' } }));
+  await page.locator('#pickup [role=status]', { hasText: 'Нашлось: 3' }).waitFor({ timeout: 15000 });
+  check((await page.locator('#pickup button.sp-more').innerText()) === 'Показать ещё пункты выдачи', 'a message not overridden is not Russian');
   await page.evaluate(() => window.widget.destroy());
   check(await options(page).count() === 0, 'destroy() left the list');
   check(problems.length === 0, `the checkout page logged errors: ${problems.join(' | ')}`);
@@ -140,6 +154,19 @@ try {
   await alert.waitFor({ timeout: 15000 });
   const words = await alert.innerText();
   check(words.includes('not valid') && !words.includes('{') && !words.includes('INVALID_API_KEY'), `the invalid key's message: ${words}`);
+
+  // ---- a page of an origin the service refuses (CORS): both causes told to the developer -------
+  const refused = await browser.newPage();
+  const warnings = [];
+  refused.on('console', (m) => { if (m.type() === 'warning') warnings.push(m.text()); });
+  const otherOrigin = `http://localhost:${embedPort}`;
+  await refused.goto(`${otherOrigin}/`);
+  const calm = refused.locator('#pickup [role=alert]');
+  await calm.waitFor({ timeout: 15000 });
+  check((await calm.innerText()).startsWith('Pickup points could not be loaded. Please check your connection'),
+    `the buyer was told: ${await calm.innerText()}`);
+  check(warnings.some((w) => w.includes('refused this page\'s origin') && w.includes(`--cors-origin ${otherOrigin}`)
+    && w.includes('allowed_origins')), `the developer was told: ${warnings.join(' | ')}`);
 
   // ---- the script's size ---------------------------------------------------------------------
   const script = Buffer.from(await (await fetch(`${base}/widget/pickup.js`)).arrayBuffer());
@@ -184,6 +211,7 @@ try {
   check(outside.length === 0, `requests to other hosts: ${outside.join(', ')}`);
   console.log(`widget browser test: a page of ${embed} mounted the widget; points nearest first as the API answers; `
     + 'the keyboard picked with Enter and Space and the event carried the record; paging, update(), messages, destroy(); '
+    + 'the Russian locale (sentences, plural forms, numbers) with messages overriding it; a refused origin told to the developer; '
     + `open or not and the day's hours as the ${table.cases.length} shared cases say; `
     + `an invalid key in words; pickup.js ${gzipped} bytes gzipped; axe-core: no WCAG 2.1 A/AA violation at 1280 and 320 px; `
     + `nothing from other hosts; screenshots in ${shots}`);
