@@ -68,7 +68,7 @@ async fn upkeep(state: AppState) {
     }
 }
 
-/// Every second, where budgets are shared (CONTRACT §15): the heartbeat that counts the
+/// Every second, where budgets are shared: the heartbeat that counts the
 /// instances, and the idle holdings given back. Each step is bounded; a slow ledger delays
 /// neither requests nor the taxonomy's refresh.
 async fn share_upkeep(state: AppState) {
@@ -90,12 +90,12 @@ async fn share_upkeep(state: AppState) {
 const PRUNE_EVERY: Duration = Duration::from_secs(60);
 const PRUNE_PAUSE: Duration = Duration::from_millis(50);
 
-/// Other instances' commits ring this one's waiting feeds (CONTRACT §18.2, `Store::follow_events`).
+/// Other instances' commits ring this one's waiting feeds (`Store::follow_events`).
 async fn follow_events(state: AppState) {
     state.store.follow_events(std::sync::Arc::clone(&state.events)).await;
 }
 
-/// Retention (CONTRACT §18.2): events older than `--event-retention` are dropped in batches.
+/// Retention: events older than `--event-retention` are dropped in batches.
 async fn prune_events(state: AppState) {
     let mut tick = tokio::time::interval(PRUNE_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -168,7 +168,7 @@ pub fn router(state: AppState) -> Router {
                     utoipa_swagger_ui::Config::from("/openapi.json")
                         .validator_url("none")
                         .try_it_out_enabled(true)
-                        // A key typed into the page is not kept in the browser's storage (§17).
+                        // A key typed into the page is not kept in the browser's storage.
                         .persist_authorization(false),
                 ),
         )
@@ -249,7 +249,7 @@ async fn observe(State(state): State<AppState>, mut request: Request, next: Next
     response
 }
 
-/// What a browser may do with an answer (CONTRACT §17): no answer is sniffed as another type;
+/// What a browser may do with an answer: no answer is sniffed as another type;
 /// a page the service serves runs only what the service itself serves and is never framed
 /// (`/docs`: Swagger UI needs its inline styles and data images; `/widget/` needs nothing inline).
 /// API answers are JSON that no browser renders, so they carry `nosniff` alone.
@@ -259,7 +259,7 @@ fn security_headers(route: &str, headers: &mut axum::http::HeaderMap) {
                         object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
     const WIDGET: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
                           img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
-    // CONTRACT §21: everything from this service, nothing inline, never framed.
+    // Everything from this service, nothing inline, never framed.
     const CONSOLE: &str = "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; \
                            frame-ancestors 'none'";
     headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));

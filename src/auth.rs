@@ -1,4 +1,4 @@
-//! API keys (CONTRACT §2): issued at random, shown once, stored only as a hash, revocable.
+//! API keys: issued at random, shown once, stored only as a hash, revocable.
 //!
 //! A key reads `sf_<key_id>_<secret>`: `key_id` (96 random bits, hex) names the stored record and
 //! is safe to print and log; `secret` (256 random bits, base64url) is checked against the stored

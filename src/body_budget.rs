@@ -1,4 +1,4 @@
-//! The memory a server sets aside for request bodies and their parsed forms (CONTRACT §6, §17):
+//! The memory a server sets aside for request bodies and their parsed forms:
 //! one set of budgets per served application, in its state, so that servers in one process (the
 //! tests') never share them.
 //!

@@ -1,12 +1,12 @@
-//! Every code the service answers with, in one catalogue: the field codes of SPEC §7.1 (inside
-//! an item's `errors`), and the request-level codes of CONTRACT §3 with the HTTP status and the
-//! `error_type` (SPEC §7.2) each is answered with. Each wire word is written here once, by
+//! Every code the service answers with, in one catalogue: the field codes (inside
+//! an item's `errors`), and the request-level codes with the HTTP status and the
+//! `error_type` each is answered with. Each wire word is written here once, by
 //! `wire_enum!`; the domain takes `FieldCode` from here, the HTTP layer `ErrorCode`.
 
 use crate::wire_enum;
 
 wire_enum! {
-    /// The validation codes of SPEC §7.1, the only codes a field error may carry.
+    /// The validation codes, the only codes a field error may carry.
     pub enum FieldCode {
         Required => "REQUIRED",
         InvalidType => "INVALID_TYPE",
@@ -31,7 +31,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// `error_type` of SPEC §7.2.
+    /// The `error_type` of an answer that is not a 200.
     pub enum ErrorType {
         Unspecified => "ERROR_TYPE_UNSPECIFIED",
         Unauthorized => "ERROR_TYPE_UNAUTHORIZED",
@@ -42,8 +42,8 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Request-level `code`s of CONTRACT §3. `TOO_MANY_ITEMS` is the same word as the field code
-    /// of SPEC §7.1 (a test keeps them equal).
+    /// Request-level `code`s. `TOO_MANY_ITEMS` is the same word as the field code of the same name
+    /// (a test keeps them equal).
     pub enum ErrorCode {
         UnsupportedMediaType => "UNSUPPORTED_MEDIA_TYPE",
         PayloadTooLarge => "PAYLOAD_TOO_LARGE",
@@ -84,7 +84,7 @@ impl ErrorCode {
         }
     }
 
-    /// Its `error_type` (SPEC §7.2), by its status.
+    /// Its `error_type`, by its status.
     pub const fn error_type(self) -> ErrorType {
         ErrorType::of_status(self.status())
     }

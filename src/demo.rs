@@ -3,7 +3,7 @@
 //! (`scripts/gen-demo-locations.py` writes it), created through the create path like any
 //! merchant's, so a newcomer's first search in `/docs` finds something; then a few archived, and
 //! one more created 20 m from a pickup point, in quarantine beside it (`seed_statuses`), so that
-//! the console (CONTRACT §21) has every status to show.
+//! the console has every status to show.
 
 use std::time::{Duration, Instant};
 

@@ -1,5 +1,5 @@
-//! What the gate remembers of presented keys and of the clients presenting them (CONTRACT §17,
-//! *Made-up keys*), so that a flood of made-up keys costs memory lookups, not database reads,
+//! What the gate remembers of presented keys and of the clients presenting them (made-up
+//! keys included), so that a flood of made-up keys costs memory lookups, not database reads,
 //! and cannot starve the service:
 //! - **unknown keys**: a key the store did not know (or knew revoked) is answered 401 from memory
 //!   for a minute after its lookup;

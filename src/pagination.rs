@@ -1,4 +1,4 @@
-//! The list cursors (CONTRACT §5.3, §9.2): opaque, URL-safe, versioned, signed, bound to their
+//! The list cursors: opaque, URL-safe, versioned, signed, bound to their
 //! filter. One implementation for every list; each list says only what its position is
 //! ([`Position`]).
 //!
@@ -128,7 +128,7 @@ impl Position for AfterSeq {
     }
 }
 
-/// Where a feed continues (CONTRACT §18.2): after the event with this sequence (0: before the
+/// Where a feed continues: after the event with this sequence (0: before the
 /// first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AfterEvent(pub i64);
@@ -149,7 +149,7 @@ impl Position for AfterEvent {
     }
 }
 
-/// Where a page of an endpoint's delivery attempts ends (newest first, CONTRACT §18.3): the id
+/// Where a page of an endpoint's delivery attempts ends (newest first): the id
 /// of its last (oldest) attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BeforeAttempt(pub i64);
@@ -235,7 +235,7 @@ impl Position for AfterKey {
 /// Version bytes of search cursors.
 const SEARCH_V1: u8 = 0x53;
 
-/// Where a page of a search ends (CONTRACT §12.3): the last result's `distance_m`, then its `seq`.
+/// Where a page of a search ends: the last result's `distance_m`, then its `seq`.
 impl Position for Hit {
     const VERSIONS: &'static [u8] = &[SEARCH_V1];
 

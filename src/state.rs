@@ -56,7 +56,7 @@ pub struct Services {
     pub taxonomy: ArcSwap<Taxonomy>,
     pub cursors: Cursors,
     /// The merchants' budgets: of their full keys, and of their storefront keys,
-    /// shared with the other instances on the database where it has them (§15).
+    /// shared with the other instances on the database where it has them.
     pub limits: Budget,
     pub storefront_limits: Budget,
     /// Where the budgets are shared (none: they are this instance's own), and this instance's

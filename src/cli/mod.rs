@@ -1,4 +1,4 @@
-//! The `storefront` command line (CONTRACT §1).
+//! The `storefront` command line.
 
 use std::fs::{File, TryLockError};
 use std::io::Write;
@@ -182,7 +182,7 @@ pub enum KeyCommand {
     },
 }
 
-/// Runs the parsed command line. `push` and `pull` say their own exit code (CONTRACT §11); every
+/// Runs the parsed command line. `push` and `pull` say their own exit code; every
 /// other command succeeds or fails.
 pub async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     if let (Command::Serve(args), DatabaseUrl::Sqlite(_)) = (&cli.command, &cli.db.database)

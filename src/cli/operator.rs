@@ -1,4 +1,4 @@
-//! The operator's commands that only read or review (CONTRACT §1, §10.5 and §22): merchants and
+//! The operator's commands that only read or review: merchants and
 //! their keys listed, quarantined locations listed and approved, keys revoked. Each runs on a
 //! database that exists (`with_existing_store`).
 

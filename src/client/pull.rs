@@ -1,4 +1,4 @@
-//! `storefront locations pull` (CONTRACT §11, §16): every record of the merchant (`--status`,
+//! `storefront locations pull`: every record of the merchant (`--status`,
 //! `--type`) as JSON Lines, a JSON array, or CSV or a workbook in the layout `push` reads, so that a pulled file pushed back
 //! changes nothing. JSON records are written as the service wrote them (its key order), never
 //! re-encoded. With `--output`, the file appears only when the walk is complete.

@@ -1,5 +1,5 @@
 //! The spatial index key of a location, and the key ranges that cover a ring around a point
-//! (CONTRACT §12.3: a search costs what the locations near the buyer cost).
+//! (a search costs what the locations near the buyer cost).
 //!
 //! **The key.** Latitude and longitude are each cut into 2^30 steps (about 2 cm) and the two step
 //! numbers are interleaved bit by bit (a Z-order, or Morton, code): a quadtree over the
@@ -174,12 +174,12 @@ struct Seen {
 }
 
 /// Key ranges per neighbour search at most: a 50 m disk is two to four cells of about 80 m. Each
-/// range costs a descent of the index, so a few ranges a little wider beat many tight ones: at 8,
-/// PostgreSQL's neighbour statement of a create of 200 took 2.3 ms, at 4 it took 1.5 (issue 37).
+/// range costs a descent of the index, so a few ranges a little wider beat many tight ones
+/// (measured: fewer, wider ranges make PostgreSQL's neighbour statement of a create faster).
 const NEIGHBOUR_CELLS: usize = 4;
 
-/// The key ranges that hold every location within the quarantine radius of a point (CONTRACT
-/// §4.5, §17): the neighbour search of create, update, restore and approval reads the same index
+/// The key ranges that hold every location within the quarantine radius of a point: the
+/// neighbour search of create, update, restore and approval reads the same index
 /// as a buyer's search.
 pub fn neighbour_ranges(latitude: f64, longitude: f64) -> Vec<(i64, i64)> {
     cover(latitude, longitude, -1.0, QUARANTINE_RADIUS_M, NEIGHBOUR_CELLS)
@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn a_covering_crosses_the_antimeridian_and_the_pole() {
-        // CONTRACT §12.2's example: 3.9 km apart across the 180th meridian.
+        // Two points 3.9 km apart across the 180th meridian.
         let ranges = cover(80.0, 179.9, -1.0, 5000.0, 32);
         assert!(covered(&ranges, 80.0, -179.9));
         let ranges = cover(89.99, 10.0, -1.0, 5000.0, 32);

@@ -1,4 +1,4 @@
-//! Events (CONTRACT §18.1): what a merchant's systems are told about each change of a location.
+//! Events: what a merchant's systems are told about each change of a location.
 //!
 //! A request that sets locations' versions produces one [`Change`] per location (the domain
 //! decides which: create's new locations, a change's writes with the type of the request's own
@@ -129,7 +129,7 @@ impl Change {
     }
 }
 
-/// The event object of CONTRACT §18.1 after `sequence`, its keys in that order.
+/// The event object after `sequence`, its keys in their documented order.
 #[derive(Serialize)]
 struct Tail<'a> {
     #[serde(rename = "type")]
@@ -142,7 +142,7 @@ struct Tail<'a> {
     previous_status: Option<Status>,
 }
 
-/// The event object of CONTRACT §18.1 for `change`, numbered `sequence`, its keys in that order.
+/// The event object for `change`, numbered `sequence`, its keys in their documented order.
 ///
 /// An event is stored as its change's columns (some 100 bytes, where its JSON is 330: a create
 /// writes one a location, so its bytes are create's) and rendered when it is read or delivered,
@@ -171,7 +171,7 @@ pub fn render(event_id: &str, sequence: i64, change: &Change) -> String {
     json
 }
 
-/// The test event of CONTRACT §20: an event object of type `webhook.test`, in no log (its
+/// The test event: an event object of type `webhook.test`, in no log (its
 /// `sequence` and its location's keys `null`), that occurred at `at_ms`.
 pub fn render_test(event_id: &str, at_ms: i64) -> String {
     #[derive(Serialize)]
@@ -203,7 +203,7 @@ pub fn render_test(event_id: &str, at_ms: i64) -> String {
     serde_json::to_string(&event).unwrap_or_else(|_| "{}".into())
 }
 
-/// The type of the test event (CONTRACT §20): sent by `POST /v1/webhook/test` only, never in a log.
+/// The type of the test event: sent by `POST /v1/webhook/test` only, never in a log.
 pub const TEST_TYPE: &str = "webhook.test";
 
 /// A new event id: `evt_` and a time-ordered UUID.
@@ -211,7 +211,7 @@ pub fn new_event_id() -> String {
     format!("evt_{}", uuid::Uuid::now_v7().simple())
 }
 
-/// What a feed request reads (CONTRACT §18.2): the merchant's events after `after` (a sequence;
+/// What a feed request reads: the merchant's events after `after` (a sequence;
 /// 0 is before the first), of `types`, at most `limit`.
 #[derive(Clone, Copy, Debug)]
 pub struct EventQuery {
@@ -239,7 +239,7 @@ pub struct EventPage {
     pub bounds: LogBounds,
 }
 
-/// The digest a feed cursor carries: the merchant and the set of types (CONTRACT §18.2: bound to
+/// The digest a feed cursor carries: the merchant and the set of types (bound to
 /// both; filters that mean the same have the same digest).
 pub fn feed_digest(merchant_id: &str, types: EventTypes) -> [u8; 16] {
     let mut h = Sha256::new();

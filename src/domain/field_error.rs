@@ -1,4 +1,4 @@
-//! Field-level validation errors (SPEC §7.1): the code catalogue, the path of a field inside a
+//! Field-level validation errors: the code catalogue, the path of a field inside a
 //! request, and the collector every check pushes into.
 //!
 //! Checks know their code; callers know the path. A `Path` is a chain of borrowed segments on the
@@ -76,7 +76,7 @@ impl fmt::Display for Path<'_> {
 }
 
 /// Collects every error of one item: at most one per path, the first pushed wins, in the order
-/// the checks ran (which is the order of the fields in SPEC §2.1).
+/// the checks ran (which is the order of a location's fields).
 #[derive(Debug, Default)]
 pub struct FieldErrors {
     errors: Vec<FieldError>,
@@ -85,7 +85,7 @@ pub struct FieldErrors {
     dropped: usize,
 }
 
-/// Most errors an item reports (CONTRACT §4.1 step 3): the first ones in field order; an item
+/// Most errors an item reports : the first ones in field order; an item
 /// with more fails all the same. An answer stays small whatever the request holds.
 pub const MAX_ERRORS_PER_ITEM: usize = 50;
 

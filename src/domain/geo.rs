@@ -1,5 +1,5 @@
-//! Distances and the rules of the 50 m neighbourhood: quarantine (CONTRACT §4.5) and density
-//! (§17).
+//! Distances and the rules of the 50 m neighbourhood: quarantine and
+//! density.
 //!
 //! Neighbours are found by one geometry, the search index's cells (`cells::neighbour_ranges`: a
 //! few key ranges whose cells hold the 50 m disk): the stores read those ranges of their index,
@@ -10,7 +10,7 @@ use super::location::{Status, TypeSet};
 
 pub const EARTH_RADIUS_M: f64 = 6_371_008.8;
 pub const QUARANTINE_RADIUS_M: f64 = 50.0;
-/// CONTRACT §17 (density): the most other live locations (`ACTIVE` or `QUARANTINE`, whatever
+/// Density: the most other live locations (`ACTIVE` or `QUARANTINE`, whatever
 /// their types) a merchant may have within `QUARANTINE_RADIUS_M` of a location it stores. It also
 /// bounds what deciding a location costs: the stored neighbours a decision reads are those within
 /// the search box, which the limit keeps to a few thousand however many the merchant has.
@@ -64,7 +64,7 @@ pub struct Neighbour {
 }
 
 /// Whether a location created `seq`-th at (`latitude`, `longitude`) would have more than
-/// `DENSITY_LIMIT` other live locations within the radius among `candidates` (CONTRACT §17). Stops
+/// `DENSITY_LIMIT` other live locations within the radius among `candidates`. Stops
 /// counting at one past the limit.
 pub fn too_dense<'a>(
     seq: i64,
@@ -90,7 +90,7 @@ pub fn density_message() -> String {
 }
 
 /// The neighbour that quarantines the location created `seq`-th, of `types` at (`latitude`,
-/// `longitude`) (CONTRACT §4.5, §10.4): the nearest other location within the radius that shares a
+/// `longitude`): the nearest other location within the radius that shares a
 /// type and is `ACTIVE`, or `QUARANTINE` and created before it; on a tie, the one created first.
 pub fn quarantining_neighbour(
     seq: i64,

@@ -1,4 +1,4 @@
-//! Day schedules (CONTRACT §4.4): `HH:MM` times, the opening range, the break and the shipping
+//! Day schedules: `HH:MM` times, the opening range, the break and the shipping
 //! cut-off.
 //!
 //! A time is kept as minutes since midnight; `24:00` (1440) is accepted only where the contract
@@ -129,7 +129,7 @@ pub struct DaySchedule {
 
 const KEYS: &[&str] = &["time_start", "time_end", "break", "shipping_cutoff"];
 
-/// Whether `shipping_cutoff` may appear, decided by the location's types (CONTRACT §4.5).
+/// Whether `shipping_cutoff` may appear, decided by the location's types.
 #[derive(Clone, Copy, Debug)]
 pub enum CutoffRule {
     /// Types unknown (invalid `location_types`): the per-type check does not run.

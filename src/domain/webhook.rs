@@ -1,4 +1,4 @@
-//! Webhooks (CONTRACT §18.3): a merchant's endpoints, their delivery attempts, and the rules of
+//! Webhooks: a merchant's endpoints, their delivery attempts, and the rules of
 //! retrying: the schedule, its jitter, `Retry-After`, giving up, disabling.
 
 use std::time::Duration;
@@ -51,7 +51,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// What made an attempt (CONTRACT §20): the schedule (a recovery's attempts included), a
+    /// What made an attempt: the schedule (a recovery's attempts included), a
     /// person's resend, or a test.
     pub enum Trigger {
         Automatic => "automatic",

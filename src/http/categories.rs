@@ -1,4 +1,4 @@
-//! `POST /v1/categories/list` (CONTRACT §5.2–5.3): parse the filter and pagination, answer a
+//! `POST /v1/categories/list`: parse the filter and pagination, answer a
 //! page from the in-memory taxonomy snapshot, with the next cursor and the exact total.
 
 use axum::body::{Body, Bytes};

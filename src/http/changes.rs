@@ -1,4 +1,4 @@
-//! `POST /v1/location/update`, `/archive`, `/restore` (CONTRACT §10): check the request's shape
+//! `POST /v1/location/update`, `/archive`, `/restore`: check the request's shape
 //! (as create does), plan the items, let the store decide and write them in one transaction,
 //! answer one result per item in request order.
 

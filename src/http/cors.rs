@@ -1,9 +1,9 @@
-//! Browsers (CORS, CONTRACT §13.2): which web origins' pages may call the service, the headers
+//! Browsers (CORS): which web origins' pages may call the service, the headers
 //! that let such a page read an answer (every answer, errors and the time cap's 500 included), and
 //! the preflight, answered before authentication and the rate limit.
 //!
 //! Written here rather than with tower-http's `CorsLayer`, which answers every `OPTIONS` itself
-//! with 200 and its allow-headers whatever the origin: §13.2 answers a preflight from an allowed
+//! with 200 and its allow-headers whatever the origin: the service answers a preflight from an allowed
 //! origin 204, one from another origin 403 in the error body with no `Access-Control-*` header, and
 //! wants the headers on answers the outermost layer makes (`app::observe` calls [`decorate`] last).
 

@@ -1,4 +1,4 @@
-//! Request-level errors (CONTRACT §3): the body every non-200 answer carries,
+//! Request-level errors: the body every non-200 answer carries,
 //! `{"error_type", "code", "message", "details"}`, for the codes of the catalogue (`crate::codes`).
 //!
 //! A 500 never says what failed inside: the cause is logged with the request id, and the body
@@ -62,7 +62,7 @@ impl ApiError {
         self
     }
 
-    /// `NOT_FOUND` for an id in a request's body (CONTRACT §18.3): 400, not the 404 of a path.
+    /// `NOT_FOUND` for an id in a request's body: 400, not the 404 of a path.
     pub fn unknown_id(field: &str, message: impl Into<Cow<'static, str>>) -> Self {
         ApiError {
             status: Some(400),

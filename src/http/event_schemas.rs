@@ -1,4 +1,4 @@
-//! The OpenAPI shapes of the event feed (CONTRACT §18), beside `schemas`, which holds the rest.
+//! The OpenAPI shapes of the event feed, beside `schemas`, which holds the rest.
 
 use serde::Deserialize;
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! `POST /v1/location/events` (CONTRACT §18.2): the merchant's event feed, followed with a
+//! `POST /v1/location/events`: the merchant's event feed, followed with a
 //! cursor, waiting up to `wait_s` for the next event without a database connection or a place
 //! among the requests in flight.
 
@@ -20,7 +20,7 @@ use crate::state::{AppState, Deadline};
 use crate::store::ReadOn;
 use crate::store::event_signal::RECHECK;
 
-/// The feed's page sizes (CONTRACT §18.2).
+/// The feed's page sizes.
 const FEED_PAGE: PageSize = PageSize {
     default: 100,
     max: 1000,
@@ -47,7 +47,7 @@ struct FeedRequest {
 }
 
 /// A set of event types at `field` (`filter.types`; a webhook's `types`): a non-empty array of
-/// the types of §18.1, a repeated one counting once; `None` when absent or null.
+/// the event types, a repeated one counting once; `None` when absent or null.
 pub fn parse_types(
     value: Option<&Value>,
     on_error: impl Fn(String) -> ApiError,
@@ -210,7 +210,7 @@ pub async fn feed(
             }
         }
     }
-    // Answered from the database, on the primary (CONTRACT §19): once per answer, however many
+    // Answered from the database, on the primary: once per answer, however many
     // looks its waiting took.
     ReadOn::Primary.count();
     Ok(answer(&state, &digest, after, &page))

@@ -1,10 +1,10 @@
 //! Our own body extractor, so every malformed request is answered with the contract's body, in
-//! the contract's order (CONTRACT §3): content type, size, JSON syntax (400). Authentication ran
+//! the contract's order: content type, size, JSON syntax (400). Authentication ran
 //! before, in the gate.
 //!
-//! Memory stays bounded whatever a body's shape (CONTRACT §6). A body is read only within
+//! Memory stays bounded whatever a body's shape. A body is read only within
 //! a server-wide budget of body bytes, of which one merchant's bodies in flight hold at most a
-//! quarter (CONTRACT §17, `body_budget`); a body that stalls for 10 s or is not complete within the request's
+//! quarter (`body_budget`); a body that stalls for 10 s or is not complete within the request's
 //! time is answered 408 `REQUEST_TIMEOUT`. It is parsed only within
 //! a budget of parsed-form bytes, estimated from the body's count of JSON tokens before parsing: a
 //! parsed value costs tens of bytes however short its text, so eight megabytes of `[0,0,…]` or of
@@ -199,7 +199,7 @@ enum Unread {
     /// Over its limit, or over its declared length (the rest was read and dropped, up to
     /// `DISCARD_LIMIT`).
     TooLarge,
-    /// It stalled or was not complete in time (CONTRACT §17): the reason, for the answer.
+    /// It stalled or was not complete in time: the reason, for the answer.
     Late(&'static str),
     /// The connection broke, or the client sent something that is not a body.
     Broken,

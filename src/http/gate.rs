@@ -1,10 +1,10 @@
-//! The gate every `/v1` request passes before its handler (CONTRACT §3 order, after routing):
+//! The gate every `/v1` request passes before its handler:
 //! authentication (401, the body not read), the key's scope (403 for a storefront key outside
-//! search and the category list, CONTRACT §13.1: nothing read, no budget spent), the bound on
+//! search and the category list: nothing read, no budget spent), the bound on
 //! requests in flight (429, nothing spent), the rate limit of the key's budget (the merchant's, or
 //! its storefront keys', 429), then the handler; the answer gets the rate-limit headers.
 //!
-//! Authentication answers from memory where it can (CONTRACT §17, `crate::key_verdicts`): a
+//! Authentication answers from memory where it can (`crate::key_verdicts`): a
 //! client address whose 401 budget is spent gets 429 without a lookup (unless its key was served
 //! lately), a key found unknown within the last minute gets 401 without one. Every 401 spends a
 //! unit of the address's budget; the access line logs every answer with the client's address.
@@ -37,7 +37,7 @@ const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
 /// Which keys a group of routes admits: the router says it, by the gate it puts its routes behind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Admits {
-    /// Full keys only: a storefront key is refused 403 (CONTRACT §13.1).
+    /// Full keys only: a storefront key is refused 403.
     FullKeys,
     /// Full and storefront keys: what a web page needs, nothing that changes.
     StorefrontKeys,
@@ -133,18 +133,18 @@ fn foreign_origin(allowed: Option<&[String]>, headers: &HeaderMap) -> Option<Str
 pub struct InFlight(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
 
 impl InFlight {
-    /// The request no longer counts as in flight: it waits (a feed request's `wait_s`, CONTRACT
-    /// §18.2) and does no work meanwhile.
+    /// The request no longer counts as in flight: it waits (a feed request's
+    /// `wait_s`) and does no work meanwhile.
     pub fn give_back(&self) {
         self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
     }
 }
 
-/// What a storefront key may call (CONTRACT §13.1), as its 403 names them: the routes that
+/// What a storefront key may call, as its 403 names them: the routes that
 /// `app::router` puts behind [`storefront_gate`].
 pub const STOREFRONT_ROUTES: [&str; 2] = ["/v1/location/search", "/v1/categories/list"];
 
-/// The budget a key's requests spend (CONTRACT §13.1), and what its 429 says.
+/// The budget a key's requests spend, and what its 429 says.
 fn budget_of(state: &AppState, scope: KeyScope) -> (&Budget, &'static str) {
     match scope {
         KeyScope::Full => (&state.limits, "rate limit exceeded for this merchant"),
@@ -251,7 +251,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Merchant {
     }
 }
 
-/// The scope of the key the gate admitted (CONTRACT §13.1).
+/// The scope of the key the gate admitted.
 pub struct Scope(pub KeyScope);
 
 impl<S: Send + Sync> FromRequestParts<S> for Scope {

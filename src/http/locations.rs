@@ -1,6 +1,6 @@
-//! `POST /v1/location/create` (CONTRACT §4): check the request's shape, plan the batch, store
+//! `POST /v1/location/create`: check the request's shape, plan the batch, store
 //! the valid items in one transaction, answer one result per item in request order.
-//! `POST /v1/location/list` (CONTRACT §9): parse the filter, read one page, answer the records.
+//! `POST /v1/location/list`: parse the filter, read one page, answer the records.
 
 use std::collections::BTreeSet;
 
@@ -104,7 +104,7 @@ pub async fn create(
     Ok(Json(CreateResponse { locations }))
 }
 
-/// The request's `locations`, after the request-level checks of CONTRACT §3 (public for the fuzz
+/// The request's `locations`, after the request-level checks (public for the fuzz
 /// targets, which drive create and update without a server), for a request without
 /// `validate_only` (archive, restore).
 pub fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
@@ -114,7 +114,7 @@ pub fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
 /// A batch request's top level, checked.
 pub struct Batch<'a> {
     pub items: Vec<Value<'a>>,
-    /// `"validate_only": true` (CONTRACT §14).
+    /// `"validate_only": true`.
     pub persist: Persist,
 }
 
@@ -126,7 +126,7 @@ pub enum Options {
     ValidateOnly,
 }
 
-/// The request-level checks of CONTRACT §3 and §14. With several unknown keys the one first in
+/// The request-level checks, `validate_only` included. With several unknown keys the one first in
 /// byte order is named; with a key repeated, the last one counts.
 pub fn batch_request(body: Value<'_>, options: Options) -> Result<Batch<'_>, ApiError> {
     let invalid = |message: &'static str, field: &str| ApiError::new(ErrorCode::InvalidRequest, message).field(field);
@@ -234,7 +234,7 @@ pub async fn list(
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
 
-/// The location list's filter (CONTRACT §9.2).
+/// The location list's filter.
 fn parse_filter(filter: &Map<String, serde_json::Value>) -> Result<LocationFilter, ApiError> {
     reject_unknown_filter_keys(
         filter,

@@ -1,4 +1,4 @@
-//! The OpenAPI 3.1 document (CONTRACT §7), generated from the code by `utoipa`: the operations
+//! The OpenAPI 3.1 document, generated from the code by `utoipa`: the operations
 //! of the handlers, the shapes of `schemas`, and what every operation shares.
 //!
 //! Every enumeration on the wire (field and request-level codes, statuses, location enums) takes
@@ -73,7 +73,7 @@ use crate::domain::webhook::{Outcome, Trigger};
 )]
 pub struct ApiDoc;
 
-/// What every `/v1` operation answers besides its own 200 and 400 (CONTRACT §3, §6, §13, §17):
+/// What every `/v1` operation answers besides its own 200 and 400:
 /// the headers of a 200, and 401, 408, 429 and 500 in the error body, 403 for the operations a
 /// storefront key may not call, and 503 for the operations that write. Written here once for
 /// every operation.
@@ -82,7 +82,7 @@ struct CommonAnswers;
 /// What every operation's body can get wrong, before its own rules.
 const MALFORMED: &str = "Malformed request: UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, MALFORMED_JSON";
 
-/// The operations that store: their answer may be 503 `OUTCOME_UNKNOWN` (CONTRACT §17).
+/// The operations that store: their answer may be 503 `OUTCOME_UNKNOWN`.
 const WRITES: [&str; 4] = [
     "/v1/location/create",
     "/v1/location/update",
@@ -202,7 +202,7 @@ impl Modify for BearerAuth {
 /// The document, as served at `/openapi.json` and committed as `openapi.json`.
 pub fn document() -> serde_json::Value {
     let mut doc = ApiDoc::openapi();
-    // A list body may be left out (CONTRACT §3: an empty body is `{}`), but it is not nullable:
+    // A list body may be left out (an empty body is `{}`), but it is not nullable:
     // utoipa would express "optional" only as `Option`, which also means `null`.
     for path in [
         "/v1/categories/list",
@@ -230,8 +230,8 @@ pub fn document() -> serde_json::Value {
     value
 }
 
-/// The top-level `webhooks` of OpenAPI 3.1: what a merchant's endpoint receives (CONTRACT §18.3,
-/// §20), so that a receiver's types can be generated from the document too.
+/// The top-level `webhooks` of OpenAPI 3.1: what a merchant's endpoint receives (events and
+/// test events), so that a receiver's types can be generated from the document too.
 fn received() -> serde_json::Value {
     use serde_json::json;
     let header = |name: &str, description: &str| {

@@ -1,4 +1,4 @@
-//! Operational endpoints (CONTRACT §7): no authentication, no rate limit.
+//! Operational endpoints: no authentication, no rate limit.
 
 use axum::http::header;
 use axum::response::{IntoResponse, Response};

@@ -1,4 +1,4 @@
-//! What every list request shares (CONTRACT §3, §5.2, §9.2): the body's shape
+//! What every list request shares: the body's shape
 //! (`{"filter", "pagination"}`), `pagination` with its limit and cursor, a filter's list of ids,
 //! and the `pagination` object of the answer. Each list adds only its own filter keys.
 
@@ -18,7 +18,7 @@ pub struct PageSize {
     pub max: usize,
 }
 
-/// The page sizes of the category and location lists (CONTRACT §5.2, §9.2).
+/// The page sizes of the category and location lists.
 pub const LIST_PAGE: PageSize = PageSize {
     default: 100,
     max: 1000,

@@ -1,4 +1,4 @@
-//! The request and answer shapes of the OpenAPI document (CONTRACT §7), and its examples.
+//! The request and answer shapes of the OpenAPI document, and its examples.
 //!
 //! The answer types the handlers serialise (`ItemResult`, `FieldError`, `Category`) document
 //! themselves; the request shapes are declared here as documentation types, because the real

@@ -1,4 +1,4 @@
-//! `POST /v1/location/search` (CONTRACT §12): check the question, walk the store's spatial index
+//! `POST /v1/location/search`: check the question, walk the store's spatial index
 //! from the buyer outward, answer one page of results nearest first.
 
 use axum::body::Body;
@@ -20,7 +20,7 @@ use crate::domain::location::search::{
 use crate::domain::location::{LocationType, PaymentMethod, PickupPointType, PickupService, TypeSet};
 use crate::state::AppState;
 
-/// The search's page sizes (CONTRACT §12.1).
+/// The search's page sizes.
 const SEARCH_PAGE: PageSize = PageSize {
     default: search::DEFAULT_LIMIT,
     max: search::MAX_LIMIT,
@@ -98,7 +98,7 @@ struct Request {
     cursor: Option<String>,
 }
 
-/// The checks of CONTRACT §12.1, in the order of its keys: an unknown top-level key, `near`,
+/// The search request's checks, in the order of its keys: an unknown top-level key, `near`,
 /// `radius_m`, `filter`, `pagination`.
 fn parse_request(body: Value) -> Result<Request, ApiError> {
     let mut body = object(body, &KEYS)?;
@@ -188,7 +188,7 @@ fn some_of<E: crate::domain::wire::WireEnum>(
         .map(Some)
 }
 
-/// The search's filter (CONTRACT §12.1).
+/// The search's filter.
 fn parse_filter(filter: &Map<String, Value>) -> Result<SearchFilter, ApiError> {
     reject_unknown_filter_keys(
         filter,

@@ -1,5 +1,5 @@
-//! `POST /v1/webhook/create`, `list`, `delete`, `enable`, `rotate_secret`, `deliveries`
-//! (CONTRACT §18.3): a merchant's endpoints and what was delivered to them. Full keys only.
+//! `POST /v1/webhook/create`, `list`, `delete`, `enable`, `rotate_secret`, `deliveries`: a
+//! merchant's endpoints and what was delivered to them. Full keys only.
 
 use axum::Json;
 use axum::extract::State;
@@ -227,7 +227,7 @@ pub struct AttemptPage {
 }
 
 /// The digest an attempts cursor carries: the merchant, the endpoint and the filter (a cursor is
-/// bound to the filter it was issued for, CONTRACT §5.3). An unfiltered log's cursors are those
+/// bound to the filter it was issued for). An unfiltered log's cursors are those
 /// issued before the filter existed.
 fn attempts_digest(merchant_id: &str, webhook_id: &str, filter: &AttemptFilter) -> [u8; 16] {
     let mut h = Sha256::new();
@@ -244,7 +244,7 @@ fn attempts_digest(merchant_id: &str, webhook_id: &str, filter: &AttemptFilter) 
     crate::domain::wire::digest16(h)
 }
 
-/// The deliveries log's `filter` (CONTRACT §20): `outcome` (`delivered`, `failed` or null) and
+/// The deliveries log's `filter`: `outcome` (`delivered`, `failed` or null) and
 /// `event_id` (a string or null); another key, or a value of another kind, `INVALID_FILTER`.
 fn parse_attempt_filter(filter: Option<Map<String, Value>>) -> Result<AttemptFilter, ApiError> {
     let Some(filter) = filter else {

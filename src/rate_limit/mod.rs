@@ -1,4 +1,4 @@
-//! Rate limiting (CONTRACT §6, §13.1, §15, §17): a keyed GCRA limiter from `governor`, one per
+//! Rate limiting: a keyed GCRA limiter from `governor`, one per
 //! budget: the merchant's and its storefront keys' (keyed by merchant), and the 401 budget of a
 //! client address (`"unauthenticated"`). Where instances share a database, the merchants' budgets
 //! are shared by them all (`shared`); a [`Budget`] is either kind.
@@ -12,7 +12,7 @@
 //! grow with the number of merchants ever seen.
 //!
 //! `quota` holds what both kinds share (the configured rate, a budget's size, the headers), `local`
-//! the governor limiter, `shared` the budget kept in the store's ledger (CONTRACT §15).
+//! the governor limiter, `shared` the budget kept in the store's ledger.
 
 mod local;
 mod quota;

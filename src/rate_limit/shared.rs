@@ -1,11 +1,11 @@
-//! A rate budget that every instance on one database shares (CONTRACT §15).
+//! A rate budget that every instance on one database shares.
 //!
 //! The budget itself is a token bucket kept by the [`Ledger`] (the store: one row per policy and
 //! merchant, refilled by the database's clock). An instance never asks it per request: it takes up
 //! to `hold = ⌈burst ÷ 10⌉` units at once with one statement and spends them locally, so what an
 //! instance admits has always been taken from the bucket first. Several instances can therefore
 //! only admit *less* than the bucket allows, by at most the units they hold unspent — the margin
-//! `m = n × ⌈burst ÷ 10⌉` of §15 — and an instance that dies strands at most its `hold`, which the
+//! `m = n × ⌈burst ÷ 10⌉` — and an instance that dies strands at most its `hold`, which the
 //! bucket refills within `hold ÷ rate` seconds. Units held by an instance whose merchant went
 //! quiet are given back after [`IDLE`].
 //!

@@ -1,4 +1,4 @@
-//! The accept loop and the discipline every connection keeps (CONTRACT §17, *Connections*).
+//! The accept loop and the discipline every connection keeps (time limits, connections per client, bounded memory).
 //!
 //! hyper-util serves each connection (HTTP/1.1, or HTTP/2 after its preface); what it does not
 //! bound, this module does, with one small watchdog task per connection:
@@ -16,7 +16,7 @@
 //! - **shutdown**: connections with no request in progress close at once; the others finish the
 //!   request in progress (HTTP/1.1 closes after it, HTTP/2 gets GOAWAY) and close when hyper has
 //!   written the last byte of its answer (the connection's own future ends), not when the handler
-//!   returns, so a large answer to a slow reader arrives whole; the caller caps the wait (§1).
+//!   returns, so a large answer to a slow reader arrives whole; the caller caps the wait.
 //!
 //! - **load balancers**: a connection from an address named in `proxies` opens with a PROXY
 //!   protocol header (`proxy`), read within the head deadline; the client it names is the
@@ -50,9 +50,9 @@ use tower::ServiceExt;
 
 pub mod proxy;
 
-/// A client must send its request headers within this time (CONTRACT §17).
+/// A client must send its request headers within this time.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// A connection with no request in progress for this long is closed (CONTRACT §17).
+/// A connection with no request in progress for this long is closed.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How often an HTTP/2 connection is pinged, and how long a ping may go unanswered.
 const H2_KEEP_ALIVE: Duration = Duration::from_secs(20);
@@ -77,7 +77,7 @@ pub struct ConnectionLimits {
 }
 
 impl Default for ConnectionLimits {
-    /// CONTRACT §17's defaults.
+    /// The documented defaults (the `serve` flags' help says each).
     fn default() -> Self {
         ConnectionLimits {
             max_connections: 4096,

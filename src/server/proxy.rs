@@ -1,6 +1,6 @@
 //! HAProxy's PROXY protocol (versions 1 and 2), on connections from the load balancers the
 //! operator names (`--proxy-protocol-from`): the header that opens such a connection names the
-//! client it carries, and that client is the one the per-client rules of CONTRACT §17 (connections
+//! client it carries, and that client is the one the per-client rules (connections
 //! per client, the 401 budget) and the logs see. Connections from any other address are taken at
 //! their word and may not send the header: a client cannot claim another's address.
 //!

@@ -34,7 +34,7 @@ pub struct MerchantRef {
     pub id: String,
 }
 
-/// What a key may call (CONTRACT §13.1): everything, or only what a storefront's web page needs.
+/// What a key may call: everything, or only what a storefront's web page needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum KeyScope {
     #[default]
@@ -52,13 +52,13 @@ impl KeyScope {
         }
     }
 
-    /// Whether this key's searches find only what a buyer may see (CONTRACT §22): a key published
+    /// Whether this key's searches find only what a buyer may see: a key published
     /// in a web page never tells where the merchant's warehouses are.
     pub fn buyers_only(self) -> bool {
         self == KeyScope::Storefront
     }
 
-    /// Where this key's searches read (CONTRACT §19): a buyer's on a replica, a merchant's where
+    /// Where this key's searches read: a buyer's on a replica, a merchant's where
     /// it writes.
     pub fn search_reads(self) -> ReadFrom {
         match self {
@@ -77,7 +77,7 @@ impl KeyScope {
     }
 }
 
-/// Where a read is served (CONTRACT §19).
+/// Where a read is served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadFrom {
     /// The primary: the caller reads its own writes.
@@ -86,7 +86,7 @@ pub enum ReadFrom {
     Replica,
 }
 
-/// The hot standbys buyers' searches read from (CONTRACT §19). Its `Debug` shows their URLs with
+/// The hot standbys buyers' searches read from. Its `Debug` shows their URLs with
 /// any password replaced.
 #[derive(Clone, Default)]
 pub struct ReadReplicas {
@@ -106,7 +106,7 @@ impl std::fmt::Debug for ReadReplicas {
     }
 }
 
-/// Where a read was served, as `db_reads_total` counts it (CONTRACT §19): every request answered
+/// Where a read was served, as `db_reads_total` counts it: every request answered
 /// from the database (searches, location lists, feed and deliveries pages).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReadOn {
@@ -156,7 +156,7 @@ pub struct StoredKey {
     pub allowed_origins: Option<Vec<String>>,
 }
 
-/// A location in `QUARANTINE`, as an operator reviews it (CONTRACT §10.5).
+/// A location in `QUARANTINE`, as an operator reviews it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QuarantinedLocation {
     pub location_id: String,
@@ -200,8 +200,8 @@ pub fn stored_status(s: &str) -> Result<Status, StoreError> {
     Status::from_wire(s).ok_or_else(|| StoreError::corrupt("status", s))
 }
 
-/// Whom a request's write is for and how it is done: its merchant, whether it is kept (CONTRACT
-/// §14), and when it must be done by (a write not begun, or not committed, by then is abandoned
+/// Whom a request's write is for and how it is done: its merchant, whether it is kept (a
+/// `validate_only` request's is not), and when it must be done by (a write not begun, or not committed, by then is abandoned
 /// with `DeadlinePassed`).
 #[derive(Clone, Copy, Debug)]
 pub struct WriteFor<'a> {
@@ -288,40 +288,40 @@ pub trait Store: Send + Sync + 'static {
     /// The unrevoked key with this id, if any.
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError>;
 
-    /// Stores the valid items of one create request, in order, in one transaction (CONTRACT §4.1
-    /// steps 4–6): one outcome per item. On error nothing of the request is stored. A write not
+    /// Stores the valid items of one create request, in order, in one transaction: one
+    /// outcome per item. On error nothing of the request is stored. A write not
     /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
     /// `DeadlinePassed`. With `Persist::ValidateOnly` the same work is done in the same place and
-    /// rolled back: the outcomes are what a committed request would have had (CONTRACT §14).
+    /// rolled back: the outcomes are what a committed request would have had.
     async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError>;
 
-    /// Updates, archives or restores the locations a change request names (CONTRACT §10), in one
+    /// Updates, archives or restores the locations a change request names, in one
     /// transaction, serialised with every other write of the merchant: fetches what
     /// `ChangePlan::decide` reads, writes what it decides. On error nothing is changed. A write not
     /// begun (SQLite) or not committed (PostgreSQL) by `deadline` is abandoned with
     /// `DeadlinePassed`. With `Persist::ValidateOnly` the decision is made and its writes rolled
-    /// back (CONTRACT §14).
+    /// back.
     async fn change_locations(&self, to: WriteFor<'_>, plan: ChangePlan) -> Result<Decision, StoreError>;
 
     /// Every `QUARANTINE` location of every merchant, in creation order.
     async fn quarantined_locations(&self) -> Result<Vec<QuarantinedLocation>, StoreError>;
 
-    /// An operator's approval (CONTRACT §10.5): a `QUARANTINE` location becomes `ACTIVE`.
+    /// An operator's approval: a `QUARANTINE` location becomes `ACTIVE`.
     async fn approve_location(&self, location_id: &str) -> Result<Approval, StoreError>;
 
-    /// One page of a merchant's locations (CONTRACT §9.2), in creation order, with the exact
+    /// One page of a merchant's locations, in creation order, with the exact
     /// total; read in one transaction.
     async fn list_locations(&self, query: LocationQuery) -> Result<LocationPage, StoreError>;
 
-    /// One page of a buyer's search (CONTRACT §12): the merchant's `ACTIVE` locations near a point
+    /// One page of a buyer's search: the merchant's `ACTIVE` locations near a point
     /// that pass the filter, nearest first, walked outward on the store's spatial index until the
     /// page is full; read in one transaction, where `from` says.
     async fn search_locations(&self, query: SearchQuery, from: ReadFrom) -> Result<SearchPage, StoreError>;
 
-    /// One page of the merchant's event feed (CONTRACT §18.2), read in one snapshot.
+    /// One page of the merchant's event feed, read in one snapshot.
     async fn read_events(&self, query: EventQuery) -> Result<EventPage, StoreError>;
 
-    /// Retention (CONTRACT §18.2): drops up to `PRUNE_BATCH` events appended before `cutoff_ms`,
+    /// Retention: drops up to `PRUNE_BATCH` events appended before `cutoff_ms`,
     /// in one short transaction that never holds a merchant's writes; how many (0: none is due).
     async fn prune_events(&self, cutoff_ms: i64) -> Result<usize, StoreError>;
 
@@ -334,10 +334,10 @@ pub trait Store: Send + Sync + 'static {
     /// its own commits ring the signal.
     async fn follow_events(&self, _signal: Arc<EventSignal>) {}
 
-    /// What is stored of webhooks (CONTRACT §18.3).
+    /// What is stored of webhooks.
     fn webhooks(&self) -> Arc<dyn WebhookStore>;
 
-    /// Resends, tests and recoveries (CONTRACT §20).
+    /// Resends, tests and recoveries.
     fn redeliveries(&self) -> Arc<dyn RedeliveryStore>;
 
     /// Merchants' files handed to the service and what became of their rows.
@@ -356,7 +356,7 @@ pub trait Store: Send + Sync + 'static {
     /// as `Category` values: with a million categories that would double the memory).
     async fn load_taxonomy(&self) -> Result<crate::domain::category::taxonomy::Taxonomy, StoreError>;
 
-    /// Imports `records` atomically (CONTRACT §5.1): checks the set that would result and writes
+    /// Imports `records` atomically: checks the set that would result and writes
     /// it, bumping the version, or writes nothing and returns every problem.
     async fn import_categories(&self, parsed: Parsed, mode: Mode)
     -> Result<Result<Imported, Vec<Problem>>, StoreError>;
@@ -364,7 +364,7 @@ pub trait Store: Send + Sync + 'static {
     /// Finishes queued writes and releases the database.
     async fn close(&self);
 
-    /// The ledger of the rate budgets that the instances on this database share (CONTRACT §15):
+    /// The ledger of the rate budgets that the instances on this database share:
     /// PostgreSQL's, where several instances serve one database; none for SQLite (one instance a
     /// file), whose budgets stay in memory.
     fn rate_ledger(&self) -> Option<Arc<dyn Ledger>> {

@@ -1,4 +1,4 @@
-//! Waking the feed requests that wait for a merchant's next event (CONTRACT §18.2 `wait_s`).
+//! Waking the feed requests that wait for a merchant's next event.
 //!
 //! A waiting request takes a place among its merchant's waiters (at most [`WAITERS_PER_MERCHANT`]
 //! on this instance), then sleeps on the merchant's signal without a database connection. A commit

@@ -1,6 +1,6 @@
 //! What both stores' migrations share beyond their SQL files: the steps written in Rust.
 //!
-//! Migration 3 (the stored record, CONTRACT §9.1) rewrites every location's stored text from the
+//! Migration 3 (the stored record) rewrites every location's stored text from the
 //! earlier canonical form (absent values left out, `merchant_location_id` inside) to the record's
 //! content, so that a page is sent from the stored text as it is. The search migration (SQLite's
 //! 4th, PostgreSQL's 5th) fills in the search index's columns of every location from its record.

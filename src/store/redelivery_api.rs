@@ -1,4 +1,4 @@
-//! Getting deliveries back (CONTRACT §20), behind a trait of its own beside `WebhookStore`: what a
+//! Getting deliveries back, behind a trait of its own beside `WebhookStore`: what a
 //! resend and a test are sent to, how their attempts are recorded, and a recovery stored in one
 //! transaction. Who may, and the attempt itself, are the callers'.
 //!
@@ -47,7 +47,7 @@ pub struct Recovery {
     pub until_ms: i64,
     /// When the recovered deliveries are due (now).
     pub now_ms: i64,
-    /// The request's deadline: a recovery not committed by then stores nothing (CONTRACT §17: a
+    /// The request's deadline: a recovery not committed by then stores nothing (a
     /// 500 has stored nothing, then or later). Checked before each batch and before the commit.
     pub deadline: std::time::Instant,
 }

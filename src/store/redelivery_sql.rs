@@ -1,4 +1,4 @@
-//! The SQL of a recovery (CONTRACT §20), written once for both engines (`mark`: `?` or `$`):
+//! The SQL of a recovery, written once for both engines (`mark`: `?` or `$`):
 //! the events of one batch that a recovery takes, counted, and made retry rows where the endpoint
 //! has settled them. The parameters, in order: the merchant (1), the batch's sequences from (2)
 //! and before (3), the times from (4) and before (5), the endpoint's type bits (6) and id (7),

@@ -1,5 +1,5 @@
-//! What a batch of attempts does to the store (CONTRACT §18.3), decided once for both engines:
-//! the settle plan. Each engine only writes it, in one transaction (STYLE habit 18).
+//! What a batch of attempts does to the store, decided once for both engines:
+//! the settle plan. Each engine only writes it, in one transaction.
 //!
 //! The rules, per endpoint, its attempts taken in the order they were made:
 //! - every attempt is recorded;

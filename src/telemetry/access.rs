@@ -23,7 +23,7 @@ pub struct Access<'a> {
     pub request_id: &'a str,
     /// Empty when no merchant was authenticated.
     pub merchant_id: &'a str,
-    /// The peer address of the connection (CONTRACT §17: 401s and 429s are logged with it).
+    /// The peer address of the connection (401s and 429s are logged with it).
     pub client: Option<IpAddr>,
 }
 

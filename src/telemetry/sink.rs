@@ -11,8 +11,7 @@ pub(super) const FLUSH_AT: usize = 64 * 1024;
 /// ...or once its first line is this old.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(50);
 /// Past this many unwritten bytes (stderr is slower than the lines come, or blocked), a line is
-/// dropped and counted in `log_lines_dropped_total` rather than a request waiting for the log
-/// (CONTRACT §17).
+/// dropped and counted in `log_lines_dropped_total` rather than a request waiting for the log.
 pub(super) const MAX_PENDING: usize = 4 * 1024 * 1024;
 
 /// Lines dropped since the process started (also the metric `log_lines_dropped_total`).

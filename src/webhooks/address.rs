@@ -1,4 +1,4 @@
-//! Only public addresses (CONTRACT §18.3, OWASP API7): the endpoint URLs a merchant may register,
+//! Only public addresses (OWASP API7, server-side request forgery): the endpoint URLs a merchant may register,
 //! and the addresses an attempt may connect to.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

@@ -1,4 +1,4 @@
-//! One cell, whatever file it came from (CONTRACT §16): a CSV cell is text, a workbook's cell is
+//! One cell, whatever file it came from: a CSV cell is text, a workbook's cell is
 //! text, a number or a boolean, and every rule of reading one lives here once: numbers are never
 //! guessed, booleans may be the words spreadsheet programs write in other languages, and a text
 //! that a spreadsheet would run as a formula is quoted in a pulled CSV and unquoted when pushed.
@@ -93,7 +93,7 @@ impl<'a> Cell<'a> {
     }
 }
 
-/// The words for true and false that spreadsheet programs write, in the languages of CONTRACT §16
+/// The words for true and false that spreadsheet programs write, in the languages push reads
 /// (compared in lower case).
 const BOOLEAN_WORDS: [(&str, &str); 9] = [
     ("true", "false"),
@@ -121,7 +121,7 @@ pub fn boolean_word(text: &str) -> Option<bool> {
     })
 }
 
-/// A number cell's text as JSON number text, when it is exactly one (CONTRACT §16): an optional
+/// A number cell's text as JSON number text, when it is exactly one: an optional
 /// `-`, digits, at most one decimal separator (`.`, or with `decimal_comma` also `,`), then
 /// optionally `e` or `E`, an optional sign and digits; white space around it is not part of it.
 /// Anything else (`1.234,56`, `1 234`, `12 kg`, a number out of range) is not a number.

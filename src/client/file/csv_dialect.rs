@@ -1,4 +1,4 @@
-//! How a CSV file is written (CONTRACT §16): its encoding (a byte order mark, `--encoding`, UTF-8,
+//! How a CSV file is written: its encoding (a byte order mark, `--encoding`, UTF-8,
 //! or detected) and its delimiter (read from the header line, or `--delimiter`), found once before
 //! the file is read; and the file as UTF-8 text in that encoding, streamed.
 
@@ -25,7 +25,7 @@ pub struct CsvOptions {
     pub encoding: Option<&'static Encoding>,
 }
 
-/// The delimiters a header line may use (CONTRACT §16).
+/// The delimiters a header line may use.
 const DELIMITERS: [u8; 3] = [b',', b';', b'\t'];
 
 /// How much of a file is read at once while looking at it.

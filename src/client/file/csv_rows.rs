@@ -1,5 +1,5 @@
-//! The records of a CSV file, each with the line it starts on (CONTRACT §11), in a delimiter of
-//! CONTRACT §16, from text already decoded to UTF-8.
+//! The records of a CSV file, each with the line it starts on, in one of the
+//! delimiters spreadsheet programs write, from text already decoded to UTF-8.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -1,4 +1,4 @@
-//! The JSON files of push (CONTRACT §11): JSON Lines, and a JSON array (or `{"locations": [...]}`)
+//! The JSON files of push: JSON Lines, and a JSON array (or `{"locations": [...]}`)
 //! read element by element, never whole.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Files as the programs that write them do (CONTRACT §11, §16): one cell of any file (`cells`),
+//! Files as the programs that write them do: one cell of any file (`cells`),
 //! how a CSV file is written and its records (`csv_dialect`, `csv_rows`), JSON rows
 //! (`json_rows`), and workbooks (`workbook`). The bottom layer: nothing here knows a location.
 

@@ -1,4 +1,4 @@
-//! Workbooks (Office Open XML, `.xlsx`; CONTRACT §16): a worksheet's rows read as cells, streamed
+//! Workbooks (Office Open XML, `.xlsx`): a worksheet's rows read as cells, streamed
 //! (`calamine`'s cell reader: the sheet is never held whole), and a pull written as one worksheet
 //! (`rust_xlsxwriter` in its constant-memory mode) with a bold, frozen header row.
 

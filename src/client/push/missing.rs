@@ -1,4 +1,4 @@
-//! `push --archive-missing` (CONTRACT §11): afterwards, every stored location that no row of the
+//! `push --archive-missing`: afterwards, every stored location that no row of the
 //! file named is archived, so that the service holds exactly the file.
 
 use std::collections::HashSet;
@@ -11,7 +11,7 @@ use crate::client::service::walk;
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 
 /// Archives every stored location that is not archived and that no row named; how many were. In
-/// a dry run (CONTRACT §14) it archives nothing and answers how many it would have.
+/// a dry run it archives nothing and answers how many it would have.
 pub(super) async fn archive_missing(
     context: &Context,
     named_ids: &HashSet<String>,

@@ -1,10 +1,10 @@
-//! The service over HTTP, as a merchant's integration talks to it (CONTRACT §11): what one attempt
+//! The service over HTTP, as a merchant's integration talks to it: what one attempt
 //! of a request came to, and the waits between attempts.
 //!
 //! An attempt's outcome decides what may be sent again. A 429 was not processed: wait its
 //! `retry_after_ms` and send it again, as long as the waits of one request add up to at most
 //! `MAX_RATE_WAIT`. A refused connection never reached the service, and a 500 `INTERNAL` or a 408
-//! `REQUEST_TIMEOUT` stored nothing (CONTRACT §3, §17): send again after a backoff. A timeout, a
+//! `REQUEST_TIMEOUT` stored nothing: send again after a backoff. A timeout, a
 //! cut connection, a 503 `OUTCOME_UNKNOWN` or another 5xx may or may not have been processed: only
 //! what is safe to repeat is sent again (the caller decides which items). Any other answer is
 //! final.
@@ -18,7 +18,7 @@ use reqwest::StatusCode;
 use serde::Serialize;
 use serde_json::Value;
 
-/// Where the service is and who is calling (CONTRACT §11).
+/// Where the service is and who is calling.
 #[derive(Args, Clone)]
 pub struct ClientArgs {
     /// The service's base URL.
@@ -47,7 +47,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// The most one request waits out 429s in all before it gives up.
 pub const MAX_RATE_WAIT: Duration = Duration::from_secs(300);
 
-/// A request-level error answer (CONTRACT §3).
+/// A request-level error answer.
 #[derive(Clone, Debug, Serialize)]
 pub struct RequestError {
     pub status: u16,

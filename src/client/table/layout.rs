@@ -1,7 +1,7 @@
-//! The CSV layout of `locations push` and `pull` (CONTRACT §11): which columns there are, a file's
+//! The CSV layout of `locations push` and `pull`: which columns there are, a file's
 //! header checked against them, and how an error's path names the column it came from.
 //!
-//! The layout is for people editing a spreadsheet. One column per field of SPEC §2.1, nested fields
+//! The layout is for people editing a spreadsheet. One column per field of a location, nested fields
 //! by dotted names (`limits.length`), list fields with `;` between elements, the weekly schedule as
 //! one column per day and the dated schedule in one column:
 //!
@@ -52,7 +52,7 @@ const fn column(name: &'static str, kind: Kind) -> Column {
     Column { name, kind }
 }
 
-/// Every column `push` reads, in the order `pull` writes them (the record's order, CONTRACT §9.1).
+/// Every column `push` reads, in the order `pull` writes them (the record's order).
 pub const COLUMNS: &[Column] = &[
     column("location_id", Kind::LocationId),
     column("merchant_location_id", Kind::Text),

@@ -1,4 +1,4 @@
-//! A location as a row of a table (CONTRACT §11, §16): the layout's columns (`layout`), a row's
+//! A location as a row of a table: the layout's columns (`layout`), a row's
 //! cells into a create or update item (`read_cells`) and a record into cells (`write_cells`), the
 //! rows of a file in any format (`rows`), and what is wrong with a row ([`RowError`]). Uses the
 //! files below it, nothing above.

@@ -1,5 +1,5 @@
-//! A row's cells into the JSON text of a create or update item (CONTRACT §11), column by column;
-//! each cell converted by `cells` for its field, whatever file it came from (CONTRACT §16).
+//! A row's cells into the JSON text of a create or update item, column by column;
+//! each cell converted by `cells` for its field, whatever file it came from.
 //!
 //! An empty cell is an absent field. Nothing here validates: a cell that does not convert to its
 //! field's type (a number that is not one, a schedule that does not follow the syntax) is sent as

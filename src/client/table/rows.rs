@@ -1,4 +1,4 @@
-//! Reading a file of locations, row by row, without holding it (CONTRACT §11, §16): JSON Lines, a
+//! Reading a file of locations, row by row, without holding it: JSON Lines, a
 //! JSON array (or `{"locations": [...]}`), or a table in the layout of `layout`: CSV in the
 //! dialects spreadsheet programs write, or a workbook's sheet.
 //!
@@ -48,7 +48,7 @@ impl Format {
     }
 }
 
-/// Keys of a record (CONTRACT §9.1) that a pushed row may carry and that are not sent.
+/// Keys of a record that a pushed row may carry and that are not sent.
 const READ_ONLY: [&str; 6] = ["location_id", "version", "status", "issue", "created_at", "updated_at"];
 
 /// One row of the file.
@@ -64,7 +64,7 @@ pub struct Row {
     /// The row's non-empty `location_id`, `null` and `""` being absent.
     pub location_id: Option<Value>,
     pub version: Option<Value>,
-    /// The row's `status` is `ARCHIVED`: not sent (CONTRACT §11).
+    /// The row's `status` is `ARCHIVED`: not sent.
     pub archived: bool,
     /// The item's `merchant_location_id` when it is a non-empty string.
     pub merchant_location_id: Option<String>,
@@ -148,7 +148,7 @@ impl fmt::Display for Unreadable {
     }
 }
 
-/// How push reads a file beyond its format (CONTRACT §16).
+/// How push reads a file beyond its format.
 #[derive(Clone, Debug, Default)]
 pub struct ReadOptions {
     pub csv: CsvOptions,
@@ -180,7 +180,7 @@ impl Source {
         })
     }
 
-    /// What the summary says of how the file was read: a detected encoding (CONTRACT §16).
+    /// What the summary says of how the file was read: a detected encoding.
     pub fn note(&self) -> Option<String> {
         self.csv
             .filter(|d| d.detected)

@@ -1,4 +1,4 @@
-//! A stored record (CONTRACT §9.1) as the cells of a `pull` in the layout `push` reads.
+//! A stored record as the cells of a `pull` in the layout `push` reads.
 
 use std::borrow::Cow;
 
@@ -7,8 +7,8 @@ use serde_json::Value;
 use super::layout::{Kind, pulled_columns};
 use crate::client::file::cells::{Cell, Dialect, number_display, quote_formula};
 
-/// The cells of a record (CONTRACT §9.1) under `pulled_columns()`: numbers as number cells,
-/// everything else as text (CONTRACT §16), `null` and absent values empty.
+/// The cells of a record under `pulled_columns()`: numbers as number cells,
+/// everything else as text, `null` and absent values empty.
 pub fn record_cells(record: &Value) -> Vec<Cell<'static>> {
     pulled_columns()
         .iter()
@@ -51,7 +51,7 @@ pub fn record_cells(record: &Value) -> Vec<Cell<'static>> {
 }
 
 /// A cell as a pulled CSV writes it: a number as a spreadsheet shows it, a text with a formula's
-/// first character quoted (CONTRACT §16).
+/// first character quoted.
 pub fn csv_text<'a>(cell: &'a Cell<'_>) -> Cow<'a, str> {
     match cell {
         Cell::Text(text) => quote_formula(text),

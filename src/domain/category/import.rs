@@ -1,4 +1,4 @@
-//! Importing categories (CONTRACT §5.1): the JSON format of SPEC §2.3 and the Google Product
+//! Importing categories: the service's JSON format and the Google Product
 //! Taxonomy text format, and the checks on the set an import would produce.
 //!
 //! An import is all or nothing: `parse` and `merge` collect *every* problem, each naming the

@@ -1,4 +1,4 @@
-//! Categories (SPEC §2.3): the model, the import formats (CONTRACT §5.1) and the in-memory
+//! Categories: the model, the import formats and the in-memory
 //! taxonomy that serves the list endpoint.
 
 pub mod import;
@@ -33,7 +33,7 @@ pub struct Category {
     pub status: CategoryStatus,
 }
 
-/// The list order (CONTRACT §5.3): `sort_order` ascending with nulls last, then `id` by bytes.
+/// The list order: `sort_order` ascending with nulls last, then `id` by bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OrderKey {
     pub sort_order: Option<i64>,

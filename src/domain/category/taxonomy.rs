@@ -1,7 +1,7 @@
 //! The taxonomy in memory: one immutable snapshot per stored version, swapped whole when the
 //! stored taxonomy changes, answering every list request without touching the database.
 //!
-//! Categories are kept in list order (CONTRACT §5.3), so a category's *rank* is its position in
+//! Categories are kept in list order, so a category's *rank* is its position in
 //! that order, and every filtered list is a sorted list of ranks:
 //!
 //! * per *variant* (status any/active/disabled × leaf_only), the global list and, in CSR form
@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use super::{Category, CategoryStatus, OrderKey, order};
 
-/// Which categories a list request asks for (CONTRACT §5.2), normalised: filters that mean the
+/// Which categories a list request asks for, normalised: filters that mean the
 /// same are equal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Filter {

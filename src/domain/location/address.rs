@@ -1,4 +1,4 @@
-//! The `address_tail` template (CONTRACT §4.3):
+//! The `address_tail` template:
 //! `postal code, country, city, street, building[, entrance[, floor[, flat]]]`.
 //!
 //! "Letter" is any Unicode letter (`char::is_alphabetic`), "digit" any Unicode digit

@@ -1,4 +1,4 @@
-//! One create request as a whole (CONTRACT §4.1): in-request duplicates, per-item validation,
+//! One create request as a whole: in-request duplicates, per-item validation,
 //! and the result items in request order.
 //!
 //! `plan` does everything that needs no storage; the store then decides, for each valid item in
@@ -36,8 +36,7 @@ pub enum Outcome {
     Existing { location_id: String, status: Status },
     /// A stored location with the same `merchant_location_id` and other content.
     Conflict { location_id: String },
-    /// Not stored: more than `geo::DENSITY_LIMIT` other live locations are within the radius
-    /// (CONTRACT §17).
+    /// Not stored: more than `geo::DENSITY_LIMIT` other live locations are within the radius.
     TooDense,
 }
 
@@ -50,7 +49,7 @@ pub struct Stored {
 }
 
 impl Stored {
-    /// CONTRACT §4.1 step 4: the same content is a safe retry, other content a conflict.
+    /// The same content is a safe retry, other content a conflict.
     pub fn outcome_for(self, canonical: &str) -> Outcome {
         if self.canonical == canonical {
             Outcome::Existing {
@@ -65,7 +64,7 @@ impl Stored {
     }
 }
 
-/// CONTRACT §10.4 (§4.5 at create): the status of the location created `seq`-th with `location`'s
+/// The status (at create, at an update that moves it, at a restore) of the location created `seq`-th with `location`'s
 /// coordinates and types, among `candidates` (the merchant's live locations near it), and the
 /// neighbour that quarantines it. A new location's `seq` is after every other.
 pub fn placement(
@@ -89,7 +88,7 @@ pub fn placement(
     (status, by)
 }
 
-/// The `STOREFRONT_RULE_VIOLATION` that explains a `QUARANTINE` status (CONTRACT §4.5, §9.1), at
+/// The `STOREFRONT_RULE_VIOLATION` that explains a `QUARANTINE` status, at
 /// `field`: `latitude` in a stored record, `locations[i].latitude` in an answer.
 pub fn quarantine_issue(field: String, neighbour: &str) -> FieldError {
     FieldError {
@@ -114,7 +113,7 @@ pub struct ToInsert {
 }
 
 impl ToInsert {
-    /// Its event (CONTRACT §18.1): `location.created`, stored at `at_ms` from `items[self.item]`.
+    /// Its event: `location.created`, stored at `at_ms` from `items[self.item]`.
     pub fn change(&self, items: &[NewLocation], at_ms: i64) -> Change {
         Change {
             kind: EventType::Created,
@@ -160,11 +159,12 @@ pub struct Neighbourhood {
     pub stored: Vec<Neighbour>,
 }
 
-/// CONTRACT §4.1 steps 4–6 for a store that looks everything up first: `stored` holds the
+/// A create's outcomes (a retry, a conflict, the quarantine rule) for a store that looks
+/// everything up first: `stored` holds the
 /// merchant's stored locations with the items' `merchant_location_id`s, `nearby[i]` item `i`'s
 /// neighbourhood (`searched`, with the stored live locations the store found in its ranges). Items created earlier in the same batch count
 /// as neighbours of later ones, after every stored one in creation order. An item that would have
-/// more than `geo::DENSITY_LIMIT` live neighbours within the radius is not created (§17).
+/// more than `geo::DENSITY_LIMIT` live neighbours within the radius is not created.
 pub fn decide(
     items: &[NewLocation],
     stored: &HashMap<String, Stored>,
@@ -318,7 +318,7 @@ impl Plan {
     }
 }
 
-/// A `validate_only` request's outcomes as CONTRACT §14 answers them: a location that would be new
+/// A `validate_only` request's outcomes as they are answered: a location that would be new
 /// has no id (`""`), and a quarantine decision against one of them names its item, `locations[j]`.
 fn unstored(pending: &[Pending], outcomes: Vec<Outcome>) -> Vec<Outcome> {
     let new: HashMap<String, usize> = pending

@@ -2,9 +2,9 @@
 //!
 //! A `Location` exists only after `validate::parse` accepted an item, so code past that point never
 //! re-checks a field. Its serialisation is *canonical*: two requests that mean the same location
-//! serialise to the same bytes, which is how a safe retry is recognised (CONTRACT §4.1 step 4).
-//! It is also the stored record's content, as `POST /v1/location/list` answers it (CONTRACT §9.1):
-//! every field of SPEC §2.1 after `merchant_location_id` (which is stored and answered beside it),
+//! serialise to the same bytes, which is how a safe retry is recognised .
+//! It is also the stored record's content, as `POST /v1/location/list` answers it:
+//! every field of a location after `merchant_location_id` (which is stored and answered beside it),
 //! in the table's order, absent optional values `null`, sets in enumeration order, schedules in day
 //! and date order, every day schedule with its four keys, numbers as `f64`. So a page of records is
 //! sent from the stored text without decoding it.
@@ -80,7 +80,7 @@ wire_enum! {
 }
 
 wire_enum! {
-    /// Location status (SPEC §3). Create answers only `ACTIVE`, `QUARANTINE` and `FAILED`.
+    /// Location status. Create answers only `ACTIVE`, `QUARANTINE` and `FAILED`.
     pub enum Status {
         Draft => "DRAFT",
         Pending => "PENDING",
@@ -92,8 +92,8 @@ wire_enum! {
 }
 
 impl Status {
-    /// The statuses of a stored location that count as a neighbour in the quarantine decision
-    /// (CONTRACT §4.5): not archived.
+    /// The statuses of a stored location that count as a neighbour in the quarantine decision:
+    /// not archived.
     pub const LIVE: [Status; 2] = [Status::Active, Status::Quarantine];
 
     pub fn is_live(self) -> bool {
@@ -101,7 +101,7 @@ impl Status {
     }
 }
 
-/// What becomes of a create or update request's writes (CONTRACT §14): committed, or decided the
+/// What becomes of a create or update request's writes: committed, or decided the
 /// same way, in the same transaction, and rolled back (`"validate_only": true`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Persist {

@@ -1,4 +1,4 @@
-//! The stored record of a location as `POST /v1/location/list` answers it (CONTRACT §9.1).
+//! The stored record of a location as `POST /v1/location/list` answers it.
 //!
 //! The stored canonical text already is the record's content (see the module above), so a record
 //! is written as a few small keys followed by that text, never decoded and encoded again.

@@ -1,8 +1,8 @@
-//! Which fields each location type allows and requires (CONTRACT §4.5), in one table.
+//! Which fields each location type allows and requires, in one table.
 //!
 //! A field is allowed when at least one of the item's types allows it, and required when at least
 //! one of them requires it. Fields not listed here are allowed for every type and required only as
-//! §4.2 says.
+//! their own rules say.
 
 use super::TypeSet;
 
@@ -22,7 +22,7 @@ const fn rule(allowed: TypeSet, required: TypeSet) -> Presence {
     Presence { allowed, required }
 }
 
-/// Every type allows the field, none requires it beyond §4.2.
+/// Every type allows the field, none requires it beyond its own rules.
 pub const UNRESTRICTED: Presence = rule(W.union(P).union(C), NONE);
 pub const ADDRESS_TAIL: Presence = rule(W.union(P).union(C), P.union(C));
 /// `provider_id` and `provider_location_id`; each also requires the other when the other is given.
@@ -49,9 +49,9 @@ pub const BY_KEY: [(&str, Presence); 9] = [
     ("shipping_cutoff", SHIPPING_CUTOFF),
 ];
 
-/// What §4.5 says about one field of an item whose types are `types`.
+/// What the matrix says about one field of an item whose types are `types`.
 pub enum Verdict {
-    /// Validate the value by §4.2 (or skip it when absent).
+    /// Validate the value by its own rules (or skip it when absent).
     Check,
     /// Present but allowed by none of the item's types.
     NotAllowed,
@@ -71,7 +71,7 @@ impl Presence {
     }
 }
 
-/// Every limit on a location's fields (CONTRACT §4.2), once: the validator checks these, and the
+/// Every limit on a location's fields, once: the validator checks these, and the
 /// OpenAPI document states them (`http::openapi` writes them into the request schemas).
 pub mod limits {
     /// Most items in one create, update, archive or restore request (a request-level limit).

@@ -1,9 +1,9 @@
 //! The location validator: turns one untrusted JSON item into a [`Location`], or into *every*
-//! error it has (CONTRACT §4.2–4.5).
+//! error it has.
 //!
-//! Fields are visited in the order of SPEC §2.1, each by one method, so the errors come out in
+//! Fields are visited in the order of a location's fields, each by one method, so the errors come out in
 //! the contract's order without sorting, and every rule of a field reads in one place. The
-//! per-type matrix (§4.5) needs `location_types`, which comes second, so it is known before any
+//! per-type matrix (`schema`) needs `location_types`, which comes second, so it is known before any
 //! field it governs; the one rule that reads a later field (placeholder coordinates, reported at
 //! `latitude`, reads `longitude`) evaluates both coordinates before pushing either.
 
@@ -24,7 +24,7 @@ use crate::domain::wire::WireEnum;
 
 use super::address;
 
-/// The keys of SPEC §2.1, in its order.
+/// The keys of a location, in their order.
 pub const KEYS: &[&str] = &[
     "merchant_location_id",
     "location_types",
@@ -55,7 +55,7 @@ pub fn parse(value: &Value, path: &Path<'_>) -> Result<Location, Vec<FieldError>
     }
 }
 
-/// An item after every rule of CONTRACT §4.2–4.5.
+/// An item after every rule of its fields and its type.
 pub struct Checked {
     /// The location, when the item has no error (besides those it came with).
     pub location: Option<Location>,
@@ -94,9 +94,9 @@ pub fn check(value: &Value, path: &Path<'_>, also: &[&str], mut errors: FieldErr
 struct Item<'v, 'p> {
     fields: Fields<'v>,
     path: &'p Path<'p>,
-    /// Keys known besides those of SPEC §2.1.
+    /// Keys known besides a location's fields.
     also: &'p [&'p str],
-    /// `location_types` once it passed §4.2; `None` turns the §4.5 matrix off.
+    /// `location_types` once it passed its own checks; `None` turns the per-type matrix off.
     types: Option<TypeSet>,
     errors: FieldErrors,
 }
@@ -154,7 +154,7 @@ impl<'v> Item<'v, '_> {
         self.errors.push(&base.key(key), code, message);
     }
 
-    /// §4.5 for an optional field: its value when it is present and allowed; otherwise pushes
+    /// The per-type matrix for an optional field: its value when it is present and allowed; otherwise pushes
     /// `SCHEMA_MISMATCH` (present, not allowed) or `CONDITIONALLY_REQUIRED` (absent, required).
     fn gate(&mut self, key: &'static str, presence: Presence) -> Option<&'v Value<'v>> {
         let value = self.fields.present(key);
@@ -318,7 +318,7 @@ impl<'v> Item<'v, '_> {
         self.enum_value("pickup_point_type", value)
     }
 
-    /// An optional array of distinct enum values, gated by §4.5.
+    /// An optional array of distinct enum values, gated by the per-type matrix.
     fn enum_list<E: WireEnum>(&mut self, key: &'static str, presence: Presence) -> Option<Vec<E>> {
         let value = self.gate(key, presence)?;
         let base = self.path;

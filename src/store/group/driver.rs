@@ -33,8 +33,8 @@ pub(crate) trait Engine {
     async fn savepoint(&mut self, deadline: Instant) -> Result<(), SharedError>;
     /// Does the request's work inside the savepoint; whether it succeeded.
     async fn write(&mut self, job: &mut Self::Job) -> bool;
-    /// Appends the events of `changes` to the merchant's log, numbered after its last (CONTRACT
-    /// §18.1), inside the request's savepoint.
+    /// Appends the events of `changes` to the merchant's log, numbered after its last
+    /// without gaps, inside the request's savepoint.
     async fn append(&mut self, merchant_pk: i64, changes: &[Change]) -> Result<(), StoreError>;
     /// Ends the savepoint: its work kept, or rolled back.
     async fn end_savepoint(&mut self, keep: bool) -> Result<(), SharedError>;

@@ -2,7 +2,7 @@
 //! PostgreSQL merchant) that queue up while a commit is in flight are written in one transaction,
 //! each in a savepoint of its own, and each answered only after that transaction committed.
 //!
-//! **The deadline rule** (CONTRACT §17: a 500 has stored nothing, then or later), one for both
+//! **The deadline rule** (a 500 has stored nothing, then or later), one for both
 //! engines, in [`GroupDeadline`]: a group's deadline is the earliest deadline of the requests
 //! written into it. A request is not begun after its own deadline; a group whose deadline passes
 //! while it writes is rolled back whole and every request in it answered `DeadlinePassed` (500),
@@ -24,7 +24,7 @@
 //! transaction with the events' append: PostgreSQL delivers it only when the transaction commits,
 //! so it is after the commit by the server's own rule, at no extra round trip.
 //!
-//! **The outbox rule** (CONTRACT §18.1), also the driver's: a request's write returns the changes
+//! **The outbox rule**, also the driver's: a request's write returns the changes
 //! it made ([`Written`]), and their events are appended to the merchant's log in the request's
 //! own savepoint, after its write and only when it is kept: the change and its event are stored
 //! together or not at all, and nothing is appended for `validate_only` or a failed write.
@@ -159,7 +159,7 @@ pub trait Pending {
     fn deadline(&self) -> Instant;
     /// Its caller stopped waiting, or its deadline passed: it must not begin.
     fn abandoned(&self) -> bool;
-    /// Whether its work is kept: a `validate_only` request's is rolled back (CONTRACT §14).
+    /// Whether its work is kept: a `validate_only` request's is rolled back.
     fn persist(&self) -> Persist;
     /// Its work is lost or was not begun: it answers `e`.
     fn fail(&mut self, e: StoreError);

@@ -1,4 +1,4 @@
-//! Change SQL (CONTRACT §10): what a change request's decision reads, writing what it decided,
+//! Change SQL: what a change request's decision reads, writing what it decided,
 //! and the operators' quarantine review.
 
 use deadpool_postgres::{GenericClient, Pool};

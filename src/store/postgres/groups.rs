@@ -39,7 +39,7 @@ const WRITER_WAIT: Duration = Duration::from_secs(5);
 enum Work {
     Create(Vec<NewLocation>),
     Change(ChangePlan),
-    /// An operator's approval of this location (CONTRACT §10.5).
+    /// An operator's approval of this location.
     Approve(String),
 }
 

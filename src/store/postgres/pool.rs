@@ -9,7 +9,7 @@ use tokio_postgres::NoTls;
 use crate::store::api::StoreError;
 
 /// A pool of at most `size` connections to `config`, on which no session holds a lock, runs a
-/// statement or sits in a transaction longer than `limit` (CONTRACT §17), no statement is compiled
+/// statement or sits in a transaction longer than `limit`, no statement is compiled
 /// by PostgreSQL's JIT, and whose peer, should it vanish, is noticed by TCP keep-alives within
 /// about half a minute rather than the kernel's two hours; waiting at most `wait` for a connection,
 /// and `connect` for a new one.

@@ -1,4 +1,4 @@
-//! The shared rate budgets' ledger (CONTRACT §15): one statement a take, a give-back or a
+//! The shared rate budgets' ledger: one statement a take, a give-back or a
 //! heartbeat, each on a pooled connection, prepared once per connection.
 
 use async_trait::async_trait;

@@ -1,4 +1,4 @@
-//! A buyer's search (CONTRACT §12) on PostgreSQL: the domain's walk, each ring one statement whose
+//! A buyer's search on PostgreSQL: the domain's walk, each ring one statement whose
 //! key ranges are range scans of the index `locations_search` (the filter's flags and limits tested
 //! on the index's included columns), then the page's records by `seq`, all in one snapshot. The
 //! snapshot's `BEGIN` travels with the first ring's statement and its `COMMIT` with the records':
@@ -16,8 +16,8 @@ use crate::store::api::StoreError;
 
 /// A read-only, repeatable-read transaction, begun with `GENERIC_PLANS`: a ring's statement is
 /// written for its generic plan (`OFFSET 0`), and PostgreSQL planned it again for each search's
-/// values (0.08 ms a search, `pg_stat_statements.track_planning`). With the generic plans, 3,200
-/// to 3,600 searches/s at a million where there were 2,300 to 2,600 (issue 37).
+/// values (0.08 ms a search, `pg_stat_statements.track_planning`). Planning every search cost more
+/// than a third of its time at a million locations.
 const BEGIN: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; ";
 
 /// A ring's key ranges of the merchant's `ACTIVE` locations that pass the index test (the opening

@@ -14,7 +14,7 @@ pub(super) fn read_categories(conn: &Connection) -> Result<Vec<Category>, StoreE
     Ok(categories)
 }
 
-/// Every stored category, one at a time, in list order (CONTRACT §5.2: `sort_order` with nulls
+/// Every stored category, one at a time, in list order (`sort_order` with nulls
 /// last, then `id` by bytes). The snapshot's JSON arena is then laid out as the list is read:
 /// a page copies one run of memory, not a hundred scattered objects (on 1M categories the
 /// scattered reads were a third of a page's cost).

@@ -1,4 +1,4 @@
-//! Change SQL (CONTRACT §10): what a change request's decision reads, and writing what it
+//! Change SQL: what a change request's decision reads, and writing what it
 //! decided; the operators' quarantine review.
 
 use std::collections::HashSet;

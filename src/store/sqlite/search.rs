@@ -1,4 +1,4 @@
-//! A buyer's search (CONTRACT §12) on SQLite: the domain's walk, each ring's key ranges read from
+//! A buyer's search on SQLite: the domain's walk, each ring's key ranges read from
 //! the index `locations_search` (one range scan each, the filter's flags and limits tested inside
 //! the index), then the page's records by `seq`.
 

@@ -20,7 +20,7 @@ wire_enum! {
 
 /// The keys that name a location, and the version check, known to every operation.
 pub(super) const NAMING_KEYS: [&str; 3] = ["location_id", "merchant_location_id", "expected_version"];
-/// The keys an update item has besides the fields of SPEC §2.1.
+/// The keys an update item has besides a location's fields.
 pub(super) const UPDATE_KEYS: [&str; 2] = ["location_id", "expected_version"];
 
 /// One item of a change answer: a create result plus `version`.
@@ -50,7 +50,7 @@ pub struct Current {
     pub longitude: f64,
     pub version: i64,
     pub quarantined_by: Option<String>,
-    /// Approved by an operator (CONTRACT §10.5): `ACTIVE` until its coordinates change.
+    /// Approved by an operator: `ACTIVE` until its coordinates change.
     pub approved: bool,
     /// The stored canonical content.
     pub body: String,
@@ -74,7 +74,7 @@ pub struct Write {
 }
 
 impl Write {
-    /// Its event (CONTRACT §18.1), the row written at `at_ms`.
+    /// Its event, the row written at `at_ms`.
     pub fn change(&self, at_ms: i64) -> Change {
         Change {
             kind: self.kind,
@@ -113,7 +113,7 @@ pub struct Decision {
 }
 
 impl Decision {
-    /// One event per location written (CONTRACT §18.1), the rows written at `at_ms`.
+    /// One event per location written, the rows written at `at_ms`.
     pub fn changes(&self, at_ms: i64) -> Vec<Change> {
         self.writes.iter().map(|w| w.change(at_ms)).collect()
     }
@@ -162,7 +162,7 @@ pub(super) struct Item {
     pub(super) types: Option<TypeSet>,
 }
 
-/// CONTRACT §10.5: an operator approves a `QUARANTINE` location: it becomes `ACTIVE` (issue
+/// An operator approves a `QUARANTINE` location: it becomes `ACTIVE` (its issue
 /// null, version + 1) and stays so until its coordinates change. `None` for any other status.
 pub fn approval(location: &Current) -> Option<Write> {
     (location.status == Status::Quarantine).then(|| Write {

@@ -1,4 +1,4 @@
-//! Changing stored locations (CONTRACT §10): update, archive and restore, in batches.
+//! Changing stored locations: update, archive and restore, in batches.
 //!
 //! `ChangePlan::new` does everything that needs no storage: how each item names its location,
 //! its `expected_version`, and (update) its new content through the very validator create uses.
@@ -11,7 +11,7 @@
 //!
 //! and [`ChangePlan::decide`] makes every decision in memory, in request order: the results, the
 //! rows to write, the changes to the merchant's counts. Deciding `ACTIVE` or `QUARANTINE`
-//! (§10.4) is the rule create uses ([`geo::quarantining_neighbour`]) over the state as the request
+//! is the rule create uses ([`geo::quarantining_neighbour`]) over the state as the request
 //! leaves it so far: every location fetched, with this request's earlier changes applied.
 
 mod item;
@@ -103,7 +103,7 @@ impl ChangePlan {
         points
     }
 
-    /// Decides every item (CONTRACT §10.1–10.4), given the locations the items name (`targets`),
+    /// Decides every item, given the locations the items name (`targets`),
     /// the quarantined ones whose issue names one of them (`dependents`), and the live locations
     /// around every probe (`nearby`).
     pub fn decide(self, targets: Vec<Current>, dependents: Vec<Current>, nearby: Vec<Neighbour>) -> Decision {

@@ -1,5 +1,5 @@
 //! The state a change request decides over: every location fetched, with the request's earlier
-//! changes applied, and the rules that change it (CONTRACT §10.1–10.4).
+//! changes applied, and the rules that change it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -94,7 +94,7 @@ impl World {
         world
     }
 
-    /// The location an item names (CONTRACT §10.1), or its one error.
+    /// The location an item names, or its one error.
     pub(super) fn resolve(&self, item: &Item) -> Result<String, ChangeResult> {
         let found = match &item.naming {
             Naming::LocationId(id) => self.targets.contains(id).then(|| id.clone()),
@@ -276,7 +276,7 @@ impl World {
         Ok(applied)
     }
 
-    /// CONTRACT §17: a location created `seq`-th would have too many live neighbours at this point.
+    /// A location created `seq`-th would have too many live neighbours at this point.
     fn too_dense(&self, seq: i64, latitude: f64, longitude: f64) -> bool {
         let live = self.candidates();
         geo::too_dense(seq, latitude, longitude, &live)
@@ -316,7 +316,7 @@ impl World {
         }
     }
 
-    /// CONTRACT §10.4 for the location `id`: its status and issue from the state so far.
+    /// The quarantine rule for the location `id`: its status and issue from the state so far.
     fn decide_status(&mut self, id: &str) -> Status {
         let Some(subject) = self.locations.get(id).map(|e| e.now.clone()) else {
             return Status::Failed;
@@ -426,7 +426,7 @@ fn with_types_conflict(mut errors: Vec<FieldError>, item: &Item, current: &Curre
             .into(),
         },
     );
-    // Still at most the first errors of the item (CONTRACT §4.1 step 3).
+    // Still at most the first errors of the item .
     errors.truncate(crate::domain::field_error::MAX_ERRORS_PER_ITEM);
     errors
 }

@@ -1,4 +1,4 @@
-//! What the search index holds of a location (CONTRACT §12): its cell key, one integer of flags
+//! What the search index holds of a location: its cell key, one integer of flags
 //! for the filters that are sets and booleans, its limits sorted for the parcel test, and its
 //! opening hours in a compact binary form. The stores write these beside the record in the same
 //! statement as the record, so the index is never out of step with it; the search tests the flags
@@ -136,7 +136,7 @@ pub mod hours {
     }
 
     /// Whether the location with these hours is open on `date` (`YYYYMMDD`), a `weekday`, at
-    /// `minute` (CONTRACT §12.2): the dated element of the date decides when there is one,
+    /// `minute`: the dated element of the date decides when there is one,
     /// else the weekday's element; neither means closed. Unreadable bytes: closed.
     pub fn is_open(bytes: &[u8], date: u32, weekday: Weekday, minute: u16) -> bool {
         if bytes.first() != Some(&VERSION) || bytes.len() < WEEK {
@@ -269,7 +269,7 @@ mod tests {
         day(at("time_start"), at("time_end"), lunch)
     }
 
-    /// CONTRACT §12.2's cases, one table with the widget's browser test (`openAt`).
+    /// The opening-hours cases, one table with the widget's browser test (`openAt`).
     #[test]
     fn the_search_decides_open_as_the_shared_cases_say() {
         let table: serde_json::Value =

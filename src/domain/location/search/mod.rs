@@ -1,4 +1,4 @@
-//! A buyer's search (CONTRACT §12): which of the merchant's `ACTIVE` locations can serve an order
+//! A buyer's search: which of the merchant's `ACTIVE` locations can serve an order
 //! near a point, nearest first. The stores fetch; everything is decided here, once.
 //!
 //! **The walk.** A search reads rings around the buyer, each the key ranges of a covering
@@ -15,7 +15,7 @@
 //! **Pages.** A page ends at the `(distance_m, seq)` of its last result; the next walk starts at
 //! that distance and skips what is not after it, so a page deep in a walk reads the ring where it
 //! starts, not everything nearer. What a walk costs is bounded by the locations within `radius_m`
-//! of the buyer that pass the index's test (at most §17's density limit over the disk), and by at
+//! of the buyer that pass the index's test (at most the density limit over the disk), and by at
 //! most [`MAX_RINGS`] rings of [`RING_CELLS`] ranges each.
 
 pub mod key;

@@ -1,4 +1,4 @@
-//! A page of search results and the answer it makes (CONTRACT §12.3), written in one place: each
+//! A page of search results and the answer it makes, written in one place: each
 //! result's JSON as the store reads it, then the answer around them.
 
 use bytes::Bytes;

@@ -1,4 +1,4 @@
-//! What a search asks (CONTRACT §12.1), normalised: the buyer's point, the radius, the filter and
+//! What a search asks, normalised: the buyer's point, the radius, the filter and
 //! what the index tests of it, the page's size and where it continues; and the digest a cursor is
 //! bound to.
 
@@ -69,7 +69,7 @@ impl LocalTime {
     }
 }
 
-/// A search's filter (CONTRACT §12.1), normalised: absent conditions `None` (or `false`).
+/// A search's filter, normalised: absent conditions `None` (or `false`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SearchFilter {
     pub types: Option<TypeSet>,
@@ -80,7 +80,7 @@ pub struct SearchFilter {
     pub accepts_returns: Option<bool>,
     pub parcel: Option<Parcel>,
     pub open_at: Option<LocalTime>,
-    /// Only what a buyer may see (CONTRACT §22, a storefront key's search): locations that are a
+    /// Only what a buyer may see (a storefront key's search): locations that are a
     /// pickup point or a click-and-collect point, never a warehouse alone.
     pub buyers_only: bool,
 }
@@ -105,7 +105,7 @@ impl IndexTest {
     }
 }
 
-/// The types a buyer may see: a pickup point or a click-and-collect point (CONTRACT §22).
+/// The types a buyer may see: a pickup point or a click-and-collect point.
 pub const BUYER_TYPES: TypeSet = TypeSet::PICKUP_POINT.union(TypeSet::CLICK_AND_COLLECT);
 
 impl SearchFilter {
@@ -255,7 +255,7 @@ impl SearchQuery {
         self.limit
     }
 
-    /// A digest of the merchant and of everything a cursor is bound to (CONTRACT §12.3): `near`,
+    /// A digest of the merchant and of everything a cursor is bound to: `near`,
     /// `radius_m` and the filter, normalised, so that questions that mean the same share it.
     pub fn digest(&self, merchant_id: &str) -> [u8; 16] {
         let mut h = Sha256::new();

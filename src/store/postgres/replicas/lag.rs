@@ -1,4 +1,4 @@
-//! How far a replica is behind (CONTRACT §19): the time since the primary committed the oldest
+//! How far a replica is behind: the time since the primary committed the oldest
 //! change the replica has not replayed, measured on positions in the write-ahead log, with no clock
 //! but this instance's.
 //!

@@ -1,4 +1,4 @@
-//! Buyers' reads on hot standbys (CONTRACT §19): a pool per replica, a watcher that measures how
+//! Buyers' reads on hot standbys: a pool per replica, a watcher that measures how
 //! far each is behind (`lag`), and the choice of one for a read.
 //!
 //! **Watching.** Every [`TICK`] the watcher reads the primary's WAL flush position, then each
