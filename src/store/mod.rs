@@ -19,7 +19,6 @@ pub mod postgres;
 mod redact;
 pub mod redelivery_api;
 pub mod redelivery_sql;
-pub mod settle_plan;
 pub mod sql_text;
 pub mod sqlite;
 pub mod webhook_api;

@@ -1,6 +1,6 @@
 //! Delivering events to the merchants' endpoints: signed (`sign`), only to public addresses
 //! (`address`), one HTTP attempt at a time (`send`, its failures said in words by `failure`), by
-//! the worker (`worker`), whose results become a settle plan (`crate::store::settle_plan`)
+//! the worker (`worker`), whose results become a settle plan (`settle`)
 //! written in batches.
 //!
 //! The worker claims windows of endpoints' fresh events and retries due, in the name of a random
@@ -15,6 +15,7 @@ pub mod config;
 pub mod failure;
 pub mod places;
 pub mod send;
+pub mod settle;
 pub mod sign;
 pub mod worker;
 

@@ -25,10 +25,10 @@ use tokio_util::sync::CancellationToken;
 use super::config::{Clock, SystemClock, WebhookSettings, jitter};
 use super::places::{Candidate, InFlight, PER_ENDPOINT, Places};
 use super::send::{Delivery, Transport};
+use super::settle::{self, SettleRules};
 use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::errors::ErrorChain;
 use crate::store::api::millis;
-use crate::store::settle_plan::{self, SettleRules};
 use crate::store::webhook_api::{
     Chooser, ClaimRequest, Due, Held as HeldClaims, Settled, Settlement, Source, WebhookStore, Window,
 };
@@ -383,7 +383,7 @@ impl Worker {
             retry: &self.settings.retry,
             disable_after: self.settings.disable_after,
         };
-        let plan = settle_plan::plan(batch, &rules);
+        let plan = settle::plan(batch, &rules);
         if let Err(e) = self.store.settle(&self.owner, plan).await {
             // Their claims lapse and the deliveries are attempted again: at least once.
             tracing::warn!(error = %ErrorChain(&e), "recording webhook attempts failed");

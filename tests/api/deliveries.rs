@@ -253,8 +253,8 @@ async fn endpoint_state(url: &str, store: &dyn storefront::store::Store, merchan
 async fn both_engines_store_a_settle_plan_alike() {
     use storefront::domain::webhook::{Attempt, Outcome, RetrySchedule, Trigger, Webhook, WebhookStatus};
     use storefront::secret::Secret;
-    use storefront::store::settle_plan::{SettleRules, plan};
     use storefront::store::webhook_api::{NewWebhook, Settled, Settlement, Source};
+    use storefront::webhooks::settle::{SettleRules, plan};
 
     let _ = postgres_admin_url().expect("set STOREFRONT_TEST_POSTGRES");
     let dir = tempfile::tempdir().unwrap();

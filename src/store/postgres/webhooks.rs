@@ -388,7 +388,7 @@ impl WebhookStore for PgWebhooks {
     }
 }
 
-/// Writes a settle plan (`store::settle_plan`), a statement for each of its parts that is not
+/// Writes a settle plan (`webhooks::settle`), a statement for each of its parts that is not
 /// empty: deliveries and windows only where `owner` still holds their claim, retries only for an
 /// endpoint that is enabled.
 async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> Result<(), StoreError> {

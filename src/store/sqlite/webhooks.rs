@@ -352,7 +352,7 @@ impl WebhookStore for SqliteWebhooks {
     }
 }
 
-/// Writes a settle plan (`store::settle_plan`): deliveries and windows only where `owner` still
+/// Writes a settle plan (`webhooks::settle`): deliveries and windows only where `owner` still
 /// holds their claim, retries only for an endpoint that is enabled.
 fn write_plan(tx: &Connection, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {
     let mut insert = tx.prepare_cached(

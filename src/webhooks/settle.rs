@@ -1,5 +1,6 @@
-//! What a batch of attempts does to the store, decided once for both engines:
-//! the settle plan. Each engine only writes it, in one transaction.
+//! What a batch of attempts does to the store, decided once above both engines: the settle
+//! plan, the webhooks' policy (retries, a 410, the failing clock). Each engine only writes it, in
+//! one transaction.
 //!
 //! The rules, per endpoint, its attempts taken in the order they were made:
 //! - every attempt is recorded;
@@ -21,8 +22,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::webhook_api::{Failing, Retry, SettlePlan, Settled, Settlement, Source};
 use crate::domain::webhook::{DisabledReason, Outcome, RetrySchedule};
+use crate::store::api::millis;
+use crate::store::webhook_api::{Failing, Retry, SettlePlan, Settled, Settlement, Source};
 
 /// The rules' settings: the retry schedule, and how long an endpoint may fail before it is
 /// disabled.
@@ -62,7 +64,7 @@ pub fn plan(batch: Vec<Settlement>, rules: &SettleRules<'_>) -> SettlePlan {
                 .push(Made { settled, from_window });
         }
     }
-    let disable_after = super::api::millis(rules.disable_after);
+    let disable_after = millis(rules.disable_after);
     for (webhook_id, mut made) in by_endpoint {
         made.sort_by_key(|m| (m.settled.attempt.attempted_at_ms, m.settled.sequence));
         let failing = failing_clock(&made);
@@ -118,7 +120,7 @@ fn next_of(s: &Settled, from_window: Option<i64>, schedule: &RetrySchedule, plan
             let attempts = usize::try_from(a.attempt).unwrap_or(usize::MAX);
             schedule
                 .next(attempts, s.retry_after, s.jitter)
-                .map(|delay| s.ended_at_ms.saturating_add(super::api::millis(delay)))
+                .map(|delay| s.ended_at_ms.saturating_add(millis(delay)))
         }
     };
     let retry = |at_ms| Retry {
@@ -139,5 +141,5 @@ fn next_of(s: &Settled, from_window: Option<i64>, schedule: &RetrySchedule, plan
 }
 
 #[cfg(test)]
-#[path = "settle_plan_tests.rs"]
+#[path = "settle_tests.rs"]
 mod tests;
