@@ -320,6 +320,7 @@ pub async fn serve(
     let deliver = tokio::spawn(crate::webhooks::deliver(
         state.store.webhooks(),
         state.by_hand.transport(),
+        state.by_hand.clock(),
         state.by_hand.places(),
         state.settings.webhooks.clone(),
         stopping.clone(),

@@ -17,6 +17,7 @@ use crate::rate_limit::shared::Peers;
 use crate::rate_limit::{Budget, Sharing};
 use crate::store::event_signal::EventSignal;
 use crate::store::{Store, StoreError};
+use crate::webhooks::SystemClock;
 use crate::webhooks::by_hand::ByHand;
 use crate::webhooks::places::Places;
 use crate::webhooks::send::Sender;
@@ -122,6 +123,7 @@ impl AppState {
             by_hand: Arc::new(ByHand::new(
                 Arc::new(Sender::new(settings.webhooks.attempt_timeout)),
                 Arc::new(Places::default()),
+                Arc::new(SystemClock),
                 settings.webhooks.clone(),
             )),
             imports_wake: Arc::default(),

@@ -1,5 +1,5 @@
-//! Attempts made by hand: a resend or a test is one attempt through the very
-//! transport the worker uses (the same signing, public-address rule and 15 s), made while it holds
+//! Attempts made by hand: a resend or a test is one attempt made as the worker makes one
+//! (`attempt`), through the very transport and clock the worker uses (the same signing, public-address rule and 15 s), made while it holds
 //! a place of its endpoint (`places`: it counts against the bound on attempts in flight), and
 //! counted in `webhook_attempts_total{outcome}` (not in `webhook_delivery_seconds`: it is no
 //! event's delivery after its commit).
@@ -8,10 +8,11 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::config::{Clock, SystemClock, WebhookSettings};
-use super::places::{InFlight, Places};
+use super::attempt::{self, Of};
+use super::config::{Clock, WebhookSettings};
+use super::places::Places;
 use super::send::{Delivery, Transport};
-use crate::domain::webhook::{Attempt, Outcome, Trigger};
+use crate::domain::webhook::{Attempt, Trigger};
 use crate::secret::Secret;
 
 /// What to send by hand, to whom.
@@ -34,14 +35,21 @@ pub struct HandMade<'a> {
 pub struct ByHand {
     transport: Arc<dyn Transport>,
     places: Arc<Places>,
+    clock: Arc<dyn Clock>,
     settings: WebhookSettings,
 }
 
 impl ByHand {
-    pub fn new(transport: Arc<dyn Transport>, places: Arc<Places>, settings: WebhookSettings) -> Self {
+    pub fn new(
+        transport: Arc<dyn Transport>,
+        places: Arc<Places>,
+        clock: Arc<dyn Clock>,
+        settings: WebhookSettings,
+    ) -> Self {
         ByHand {
             transport,
             places,
+            clock,
             settings,
         }
     }
@@ -53,35 +61,27 @@ impl ByHand {
             .places
             .wait_for_one(made.webhook_id, made.merchant_pk, wait_until)
             .await?;
-        let attempted_at = SystemClock.now_ms();
         let delivery = Delivery {
             url: made.url,
             event_id: made.event_id,
             body: made.body,
             secrets: made.secrets,
         };
-        let in_flight = InFlight::start();
-        let sent = self.transport.send(delivery, self.settings.reach).await;
-        drop(in_flight);
-        drop(place);
-        let outcome = if sent.delivered() {
-            Outcome::Delivered
-        } else {
-            Outcome::Failed
-        };
-        metrics::counter!("webhook_attempts_total", "outcome" => outcome.as_str()).increment(1);
-        Some(Attempt {
-            id: 0,
-            event_id: made.event_id.to_owned(),
+        let of = Of {
             sequence: made.sequence,
             attempt: made.attempt,
-            attempted_at_ms: attempted_at,
-            outcome,
-            http_status: sent.status.map(i64::from),
-            error: sent.error,
-            duration_ms: crate::store::api::millis(sent.took),
             trigger: made.trigger,
-        })
+        };
+        let ended = attempt::make(
+            self.transport.as_ref(),
+            self.settings.reach,
+            self.clock.as_ref(),
+            delivery,
+            of,
+        )
+        .await;
+        drop(place);
+        Some(ended.attempt)
     }
 
     /// The places this instance's attempts share: the worker's.
@@ -92,5 +92,10 @@ impl ByHand {
     /// The transport both make their attempts through.
     pub fn transport(&self) -> Arc<dyn Transport> {
         Arc::clone(&self.transport)
+    }
+
+    /// The clock both time their attempts by.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
     }
 }

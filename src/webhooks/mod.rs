@@ -10,6 +10,7 @@
 //! or dead endpoint holds a few places of its own, never another's, and no request's.
 
 pub mod address;
+pub mod attempt;
 pub mod by_hand;
 pub mod config;
 pub mod failure;

@@ -22,11 +22,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::config::{Clock, SystemClock, WebhookSettings, jitter};
-use super::places::{Candidate, InFlight, PER_ENDPOINT, Places};
+use super::attempt::{self, Of};
+use super::config::{Clock, WebhookSettings, jitter};
+use super::places::{Candidate, PER_ENDPOINT, Places};
 use super::send::{Delivery, Transport};
 use super::settle::{self, SettleRules};
-use crate::domain::webhook::{Attempt, Outcome, Trigger};
+use crate::domain::webhook::{Outcome, Trigger};
 use crate::errors::ErrorChain;
 use crate::store::api::millis;
 use crate::store::webhook_api::{
@@ -81,11 +82,12 @@ pub struct Worker {
 pub async fn deliver(
     store: Arc<dyn WebhookStore>,
     transport: Arc<dyn Transport>,
+    clock: Arc<dyn Clock>,
     places: Arc<Places>,
     settings: WebhookSettings,
     stop: CancellationToken,
 ) {
-    let (worker, queue) = Worker::new(store, transport, Arc::new(SystemClock), places, settings, stop);
+    let (worker, queue) = Worker::new(store, transport, clock, places, settings, stop);
     worker.run(queue).await;
 }
 
@@ -304,27 +306,28 @@ impl Worker {
 
     /// One attempt, as it ended.
     async fn attempt(&self, due: Due) -> Settled {
-        let attempted_at = self.clock.now_ms();
         let delivery = Delivery {
             url: &due.url,
             event_id: &due.event_id,
             body: &due.body,
             secrets: &due.secrets,
         };
-        let in_flight = InFlight::start();
-        let sent = self.transport.send(delivery, self.settings.reach).await;
-        drop(in_flight);
-        self.places
-            .answered(&due.webhook_id, due.merchant_pk, sent.status.is_some());
-        let ended_at = self.clock.now_ms();
-        let outcome = if sent.delivered() {
-            Outcome::Delivered
-        } else {
-            Outcome::Failed
+        let of = Of {
+            sequence: Some(due.sequence),
+            attempt: due.attempts + 1,
+            trigger: Trigger::Automatic,
         };
-        metrics::counter!("webhook_attempts_total", "outcome" => outcome.as_str()).increment(1);
-        if sent.delivered() {
-            let lag = (ended_at - due.appended_at_ms).max(0) as f64 / 1000.0;
+        let made = attempt::make(
+            self.transport.as_ref(),
+            self.settings.reach,
+            self.clock.as_ref(),
+            delivery,
+            of,
+        )
+        .await;
+        self.places.answered(&due.webhook_id, due.merchant_pk, made.answered);
+        if made.attempt.outcome == Outcome::Delivered {
+            let lag = (made.ended_at_ms - due.appended_at_ms).max(0) as f64 / 1000.0;
             metrics::histogram!("webhook_delivery_seconds").record(lag);
         }
         Settled {
@@ -333,20 +336,9 @@ impl Worker {
             appended_at_ms: due.appended_at_ms,
             sequence: due.sequence,
             failing_since_ms: due.failing_since_ms,
-            attempt: Attempt {
-                id: 0,
-                event_id: due.event_id,
-                sequence: Some(due.sequence),
-                attempt: due.attempts + 1,
-                attempted_at_ms: attempted_at,
-                outcome,
-                http_status: sent.status.map(i64::from),
-                error: sent.error,
-                duration_ms: millis(sent.took),
-                trigger: Trigger::Automatic,
-            },
-            retry_after: sent.retry_after,
-            ended_at_ms: ended_at,
+            attempt: made.attempt,
+            retry_after: made.retry_after,
+            ended_at_ms: made.ended_at_ms,
             jitter: jitter(),
         }
     }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio::sync::{Notify, Semaphore};
 
 use super::*;
-use crate::domain::webhook::Webhook;
+use crate::domain::webhook::{Attempt, Webhook};
 use crate::store::StoreError;
 use crate::store::webhook_api::{
     AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_retries, choose_windows,
