@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The benchmark (issue 7): both endpoints of this service, side by side in one run on one machine
 with (a) the ceiling of our own HTTP stack and (b) a FastAPI + pydantic v2 peer; results and the
-targets as ratios go to BENCHMARKS.md. Run it with `scripts/bench` (see --help).
+targets as ratios go to target/bench/report.md (their figures then into BENCHMARKS.md's goals). Run it with `scripts/bench` (see --help).
 
 Each (server, workload, connections) is measured REPS times, each time on a freshly started
 server over a fresh copy of the database: a warm-up, then a closed-loop wrk run. Reported:
@@ -405,7 +405,7 @@ def main():
     p.add_argument("--servers", default="ours,ceiling,peer")
     p.add_argument("--workloads", default="create,create-pg,create-pg8,update,archive,list-google,list-1m,locations-1k,locations-1m,push")
     p.add_argument("--locations", type=int, default=1_000_000, help="locations of the big merchant")
-    p.add_argument("--out", help="where the report goes (default BENCHMARKS.md; with --standard target/bench/standard.md)")
+    p.add_argument("--out", help="where the report goes (default target/bench/report.md; with --standard target/bench/standard.md)")
     p.add_argument("--standard", metavar="BASE_BINARY",
                    help="the standard set every change must not slow down (" + ", ".join(STANDARD) + "), at 16 "
                    "connections beside BASE_BINARY (an earlier release build of storefront) and the ceiling, with one "
@@ -425,7 +425,7 @@ def main():
         cfg.base_bin, cfg.servers, cfg.workloads = cfg.standard, "ours,ceiling", ",".join(STANDARD)
         cfg.conns = "16" if cfg.conns == p.get_default("conns") else cfg.conns
         cfg.duration = max(cfg.duration, 8)
-    cfg.out = cfg.out or str(ROOT / ("target/bench/standard.md" if cfg.standard else "BENCHMARKS.md"))
+    cfg.out = cfg.out or str(ROOT / ("target/bench/standard.md" if cfg.standard else "target/bench/report.md"))
     cfg.conns = [int(c) for c in cfg.conns.split(",")]
     cfg.big_total = 10 + 10 * 100 + 10 * 100 * max(1, cfg.big // 1000)
     servers, workloads = cfg.servers.split(","), cfg.workloads.split(",")
