@@ -5,6 +5,7 @@ pub mod auth;
 pub mod body_budget;
 pub mod cli;
 pub mod client;
+pub mod clock;
 pub mod codes;
 pub mod config;
 pub mod demo;

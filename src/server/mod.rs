@@ -244,7 +244,7 @@ impl InProgress {
 impl Drop for InProgress {
     fn drop(&mut self) {
         let activity = &self.0;
-        let ms = u64::try_from(activity.opened.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let ms = crate::clock::millis_u64(activity.opened.elapsed());
         activity.last_end_ms.store(ms, Ordering::SeqCst);
         activity.in_progress.fetch_sub(1, Ordering::SeqCst);
     }

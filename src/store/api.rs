@@ -10,11 +10,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use super::clock::millis;
 pub use super::error::StoreError;
 use super::event_signal::EventSignal;
 use super::redelivery_api::RedeliveryStore;
 use super::webhook_api::WebhookStore;
+pub use crate::clock::{millis, now_ms};
 use crate::domain::category::Category;
 use crate::domain::category::import::{Mode, Parsed, Problem};
 use crate::domain::event::{EventPage, EventQuery};
@@ -370,11 +370,4 @@ pub trait Store: Send + Sync + 'static {
     fn rate_ledger(&self) -> Option<Arc<dyn Ledger>> {
         None
     }
-}
-
-/// Unix time in milliseconds.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }

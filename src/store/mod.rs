@@ -3,7 +3,6 @@
 //! share in `migrate`, their group commits' common parts in `group`, and here the database URL and the factory that opens the right engine.
 
 pub mod api;
-pub mod clock;
 pub mod error;
 pub mod event_rows;
 pub mod event_signal;

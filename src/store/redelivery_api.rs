@@ -124,7 +124,7 @@ impl Bisect {
 /// The bisections of a recovery: where its scan of the log starts (a margin before `since`),
 /// and where it ends (a margin after `until`).
 pub fn recovery_bounds(recovery: &Recovery, lo: i64, hi: i64) -> (Bisect, Bisect) {
-    let skew = super::clock::millis(APPENDED_SKEW);
+    let skew = crate::clock::millis(APPENDED_SKEW);
     (
         Bisect::new(lo, hi, recovery.since_ms.saturating_sub(skew)),
         Bisect::new(lo, hi, recovery.until_ms.saturating_add(skew)),

@@ -267,7 +267,7 @@ impl Backoff {
 /// together.
 fn jittered(d: Duration) -> Duration {
     let half = d / 2;
-    let spread = u64::try_from(half.as_millis()).unwrap_or(u64::MAX).max(1);
+    let spread = crate::clock::millis_u64(half).max(1);
     let random = getrandom::u64().unwrap_or(0) % spread;
     half + Duration::from_millis(random)
 }

@@ -221,7 +221,7 @@ pub struct WriteDelay(std::sync::atomic::AtomicU64);
 
 impl WriteDelay {
     pub fn set(&self, by: Duration) {
-        let ms = u64::try_from(by.as_millis()).unwrap_or(u64::MAX);
+        let ms = crate::clock::millis_u64(by);
         self.0.store(ms, std::sync::atomic::Ordering::SeqCst);
     }
 

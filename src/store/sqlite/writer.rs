@@ -66,14 +66,14 @@ impl Interrupt {
 
     fn set(&self, deadline: Option<Instant>) {
         let ms = deadline.map_or(u64::MAX, |at| {
-            u64::try_from(at.saturating_duration_since(self.base).as_millis()).unwrap_or(u64::MAX)
+            crate::clock::millis_u64(at.saturating_duration_since(self.base))
         });
         self.at_ms.store(ms, Ordering::Relaxed);
     }
 
     fn due(&self) -> bool {
         let at = self.at_ms.load(Ordering::Relaxed);
-        at != u64::MAX && u64::try_from(self.base.elapsed().as_millis()).unwrap_or(u64::MAX) > at
+        at != u64::MAX && crate::clock::millis_u64(self.base.elapsed()) > at
     }
 }
 
