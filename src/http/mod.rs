@@ -24,5 +24,6 @@ pub mod request_id;
 mod rules_doc;
 pub mod schemas;
 pub mod search;
+pub mod search_schemas;
 pub mod webhooks;
 pub mod widget;

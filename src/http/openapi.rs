@@ -17,6 +17,7 @@ use super::key_schemas::*;
 use super::locations as create;
 use super::schemas::*;
 use super::search;
+use super::search_schemas::*;
 use super::{events, imports, keys, redelivery, webhooks};
 use crate::domain::category::{Category, CategoryStatus};
 use crate::domain::event::EventType;

@@ -43,13 +43,13 @@ const KEYS: [&str; 4] = ["near", "radius_m", "filter", "pagination"];
     tag = "locations",
     operation_id = "searchLocations",
     request_body(
-        content = crate::http::schemas::SearchRequest,
+        content = crate::http::search_schemas::SearchRequest,
         content_type = "application/json",
-        example = json!(crate::http::schemas::search_example_request())
+        example = json!(crate::http::search_schemas::search_example_request())
     ),
     responses(
-        (status = 200, description = "A page of the locations found, nearest first", body = crate::http::schemas::SearchResponse,
-         example = json!(crate::http::schemas::search_example_answer())),
+        (status = 200, description = "A page of the locations found, nearest first", body = crate::http::search_schemas::SearchResponse,
+         example = json!(crate::http::search_schemas::search_example_answer())),
         (status = 400, description = "INVALID_REQUEST, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
          body = crate::http::schemas::ErrorBody)
     )
