@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::{Origin, Parsed, Problem, Record, check_id, is_valid_slug, slugify};
+use super::record::{Origin, Parsed, Problem, Record, check_id, is_valid_slug, slugify};
 use crate::domain::category::{Category, CategoryStatus};
 
 struct GoogleLine<'a> {

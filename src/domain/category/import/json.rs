@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Origin, Parsed, Problem, Record, check_id, is_valid_slug};
+use super::record::{Origin, Parsed, Problem, Record, check_id, is_valid_slug};
 use crate::domain::category::{Category, CategoryStatus};
 
 const KEYS: &[&str] = &[

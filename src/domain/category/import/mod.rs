@@ -1,67 +1,19 @@
 //! Importing categories: the service's JSON format and the Google Product
-//! Taxonomy text format (`json`, `google`), and the checks on the set an import would produce.
+//! Taxonomy text format (`json`, `google`, both yielding `record`s), and the checks on the set an import would produce.
 //!
 //! An import is all or nothing: `parse` and `merge` collect *every* problem, each naming the
 //! record (JSON: its 0-based index) or line (Google: 1-based) at fault, and the store writes
 //! nothing unless both succeed.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 
 use super::Category;
 
-const MAX_ID_CHARS: usize = 64;
+mod google;
+mod json;
+mod record;
 
-/// Where a record came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
-    /// 0-based index in a JSON array.
-    Index(usize),
-    /// 1-based line of a Google taxonomy file.
-    Line(usize),
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::Index(i) => write!(f, "record {i}"),
-            Origin::Line(n) => write!(f, "line {n}"),
-        }
-    }
-}
-
-/// A parsed record and where it came from.
-#[derive(Clone, Debug)]
-pub struct Record {
-    pub origin: Origin,
-    pub category: Category,
-}
-
-/// One reason an import is refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Problem {
-    /// `None` for a problem of the file as a whole, or of a stored category.
-    pub origin: Option<Origin>,
-    pub message: String,
-}
-
-impl Problem {
-    fn at(origin: Origin, message: impl Into<String>) -> Self {
-        Problem {
-            origin: Some(origin),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.origin {
-            Some(origin) => write!(f, "{origin}: {}", self.message),
-            None => f.write_str(&self.message),
-        }
-    }
-}
+pub use self::record::{Origin, Parsed, Problem, Record, is_valid_slug, slugify};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -77,14 +29,6 @@ pub fn detect(text: &str) -> Format {
     }
 }
 
-/// A parsed file: the records that parsed, and the problems of those that did not. The set
-/// checks of [`merge`] run on the records either way, so one import reports every problem.
-#[derive(Clone, Debug, Default)]
-pub struct Parsed {
-    pub records: Vec<Record>,
-    pub problems: Vec<Problem>,
-}
-
 /// Parses a whole file.
 pub fn parse(text: &str, format: Option<Format>) -> Parsed {
     let text = text.trim_start_matches('\u{feff}');
@@ -93,44 +37,6 @@ pub fn parse(text: &str, format: Option<Format>) -> Parsed {
         Format::Google => google::parse(text),
     }
 }
-
-/// `^[a-z0-9]+(-[a-z0-9]+)*$`
-pub fn is_valid_slug(slug: &str) -> bool {
-    !slug.is_empty()
-        && slug
-            .split('-')
-            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()))
-}
-
-/// A slug from a name: transliterated to ASCII, lower-cased, runs of other characters as one
-/// `-`, then `-<id>` so slugs are unique; `<id>` alone when the name leaves nothing.
-pub fn slugify(name: &str, id: &str) -> String {
-    let words = |s: &str| -> Vec<String> {
-        deunicode::deunicode(s)
-            .replace(['\'', '`'], "")
-            .to_ascii_lowercase()
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_owned)
-            .collect()
-    };
-    let mut parts = words(name);
-    parts.extend(words(id));
-    parts.join("-")
-}
-
-fn check_id(id: &str) -> Result<(), String> {
-    if id.is_empty() {
-        Err("id must not be empty".into())
-    } else if id.chars().count() > MAX_ID_CHARS {
-        Err(format!("id must be at most {MAX_ID_CHARS} characters"))
-    } else {
-        Ok(())
-    }
-}
-
-mod google;
-mod json;
 
 // ---- the resulting set ----------------------------------------------------------------------
 
