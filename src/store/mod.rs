@@ -21,6 +21,7 @@ pub mod redelivery_sql;
 pub mod sql_text;
 pub mod sqlite;
 pub mod webhook_api;
+pub mod webhook_sql;
 
 pub use pools::Pools;
 pub use redact::redact;

@@ -22,6 +22,10 @@ use crate::store::webhook_api::{
     AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
     WebhookChange, WebhookStore, Window, choose_retries, choose_windows, window_size,
 };
+use crate::store::webhook_sql;
+
+/// The parameter mark of the SQL written once for both engines.
+const M: char = '$';
 
 /// The database's clock, in Unix milliseconds: claims are held and expire by it.
 pub(super) const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::int8";
@@ -169,22 +173,14 @@ impl WebhookStore for PgWebhooks {
         let tx = client.transaction().await?;
         // The count and the insert take turns with the merchant's other writes.
         lock_merchant(&tx, merchant_pk).await?;
-        let count: i64 = tx
-            .query_one(
-                "SELECT count(*) FROM webhooks WHERE merchant_pk = $1 AND deleted_at IS NULL",
-                &[&merchant_pk],
-            )
-            .await?
-            .get(0);
+        let count: i64 = tx.query_one(&webhook_sql::count_live(M), &[&merchant_pk]).await?.get(0);
         if count >= MAX_WEBHOOKS as i64 {
             return Ok(None);
         }
         let w = &new.webhook;
-        // Only the events appended from now on are sent to it (the merchant's lock holds its writes).
+        // Where the merchant's log stands holds while the merchant's lock holds its writes.
         tx.execute(
-            "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at, \
-             delivered_through, claimed_through, created_through) SELECT $1, $2, $3, $4, $5, $6, $7, l, l, l FROM \
-             (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = $2) AS log",
+            &webhook_sql::insert(M),
             &[
                 &w.webhook_id,
                 &merchant_pk,
@@ -230,33 +226,19 @@ impl WebhookStore for PgWebhooks {
         };
         match change {
             WebhookChange::Delete => {
-                tx.execute(
-                    "UPDATE webhooks SET deleted_at = $2, claim_until = 0, claim_owner = NULL WHERE webhook_id = $1",
-                    &[&webhook_id, &crate::store::api::now_ms()],
-                )
-                .await?;
-                tx.execute("DELETE FROM deliveries WHERE webhook_id = $1", &[&webhook_id])
+                tx.execute(&webhook_sql::delete(M), &[&webhook_id, &crate::store::api::now_ms()])
                     .await?;
+                tx.execute(&webhook_sql::drop_retries(M), &[&webhook_id]).await?;
                 tx.commit().await?;
                 return Ok(Some(before));
             }
             WebhookChange::Enable => {
-                // What was appended while it was disabled is not sent (the feed has it).
-                tx.execute(
-                    "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL, \
-                     delivered_through = l, claimed_through = l, claim_until = 0, claim_owner = NULL FROM \
-                     (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = $2) AS log \
-                     WHERE webhook_id = $1",
-                    &[&webhook_id, &merchant_pk],
-                )
-                .await?;
+                tx.execute(&webhook_sql::enable(M), &[&webhook_id, &merchant_pk])
+                    .await?;
             }
             WebhookChange::Rotate { secret, old_until_ms } => {
-                tx.execute(
-                    "UPDATE webhooks SET old_secret = secret, old_secret_until = $3, secret = $2 WHERE webhook_id = $1",
-                    &[&webhook_id, &secret.expose(), &old_until_ms],
-                )
-                .await?;
+                tx.execute(&webhook_sql::rotate(M), &[&webhook_id, &secret.expose(), &old_until_ms])
+                    .await?;
             }
         }
         let after = find(&tx, merchant_pk, webhook_id).await?;

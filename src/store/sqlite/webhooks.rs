@@ -22,6 +22,10 @@ use crate::store::webhook_api::{
     AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
     WebhookChange, WebhookStore, Window, choose_retries, choose_windows, window_size,
 };
+use crate::store::webhook_sql;
+
+/// The parameter mark of the SQL written once for both engines.
+const M: char = '?';
 
 pub(super) struct SqliteWebhooks {
     pub(super) jobs: Jobs,
@@ -144,30 +148,22 @@ fn find(conn: &Connection, merchant_pk: i64, webhook_id: &str) -> Result<Option<
 impl WebhookStore for SqliteWebhooks {
     async fn create_webhook(&self, merchant_pk: i64, new: NewWebhook) -> Result<Option<Webhook>, StoreError> {
         write(&self.jobs, move |tx| {
-            let count: i64 = tx.query_row(
-                "SELECT count(*) FROM webhooks WHERE merchant_pk = ?1 AND deleted_at IS NULL",
-                [merchant_pk],
-                |r| r.get(0),
-            )?;
+            let count: i64 = tx
+                .prepare_cached(&webhook_sql::count_live(M))?
+                .query_row([merchant_pk], |r| r.get(0))?;
             if count >= MAX_WEBHOOKS as i64 {
                 return Ok(None);
             }
             let w = &new.webhook;
-            // Only the events appended from now on are sent to it.
-            tx.execute(
-                "INSERT INTO webhooks (webhook_id, merchant_pk, url, types, status, secret, created_at, \
-                 delivered_through, claimed_through, created_through) SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, l, l, l \
-                 FROM (SELECT coalesce(max(last_sequence), 0) AS l FROM event_logs WHERE merchant_pk = ?2)",
-                params![
-                    w.webhook_id,
-                    merchant_pk,
-                    w.url,
-                    bits(w.types),
-                    w.status.as_str(),
-                    new.secret.expose(),
-                    w.created_at_ms
-                ],
-            )?;
+            tx.prepare_cached(&webhook_sql::insert(M))?.execute(params![
+                w.webhook_id,
+                merchant_pk,
+                w.url,
+                bits(w.types),
+                w.status.as_str(),
+                new.secret.expose(),
+                w.created_at_ms
+            ])?;
             Ok(Some(new.webhook))
         })
         .await
@@ -200,25 +196,18 @@ impl WebhookStore for SqliteWebhooks {
             match change {
                 WebhookChange::Delete => {
                     tx.execute(
-                        "UPDATE webhooks SET deleted_at = ?2, claim_until = 0, claim_owner = NULL WHERE webhook_id = ?1",
+                        &webhook_sql::delete(M),
                         params![webhook_id, crate::store::api::now_ms()],
                     )?;
-                    tx.execute("DELETE FROM deliveries WHERE webhook_id = ?1", [&webhook_id])?;
+                    tx.execute(&webhook_sql::drop_retries(M), [&webhook_id])?;
                     return Ok(Some(before));
                 }
                 WebhookChange::Enable => {
-                    // What was appended while it was disabled is not sent (the feed has it).
-                    tx.execute(
-                        "UPDATE webhooks SET status = 'ENABLED', disabled_reason = NULL, failing_since = NULL, \
-                         delivered_through = (SELECT coalesce(max(last_sequence), 0) FROM event_logs \
-                         WHERE merchant_pk = ?2), claimed_through = (SELECT coalesce(max(last_sequence), 0) \
-                         FROM event_logs WHERE merchant_pk = ?2), claim_until = 0, claim_owner = NULL WHERE webhook_id = ?1",
-                        params![webhook_id, merchant_pk],
-                    )?;
+                    tx.execute(&webhook_sql::enable(M), params![webhook_id, merchant_pk])?;
                 }
                 WebhookChange::Rotate { secret, old_until_ms } => {
                     tx.execute(
-                        "UPDATE webhooks SET old_secret = secret, old_secret_until = ?3, secret = ?2 WHERE webhook_id = ?1",
+                        &webhook_sql::rotate(M),
                         params![webhook_id, secret.expose(), old_until_ms],
                     )?;
                 }
