@@ -131,6 +131,58 @@ pub fn recovery_bounds(recovery: &Recovery, lo: i64, hi: i64) -> (Bisect, Bisect
     )
 }
 
+/// One batch of a recovery: the sequences `from..before`.
+#[derive(Clone, Copy, Debug)]
+pub struct RecoverBatch {
+    pub from: i64,
+    pub before: i64,
+}
+
+/// A recovery's statements on one batch, as each engine runs them in its transaction.
+#[allow(async_fn_in_trait)]
+pub trait RecoverSteps {
+    /// How many events of the batch the recovery takes.
+    async fn count(&mut self, batch: RecoverBatch) -> Result<i64, StoreError>;
+    /// The retry rows it makes, or starts again, of those the endpoint has settled: how many.
+    async fn insert(&mut self, batch: RecoverBatch) -> Result<i64, StoreError>;
+    /// How many of the batch's retry rows an attempt holds at this moment (the insert leaves
+    /// them as they are).
+    async fn claimed(&mut self, batch: RecoverBatch) -> Result<i64, StoreError>;
+}
+
+/// Walks a recovery's sequences `from..to` in batches, within its deadline: how many events are
+/// pending for the endpoint after it. A batch the endpoint has settled whole (through
+/// `delivered_through`) is read once: the rows the insert made or started again, and those an
+/// attempt holds. Another is counted, and its settled part inserted after.
+pub async fn recover_batches<S: RecoverSteps>(
+    steps: &mut S,
+    recovery: &Recovery,
+    (from, to): (i64, i64),
+    delivered_through: i64,
+) -> Result<u64, StoreError> {
+    let mut recovered = 0;
+    let mut start = from;
+    while start < to {
+        recovery.in_time()?;
+        let batch = RecoverBatch {
+            from: start,
+            before: (start + RECOVER_BATCH).min(to),
+        };
+        recovered += if batch.before - 1 <= delivered_through {
+            steps.insert(batch).await? + steps.claimed(batch).await?
+        } else {
+            let n = steps.count(batch).await?;
+            if n > 0 && batch.from <= delivered_through {
+                steps.insert(batch).await?;
+            }
+            n
+        };
+        start = batch.before;
+    }
+    recovery.in_time()?;
+    Ok(u64::try_from(recovered).unwrap_or(0))
+}
+
 #[async_trait]
 pub trait RedeliveryStore: Send + Sync {
     /// The merchant's endpoint (enabled or disabled, not deleted), as a test is sent to it.

@@ -35,13 +35,13 @@ pub fn insert(mark: char, now: &str) -> String {
 }
 
 /// How many retry rows of the batch an attempt holds at this moment (their claims hold past
-/// `now`): the insert leaves them as they are, and they are taken all the same (parameters 1 to
-/// 5 and 7, numbered as the insert's; SQLite only: PostgreSQL cannot type a parameter a statement
-/// leaves out). A retry row is only ever made of an event of a type the endpoint takes, and is
-/// dropped once the event is delivered.
+/// `now`): the insert leaves them as they are, and they are taken all the same. Its parameters are
+/// the first five of the insert's and then the endpoint's id (6): a statement names every
+/// parameter it is given. A retry row is only ever made of an event of a type the endpoint takes,
+/// and is dropped once the event is delivered.
 pub fn claimed(mark: char, now: &str) -> String {
     format!(
-        "SELECT count(*) FROM deliveries WHERE webhook_id = {mark}7 AND merchant_pk = {mark}1 \
+        "SELECT count(*) FROM deliveries WHERE webhook_id = {mark}6 AND merchant_pk = {mark}1 \
          AND sequence >= {mark}2 AND sequence < {mark}3 AND appended_at >= {mark}4 AND appended_at < {mark}5 \
          AND claim_until >= {now}"
     )

@@ -12,7 +12,8 @@ use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::store::api::StoreError;
 use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
 use crate::store::redelivery_api::{
-    Bisect, RECOVER_BATCH, Recovered, Recovery, RedeliveryStore, Resendable, Target, recovery_bounds,
+    Bisect, RecoverBatch, RecoverSteps, Recovered, Recovery, RedeliveryStore, Resendable, Target, recover_batches,
+    recovery_bounds,
 };
 use crate::store::redelivery_sql;
 use crate::store::webhook_api::signing_secrets;
@@ -167,35 +168,79 @@ impl RedeliveryStore for PgWebhooks {
             bisect(&tx, recovery.merchant_pk, from).await?,
             bisect(&tx, recovery.merchant_pk, to).await?,
         );
-        let types = endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits()));
-        let count = tx.prepare(&redelivery_sql::count('$')).await?;
-        let insert = tx.prepare(&redelivery_sql::insert('$', DB_NOW)).await?;
-        let mut recovered = 0;
-        let mut batch = from;
-        while batch < to {
-            recovery.in_time()?;
-            let end = (batch + RECOVER_BATCH).min(to);
-            // The batch's parameters (1 to 7); the insert adds `delivered_through` and now.
-            let taken: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
-                &recovery.merchant_pk,
-                &batch,
-                &end,
-                &recovery.since_ms,
-                &recovery.until_ms,
-                &types,
-                &recovery.webhook_id,
-                &delivered_through,
-                &recovery.now_ms,
-            ];
-            let n: i64 = tx.query_one(&count, &taken[..7]).await?.get(0);
-            recovered += n;
-            if n > 0 && batch <= delivered_through {
-                tx.execute(&insert, &taken).await?;
-            }
-            batch = end;
-        }
-        recovery.in_time()?;
+        let mut steps = Steps {
+            count: tx.prepare(&redelivery_sql::count('$')).await?,
+            insert: tx.prepare(&redelivery_sql::insert('$', DB_NOW)).await?,
+            claimed: tx.prepare(&redelivery_sql::claimed('$', DB_NOW)).await?,
+            tx: &tx,
+            recovery: &recovery,
+            types: endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits())),
+            delivered_through,
+        };
+        let recovered = recover_batches(&mut steps, &recovery, (from, to), delivered_through).await?;
         tx.commit().await?;
-        Ok(Recovered::Pending(u64::try_from(recovered).unwrap_or(0)))
+        Ok(Recovered::Pending(recovered))
+    }
+}
+
+/// A recovery's statements in its transaction.
+struct Steps<'a, C> {
+    count: tokio_postgres::Statement,
+    insert: tokio_postgres::Statement,
+    claimed: tokio_postgres::Statement,
+    tx: &'a C,
+    recovery: &'a Recovery,
+    types: i64,
+    delivered_through: i64,
+}
+
+impl<C: GenericClient + Sync> RecoverSteps for Steps<'_, C> {
+    async fn count(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+        let r = self.recovery;
+        let taken: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+            &r.merchant_pk,
+            &b.from,
+            &b.before,
+            &r.since_ms,
+            &r.until_ms,
+            &self.types,
+            &r.webhook_id,
+        ];
+        Ok(self.tx.query_one(&self.count, &taken).await?.get(0))
+    }
+
+    async fn insert(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+        let r = self.recovery;
+        let made = self
+            .tx
+            .execute(
+                &self.insert,
+                &[
+                    &r.merchant_pk,
+                    &b.from,
+                    &b.before,
+                    &r.since_ms,
+                    &r.until_ms,
+                    &self.types,
+                    &r.webhook_id,
+                    &self.delivered_through,
+                    &r.now_ms,
+                ],
+            )
+            .await?;
+        Ok(i64::try_from(made).unwrap_or(i64::MAX))
+    }
+
+    async fn claimed(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+        let r = self.recovery;
+        let held: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+            &r.merchant_pk,
+            &b.from,
+            &b.before,
+            &r.since_ms,
+            &r.until_ms,
+            &r.webhook_id,
+        ];
+        Ok(self.tx.query_one(&self.claimed, &held).await?.get(0))
     }
 }

@@ -3,6 +3,7 @@
 //! the writer (a recovery's statements a batch of sequences each).
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::events::stored_event;
@@ -13,7 +14,8 @@ use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::store::api::StoreError;
 use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
 use crate::store::redelivery_api::{
-    Bisect, RECOVER_BATCH, Recovered, Recovery, RedeliveryStore, Resendable, Target, recovery_bounds,
+    Bisect, RecoverBatch, RecoverSteps, Recovered, Recovery, RedeliveryStore, Resendable, Target, recover_batches,
+    recovery_bounds,
 };
 use crate::store::redelivery_sql;
 use crate::store::webhook_api::signing_secrets;
@@ -151,46 +153,80 @@ impl RedeliveryStore for SqliteWebhooks {
                 bisect(tx, recovery.merchant_pk, from)?,
                 bisect(tx, recovery.merchant_pk, to)?,
             );
-            let types = endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits()));
-            let mut count = tx.prepare_cached(&redelivery_sql::count('?'))?;
-            let mut insert = tx.prepare_cached(&redelivery_sql::insert('?', "?9"))?;
-            let mut claimed = tx.prepare_cached(&redelivery_sql::claimed('?', "?9"))?;
-            let mut recovered = 0;
-            let mut batch = from;
-            while batch < to {
-                recovery.in_time()?;
-                let end = (batch + RECOVER_BATCH).min(to);
-                // The batch's parameters (1 to 7); the insert adds `delivered_through` and now.
-                let taken = params![
-                    recovery.merchant_pk,
-                    batch,
-                    end,
-                    recovery.since_ms,
-                    recovery.until_ms,
-                    types,
-                    recovery.webhook_id,
-                    delivered_through,
-                    recovery.now_ms
-                ];
-                // A batch the endpoint has settled whole is read once: the rows the insert made
-                // or started again, and those an attempt holds. Others are counted, and the
-                // settled part of a batch across `delivered_through` is inserted after.
-                let n = if end - 1 <= delivered_through {
-                    let made = i64::try_from(insert.execute(taken)?).unwrap_or(i64::MAX);
-                    made + claimed.query_row(taken, |r| r.get::<_, i64>(0))?
-                } else {
-                    let n: i64 = count.query_row(&taken[..7], |r| r.get(0))?;
-                    if n > 0 && batch <= delivered_through {
-                        insert.execute(taken)?;
-                    }
-                    n
-                };
-                recovered += n;
-                batch = end;
-            }
-            recovery.in_time()?;
-            Ok(Recovered::Pending(u64::try_from(recovered).unwrap_or(0)))
+            let mut steps = Steps {
+                count: tx.prepare_cached(&redelivery_sql::count('?'))?,
+                insert: tx.prepare_cached(&redelivery_sql::insert('?', "?9"))?,
+                claimed: tx.prepare_cached(&redelivery_sql::claimed('?', "?7"))?,
+                recovery: &recovery,
+                types: endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits())),
+                delivered_through,
+            };
+            // Every step is done on this connection when it returns: the future is ready at once.
+            let recovered = recover_batches(&mut steps, &recovery, (from, to), delivered_through)
+                .now_or_never()
+                .unwrap_or_else(|| {
+                    Err(StoreError::Backend(
+                        "a recovery's step waited on this connection".into(),
+                    ))
+                })?;
+            Ok(Recovered::Pending(recovered))
         })
         .await
+    }
+}
+
+/// A recovery's statements on this connection.
+struct Steps<'a> {
+    count: rusqlite::CachedStatement<'a>,
+    insert: rusqlite::CachedStatement<'a>,
+    claimed: rusqlite::CachedStatement<'a>,
+    recovery: &'a Recovery,
+    types: i64,
+    delivered_through: i64,
+}
+
+impl RecoverSteps for Steps<'_> {
+    async fn count(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+        let r = self.recovery;
+        let taken = params![
+            r.merchant_pk,
+            b.from,
+            b.before,
+            r.since_ms,
+            r.until_ms,
+            self.types,
+            r.webhook_id
+        ];
+        Ok(self.count.query_row(taken, |row| row.get(0))?)
+    }
+
+    async fn insert(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+        let r = self.recovery;
+        let made = self.insert.execute(params![
+            r.merchant_pk,
+            b.from,
+            b.before,
+            r.since_ms,
+            r.until_ms,
+            self.types,
+            r.webhook_id,
+            self.delivered_through,
+            r.now_ms
+        ])?;
+        Ok(i64::try_from(made).unwrap_or(i64::MAX))
+    }
+
+    async fn claimed(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+        let r = self.recovery;
+        let held = params![
+            r.merchant_pk,
+            b.from,
+            b.before,
+            r.since_ms,
+            r.until_ms,
+            r.webhook_id,
+            r.now_ms
+        ];
+        Ok(self.claimed.query_row(held, |row| row.get(0))?)
     }
 }
