@@ -118,6 +118,12 @@ impl ClaimedEndpoint {
         self.types.is_none_or(|bits| EventTypes::from_bits(bits).has_code(code))
     }
 
+    /// Whether it was to receive `event`: appended after it was created (`created_through`), of a
+    /// type it takes.
+    pub fn was_to_receive(&self, event: &StoredEvent, created_through: i64) -> bool {
+        event.sequence > created_through && self.takes(event.code)
+    }
+
     /// A delivery of `event` to it after `attempts` attempts, signed as at `now_ms`.
     pub fn due(&self, event: &StoredEvent, attempts: i64, now_ms: i64) -> Result<Due, StoreError> {
         Ok(Due {

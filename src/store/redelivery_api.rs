@@ -15,7 +15,7 @@ use async_trait::async_trait;
 
 use super::error::StoreError;
 use super::webhook_api::Due;
-use crate::domain::webhook::Attempt;
+use crate::domain::webhook::{Attempt, Outcome, Trigger};
 use crate::secret::Secret;
 
 /// Where a test event is sent, and how it is signed.
@@ -129,6 +129,12 @@ pub fn recovery_bounds(recovery: &Recovery, lo: i64, hi: i64) -> (Bisect, Bisect
         Bisect::new(lo, hi, recovery.since_ms.saturating_sub(skew)),
         Bisect::new(lo, hi, recovery.until_ms.saturating_add(skew)),
     )
+}
+
+/// Whether an attempt made by hand settles its event for the endpoint: a delivered resend does
+/// (no retry of it is made, and a window that reaches it finds it delivered); a test has no event.
+pub fn settles_its_event(attempt: &Attempt) -> bool {
+    attempt.trigger == Trigger::Resend && attempt.outcome == Outcome::Delivered
 }
 
 /// One batch of a recovery: the sequences `from..before`.

@@ -1,8 +1,13 @@
-//! The SQL of a recovery, written once for both engines (`mark`: `?` or `$`):
+//! The SQL of resends, tests and recoveries, written once for both engines (`mark`: `?` or `$`).
+//!
+//! A recovery's statements:
 //! the events of one batch that a recovery takes, counted, and made retry rows where the endpoint
 //! has settled them. The parameters, in order: the merchant (1), the batch's sequences from (2)
 //! and before (3), the times from (4) and before (5), the endpoint's type bits (6) and id (7),
 //! its `delivered_through` (8), and when the rows are due (9).
+
+use super::event_rows::EVENT_COLUMNS;
+use super::sql_text::marked;
 
 /// The events of a batch a recovery takes: of the merchant, in the batch, appended in the
 /// window, of a type the endpoint takes, not delivered to it already (`delivery_attempts_by_event`).
@@ -50,4 +55,45 @@ pub fn claimed(mark: char, now: &str) -> String {
 /// One event's `appended_at` by its sequence: a bisection's probe (parameters: merchant, sequence).
 pub fn probe(mark: char) -> String {
     format!("SELECT appended_at FROM events WHERE merchant_pk = {mark}1 AND sequence = {mark}2")
+}
+
+/// An event of the merchant by its id (parameters: merchant, event id), its columns read by
+/// `stored_event`.
+pub fn event_by_id(mark: char) -> String {
+    marked(
+        &format!("SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.event_id = $2"),
+        mark,
+    )
+}
+
+/// How many attempts of an event were made to an endpoint (parameters: endpoint, event id).
+pub fn attempts_of(mark: char) -> String {
+    marked(
+        "SELECT count(*) FROM delivery_attempts WHERE webhook_id = $1 AND event_id = $2",
+        mark,
+    )
+}
+
+/// An attempt made by hand (parameters: endpoint, event id, sequence, attempt, attempted at,
+/// outcome, HTTP status, error, duration, what made it); answers its id.
+pub fn record_attempt(mark: char) -> String {
+    marked(
+        "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
+         http_status, error, duration_ms, made_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+        mark,
+    )
+}
+
+/// A delivered resend settles its event (parameters: endpoint, sequence): its retry row goes...
+pub fn drop_retry(mark: char) -> String {
+    marked("DELETE FROM deliveries WHERE webhook_id = $1 AND sequence = $2", mark)
+}
+
+/// ...and a window that reaches it finds it delivered (parameters: endpoint, sequence).
+pub fn resent_through(mark: char) -> String {
+    marked(
+        "UPDATE webhooks SET resent_through = CASE WHEN resent_through > $2 THEN resent_through ELSE $2 END \
+         WHERE webhook_id = $1",
+        mark,
+    )
 }

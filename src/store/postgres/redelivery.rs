@@ -8,13 +8,16 @@ use deadpool_postgres::GenericClient;
 use super::events::stored_event;
 use super::webhooks::{DB_NOW, PgWebhooks};
 use crate::domain::event::EventTypes;
-use crate::domain::webhook::{Attempt, Outcome, Trigger};
+use crate::domain::webhook::Attempt;
 use crate::store::api::StoreError;
-use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
+use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH};
 use crate::store::redelivery_api::{
     Bisect, RecoverBatch, RecoverSteps, Recovered, Recovery, RedeliveryStore, Resendable, Target, recover_batches,
-    recovery_bounds,
+    recovery_bounds, settles_its_event,
 };
+
+/// The parameter mark of the SQL written once for both engines.
+const M: char = '$';
 use crate::store::redelivery_sql;
 use crate::store::webhook_api::signing_secrets;
 
@@ -78,21 +81,15 @@ impl RedeliveryStore for PgWebhooks {
             return Ok(Resendable::NoWebhook);
         };
         let event = client
-            .query_opt(
-                &format!("SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.event_id = $2"),
-                &[&merchant_pk, &event_id],
-            )
+            .query_opt(&redelivery_sql::event_by_id(M), &[&merchant_pk, &event_id])
             .await?
             .map(|r| stored_event(&r, 0))
             .transpose()?;
-        let Some(event) = event.filter(|e| e.sequence > created_through && endpoint.takes(e.code)) else {
+        let Some(event) = event.filter(|e| endpoint.was_to_receive(e, created_through)) else {
             return Ok(Resendable::NoEvent);
         };
         let attempts: i64 = client
-            .query_one(
-                "SELECT count(*) FROM delivery_attempts WHERE webhook_id = $1 AND event_id = $2",
-                &[&webhook_id, &event_id],
-            )
+            .query_one(&redelivery_sql::attempts_of(M), &[&webhook_id, &event_id])
             .await?
             .get(0);
         Ok(Resendable::Due(endpoint.due(&event, attempts, now_ms)?))
@@ -105,9 +102,7 @@ impl RedeliveryStore for PgWebhooks {
         let status = attempt.http_status.and_then(|s| i32::try_from(s).ok());
         let id: i64 = tx
             .query_one(
-                "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
-                 http_status, error, duration_ms, made_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-                 RETURNING id",
+                &redelivery_sql::record_attempt(M),
                 &[
                     &webhook_id,
                     &attempt.event_id,
@@ -123,19 +118,11 @@ impl RedeliveryStore for PgWebhooks {
             )
             .await?
             .get(0);
-        // A delivered resend settles its event: no retry of it is made (a window that reaches it
-        // finds it delivered).
-        if attempt.trigger == Trigger::Resend && attempt.outcome == Outcome::Delivered {
-            tx.execute(
-                "DELETE FROM deliveries WHERE webhook_id = $1 AND sequence = $2",
-                &[&webhook_id, &attempt.sequence],
-            )
-            .await?;
-            tx.execute(
-                "UPDATE webhooks SET resent_through = GREATEST(resent_through, $2) WHERE webhook_id = $1",
-                &[&webhook_id, &attempt.sequence],
-            )
-            .await?;
+        if settles_its_event(&attempt) {
+            tx.execute(&redelivery_sql::drop_retry(M), &[&webhook_id, &attempt.sequence])
+                .await?;
+            tx.execute(&redelivery_sql::resent_through(M), &[&webhook_id, &attempt.sequence])
+                .await?;
         }
         tx.commit().await?;
         Ok(Attempt { id, ..attempt })

@@ -10,13 +10,16 @@ use super::events::stored_event;
 use super::webhooks::SqliteWebhooks;
 use super::writer::write;
 use crate::domain::event::EventTypes;
-use crate::domain::webhook::{Attempt, Outcome, Trigger};
+use crate::domain::webhook::Attempt;
 use crate::store::api::StoreError;
-use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS};
+use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH};
 use crate::store::redelivery_api::{
     Bisect, RecoverBatch, RecoverSteps, Recovered, Recovery, RedeliveryStore, Resendable, Target, recover_batches,
-    recovery_bounds,
+    recovery_bounds, settles_its_event,
 };
+
+/// The parameter mark of the SQL written once for both engines.
+const M: char = '?';
 use crate::store::redelivery_sql;
 use crate::store::webhook_api::signing_secrets;
 
@@ -74,16 +77,14 @@ impl RedeliveryStore for SqliteWebhooks {
                     return Ok(Resendable::NoWebhook);
                 };
                 let event = c
-                    .prepare_cached(&format!(
-                        "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = ?1 AND e.event_id = ?2"
-                    ))?
+                    .prepare_cached(&redelivery_sql::event_by_id(M))?
                     .query_row(params![merchant_pk, event_id], |r| stored_event(r, 0))
                     .optional()?;
-                let Some(event) = event.filter(|e| e.sequence > created_through && endpoint.takes(e.code)) else {
+                let Some(event) = event.filter(|e| endpoint.was_to_receive(e, created_through)) else {
                     return Ok(Resendable::NoEvent);
                 };
                 let attempts: i64 = c
-                    .prepare_cached("SELECT count(*) FROM delivery_attempts WHERE webhook_id = ?1 AND event_id = ?2")?
+                    .prepare_cached(&redelivery_sql::attempts_of(M))?
                     .query_row(params![webhook_id, event_id], |r| r.get(0))?;
                 Ok(Resendable::Due(endpoint.due(&event, attempts, now_ms)?))
             })
@@ -93,36 +94,26 @@ impl RedeliveryStore for SqliteWebhooks {
     async fn record_by_hand(&self, webhook_id: &str, attempt: Attempt) -> Result<Attempt, StoreError> {
         let webhook_id = webhook_id.to_owned();
         write(&self.jobs, move |tx| {
-            let id: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
-                     http_status, error, duration_ms, made_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-                     RETURNING id",
-                )?
-                .query_row(
-                    params![
-                        webhook_id,
-                        attempt.event_id,
-                        attempt.sequence,
-                        attempt.attempt,
-                        attempt.attempted_at_ms,
-                        attempt.outcome.as_str(),
-                        attempt.http_status,
-                        attempt.error,
-                        attempt.duration_ms,
-                        attempt.trigger.as_str()
-                    ],
-                    |r| r.get(0),
-                )?;
-            // A delivered resend settles its event: no retry of it is made (a window that reaches
-            // it finds it delivered).
-            if attempt.trigger == Trigger::Resend && attempt.outcome == Outcome::Delivered {
-                tx.prepare_cached("DELETE FROM deliveries WHERE webhook_id = ?1 AND sequence = ?2")?
+            let id: i64 = tx.prepare_cached(&redelivery_sql::record_attempt(M))?.query_row(
+                params![
+                    webhook_id,
+                    attempt.event_id,
+                    attempt.sequence,
+                    attempt.attempt,
+                    attempt.attempted_at_ms,
+                    attempt.outcome.as_str(),
+                    attempt.http_status,
+                    attempt.error,
+                    attempt.duration_ms,
+                    attempt.trigger.as_str()
+                ],
+                |r| r.get(0),
+            )?;
+            if settles_its_event(&attempt) {
+                tx.prepare_cached(&redelivery_sql::drop_retry(M))?
                     .execute(params![webhook_id, attempt.sequence])?;
-                tx.prepare_cached(
-                    "UPDATE webhooks SET resent_through = max(resent_through, ?2) WHERE webhook_id = ?1",
-                )?
-                .execute(params![webhook_id, attempt.sequence])?;
+                tx.prepare_cached(&redelivery_sql::resent_through(M))?
+                    .execute(params![webhook_id, attempt.sequence])?;
             }
             Ok(Attempt { id, ..attempt })
         })
