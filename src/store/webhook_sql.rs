@@ -1,9 +1,13 @@
 //! The SQL of a merchant's endpoints, written once for both engines (`mark`: `?` for SQLite, `$`
 //! for PostgreSQL, before each parameter's number): how many count towards the merchant's
 //! endpoints, adding one, and its changes (delete, enable, a new secret). Each engine runs them in
-//! one transaction that takes turns with the merchant's other writes.
+//! one transaction that takes turns with the merchant's other writes. And claiming windows: the
+//! statements, and the loop over the endpoints the chooser picks, each engine giving its steps.
 
+use super::error::StoreError;
+use super::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, EVENT_COLUMNS, StoredEvent, delivered_column};
 use super::sql_text::marked;
+use super::webhook_api::{Candidate, ClaimRequest, Window, choose_windows, window_size};
 
 /// The merchant's endpoints not deleted (parameter: the merchant), which count towards
 /// `MAX_WEBHOOKS` whether enabled or not.
@@ -57,4 +61,76 @@ pub fn rotate(mark: char) -> String {
         "UPDATE webhooks SET old_secret = secret, old_secret_until = $3, secret = $2 WHERE webhook_id = $1",
         mark,
     )
+}
+
+/// The endpoints that may have a window to claim: enabled, not held by a claim, with events past
+/// what they settled; the failing ones last. Parameters from `first`: the instance's now where the
+/// engine passes it, then the most rows read. `now` is the database's clock or a parameter;
+/// `skip` excludes the endpoints in a list (PostgreSQL) or nothing (SQLite skips them as it reads);
+/// `lock` what the engine adds to hold the rows against other instances.
+pub fn window_endpoints(now: &str, limit: &str, skip: &str, lock: &str) -> String {
+    format!(
+        "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence, w.resent_through FROM webhooks w \
+         JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
+         WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < {now} \
+         AND l.last_sequence > w.delivered_through{skip} ORDER BY w.failing_since IS NOT NULL LIMIT {limit}{lock}"
+    )
+}
+
+/// A window's events (parameters: merchant, after, most, endpoint, resent through), each with
+/// whether it was delivered to the endpoint already.
+pub fn window_events(mark: char) -> String {
+    format!(
+        "SELECT {EVENT_COLUMNS}, {} FROM events e WHERE e.merchant_pk = {mark}1 AND e.sequence > {mark}2 \
+         ORDER BY e.sequence LIMIT {mark}3",
+        delivered_column(mark, 4)
+    )
+}
+
+/// An endpoint's window claimed (parameters: endpoint, through, owner; `until` the claim's end,
+/// the database's clock plus a hold or a parameter).
+pub fn claim_window(mark: char, until: &str) -> String {
+    format!(
+        "UPDATE webhooks SET claimed_through = {mark}2, claim_until = {until}, claim_owner = {mark}3 \
+         WHERE webhook_id = {mark}1"
+    )
+}
+
+/// An endpoint that may have a window, as read: it, where it settled through, where its
+/// merchant's log stands, and how far resends settled it.
+pub struct WindowCandidate {
+    pub endpoint: ClaimedEndpoint,
+    pub delivered_through: i64,
+    pub last_sequence: i64,
+    pub resent_through: i64,
+}
+
+/// What claiming windows reads and writes, in each engine's transaction.
+#[allow(async_fn_in_trait)]
+pub trait WindowSteps {
+    /// The endpoints that may have a window (`window_endpoints`), none of `req.skip`.
+    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<Vec<WindowCandidate>, StoreError>;
+    /// A window's events (`window_events`).
+    async fn events(&mut self, candidate: &WindowCandidate, size: i64) -> Result<Vec<(StoredEvent, bool)>, StoreError>;
+    /// Claims the window (`claim_window`).
+    async fn claim(&mut self, window: &Window, req: &ClaimRequest<'_>) -> Result<(), StoreError>;
+}
+
+/// Claims the windows of the endpoints the chooser picks among those that have one, `req.windows`
+/// at most: each the endpoint's next events (fewer while it is failing), held by `req.owner`.
+pub async fn claim_windows<S: WindowSteps>(steps: &mut S, req: &ClaimRequest<'_>) -> Result<Vec<Window>, StoreError> {
+    let found = steps.endpoints(req).await?;
+    let candidates: Vec<Candidate> = found.iter().map(|c| c.endpoint.candidate()).collect();
+    let mut windows = Vec::new();
+    for i in choose_windows(req.chooser.as_ref(), &candidates, req.windows) {
+        let candidate = &found[i];
+        let size = window_size(candidate.endpoint.failing_since_ms.is_some());
+        let events = steps.events(candidate, size).await?;
+        let window = candidate
+            .endpoint
+            .window(&events, candidate.last_sequence, req.now_ms)?;
+        steps.claim(&window, req).await?;
+        windows.push(window);
+    }
+    Ok(windows)
 }

@@ -15,14 +15,14 @@ use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, Web
 use crate::store::api::millis;
 use crate::store::api::{StoreError, stored_word};
 use crate::store::event_rows::{
-    ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, attempts_sql, delivered_column,
+    ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, StoredEvent, attempts_sql,
     read_attempt,
 };
 use crate::store::webhook_api::{
     AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
-    WebhookChange, WebhookStore, Window, choose_retries, choose_windows, window_size,
+    WebhookChange, WebhookStore, Window, choose_retries,
 };
-use crate::store::webhook_sql;
+use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
 /// The parameter mark of the SQL written once for both engines.
 const M: char = '$';
@@ -66,54 +66,62 @@ async fn find(c: &impl GenericClient, merchant_pk: i64, webhook_id: &str) -> Res
     .transpose()
 }
 
-/// Windows of the next events of up to `req.windows` enabled endpoints that have fresh ones and
-/// no claim standing; an endpoint another instance is claiming at this moment is skipped.
-async fn claim_windows(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Window>, StoreError> {
-    let endpoints = tx
-        .query(
-            &format!(
-                "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence, w.resent_through FROM webhooks w \
-                 JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
-                 WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < {DB_NOW} \
-                 AND l.last_sequence > w.delivered_through AND NOT (w.webhook_id = ANY($2)) \
-                 ORDER BY w.failing_since IS NOT NULL LIMIT $1 FOR UPDATE OF w SKIP LOCKED"
-            ),
-            &[&(req.windows as i64), &req.skip],
-        )
-        .await?;
-    let read: Vec<ClaimedEndpoint> = endpoints.iter().map(ClaimedEndpoint::read).collect::<Result<_, _>>()?;
-    let candidates: Vec<Candidate> = read.iter().map(ClaimedEndpoint::candidate).collect();
-    let mut windows = Vec::new();
-    for i in choose_windows(req.chooser.as_ref(), &candidates, req.windows) {
-        let (row, endpoint) = (&endpoints[i], &read[i]);
-        let (after, last): (i64, i64) = (row.try_get(ENDPOINT_WIDTH)?, row.try_get(ENDPOINT_WIDTH + 1)?);
-        let resent: i64 = row.try_get(ENDPOINT_WIDTH + 2)?;
-        let size = window_size(endpoint.failing_since_ms.is_some());
-        let events = tx
+/// Claiming windows in a transaction, the endpoints' rows locked against other instances' claims.
+struct WindowClaims<'a, C> {
+    tx: &'a C,
+}
+
+impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
+    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<Vec<WindowCandidate>, StoreError> {
+        let sql = webhook_sql::window_endpoints(
+            DB_NOW,
+            "$1",
+            " AND NOT (w.webhook_id = ANY($2))",
+            " FOR UPDATE OF w SKIP LOCKED",
+        );
+        self.tx
+            .query(&sql, &[&(req.windows as i64), &req.skip])
+            .await?
+            .iter()
+            .map(|r| {
+                Ok(WindowCandidate {
+                    endpoint: ClaimedEndpoint::read(r)?,
+                    delivered_through: r.try_get(ENDPOINT_WIDTH)?,
+                    last_sequence: r.try_get(ENDPOINT_WIDTH + 1)?,
+                    resent_through: r.try_get(ENDPOINT_WIDTH + 2)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn events(&mut self, c: &WindowCandidate, size: i64) -> Result<Vec<(StoredEvent, bool)>, StoreError> {
+        let e = &c.endpoint;
+        self.tx
             .query(
-                &format!(
-                    "SELECT {EVENT_COLUMNS}, {} FROM events e WHERE e.merchant_pk = $1 AND e.sequence > $2 \
-                     ORDER BY e.sequence LIMIT $3",
-                    delivered_column('$', 4)
-                ),
-                &[&endpoint.merchant_pk, &after, &size, &endpoint.webhook_id, &resent],
+                &webhook_sql::window_events(M),
+                &[
+                    &e.merchant_pk,
+                    &c.delivered_through,
+                    &size,
+                    &e.webhook_id,
+                    &c.resent_through,
+                ],
             )
             .await?
             .iter()
-            .map(|r| Ok::<_, StoreError>((stored_event(r, 0)?, r.try_get::<_, bool>(EVENT_WIDTH)?)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let window = endpoint.window(&events, last, req.now_ms)?;
-        tx.execute(
-            &format!(
-                "UPDATE webhooks SET claimed_through = $2, claim_until = {DB_NOW} + $3, claim_owner = $4 \
-                 WHERE webhook_id = $1"
-            ),
-            &[&window.webhook_id, &window.through, &millis(req.hold), &req.owner],
-        )
-        .await?;
-        windows.push(window);
+            .map(|r| Ok((stored_event(r, 0)?, r.try_get::<_, bool>(EVENT_WIDTH)?)))
+            .collect()
     }
-    Ok(windows)
+
+    async fn claim(&mut self, window: &Window, req: &ClaimRequest<'_>) -> Result<(), StoreError> {
+        self.tx
+            .execute(
+                &webhook_sql::claim_window(M, &format!("{DB_NOW} + $4")),
+                &[&window.webhook_id, &window.through, &req.owner, &millis(req.hold)],
+            )
+            .await?;
+        Ok(())
+    }
 }
 
 /// Retries due of enabled endpoints, none of those in `req.skip`: those of the endpoints the
@@ -279,7 +287,7 @@ impl WebhookStore for PgWebhooks {
         let mut claimed = Claimed::default();
         if request.windows > 0 {
             let tx = client.transaction().await?;
-            claimed.windows = claim_windows(&tx, &request).await?;
+            claimed.windows = webhook_sql::claim_windows(&mut WindowClaims { tx: &tx }, &request).await?;
             tx.commit().await?;
         }
         if request.retries > 0 {

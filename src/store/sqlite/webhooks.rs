@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::events::stored_event;
@@ -15,14 +16,14 @@ use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, Web
 use crate::store::api::{StoreError, millis, now_ms};
 use crate::store::event_rows::{
     ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH, EVENT_COLUMNS, EVENT_WIDTH, StoredEvent, attempts_sql,
-    delivered_column, read_attempt,
+    read_attempt,
 };
 use crate::store::heavy::HeavyWork;
 use crate::store::webhook_api::{
     AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
-    WebhookChange, WebhookStore, Window, choose_retries, choose_windows, window_size,
+    WebhookChange, WebhookStore, Window, choose_retries,
 };
-use crate::store::webhook_sql;
+use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
 /// The parameter mark of the SQL written once for both engines.
 const M: char = '?';
@@ -53,50 +54,51 @@ fn bits(types: Option<EventTypes>) -> Option<i64> {
     types.map(|t| i64::from(t.bits()))
 }
 
-/// Windows of the next events of up to `req.windows` enabled endpoints that have fresh ones and
-/// no claim standing, those the chooser picks among them (endpoints not failing offered first).
-fn claim_windows(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Window>, StoreError> {
-    let endpoints: Vec<(ClaimedEndpoint, i64, i64, i64)> = tx
-        .prepare_cached(&format!(
-            "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence, w.resent_through FROM webhooks w \
-             JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
-             WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < ?1 \
-             AND l.last_sequence > w.delivered_through ORDER BY w.failing_since IS NOT NULL LIMIT ?2"
-        ))?
-        .query_map(params![req.now_ms, (req.windows + req.skip.len()) as i64], |r| {
-            Ok((
-                ClaimedEndpoint::read(r)?,
-                r.get(ENDPOINT_WIDTH)?,
-                r.get(ENDPOINT_WIDTH + 1)?,
-                r.get(ENDPOINT_WIDTH + 2)?,
-            ))
-        })?
-        .filter(|row| row.as_ref().map_or(true, |(e, ..)| !req.skip.contains(&e.webhook_id)))
-        .collect::<Result<_, _>>()?;
-    let candidates: Vec<Candidate> = endpoints.iter().map(|(e, ..)| e.candidate()).collect();
-    let chosen = choose_windows(req.chooser.as_ref(), &candidates, req.windows);
-    let mut events = tx.prepare_cached(&format!(
-        "SELECT {EVENT_COLUMNS}, {} FROM events e WHERE e.merchant_pk = ?1 AND e.sequence > ?2 \
-         ORDER BY e.sequence LIMIT ?3",
-        delivered_column('?', 4)
-    ))?;
-    let mut claim = tx.prepare_cached(
-        "UPDATE webhooks SET claimed_through = ?2, claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1",
-    )?;
-    let mut windows = Vec::new();
-    for (endpoint, after, last, resent) in chosen.into_iter().map(|i| &endpoints[i]) {
-        let size = window_size(endpoint.failing_since_ms.is_some());
-        let rows: Vec<(StoredEvent, bool)> = events
+/// Claiming windows on this connection, its claims held until `until_ms`.
+struct WindowClaims<'a> {
+    tx: &'a Connection,
+    until_ms: i64,
+}
+
+impl WindowSteps for WindowClaims<'_> {
+    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<Vec<WindowCandidate>, StoreError> {
+        // Skipped endpoints are read past: the query asks for as many more.
+        Ok(self
+            .tx
+            .prepare_cached(&webhook_sql::window_endpoints("?1", "?2", "", ""))?
+            .query_map(params![req.now_ms, (req.windows + req.skip.len()) as i64], |r| {
+                Ok(WindowCandidate {
+                    endpoint: ClaimedEndpoint::read(r)?,
+                    delivered_through: r.get(ENDPOINT_WIDTH)?,
+                    last_sequence: r.get(ENDPOINT_WIDTH + 1)?,
+                    resent_through: r.get(ENDPOINT_WIDTH + 2)?,
+                })
+            })?
+            .filter(|row| {
+                row.as_ref()
+                    .map_or(true, |c| !req.skip.contains(&c.endpoint.webhook_id))
+            })
+            .collect::<Result<_, _>>()?)
+    }
+
+    async fn events(&mut self, c: &WindowCandidate, size: i64) -> Result<Vec<(StoredEvent, bool)>, StoreError> {
+        let e = &c.endpoint;
+        Ok(self
+            .tx
+            .prepare_cached(&webhook_sql::window_events(M))?
             .query_map(
-                params![endpoint.merchant_pk, after, size, endpoint.webhook_id, resent],
+                params![e.merchant_pk, c.delivered_through, size, e.webhook_id, c.resent_through],
                 |r| Ok((stored_event(r, 0)?, r.get(EVENT_WIDTH)?)),
             )?
-            .collect::<Result<_, _>>()?;
-        let window = endpoint.window(&rows, *last, req.now_ms)?;
-        claim.execute(params![window.webhook_id, window.through, until_ms, req.owner])?;
-        windows.push(window);
+            .collect::<Result<_, _>>()?)
     }
-    Ok(windows)
+
+    async fn claim(&mut self, window: &Window, req: &ClaimRequest<'_>) -> Result<(), StoreError> {
+        self.tx
+            .prepare_cached(&webhook_sql::claim_window(M, "?4"))?
+            .execute(params![window.webhook_id, window.through, req.owner, self.until_ms])?;
+        Ok(())
+    }
 }
 
 /// Retries due of enabled endpoints, none of those in `req.skip`: those of the endpoints the
@@ -268,7 +270,11 @@ impl WebhookStore for SqliteWebhooks {
             let until_ms = now_ms.saturating_add(millis(hold));
             let mut claimed = Claimed::default();
             if windows > 0 {
-                claimed.windows = claim_windows(tx, &req, until_ms)?;
+                let mut steps = WindowClaims { tx, until_ms };
+                // Every step is done on this connection when it returns: the future is ready at once.
+                claimed.windows = webhook_sql::claim_windows(&mut steps, &req)
+                    .now_or_never()
+                    .unwrap_or_else(|| Err(StoreError::Backend("a claim's step waited on this connection".into())))?;
             }
             if retries > 0 {
                 // An endpoint whose window was just claimed has its places taken: no retry of it.
