@@ -116,6 +116,15 @@ pub trait WindowSteps {
     async fn claim(&mut self, window: &Window, req: &ClaimRequest<'_>) -> Result<(), StoreError>;
 }
 
+/// The endpoints a claim's retries skip: those the request skips, and those whose window it just
+/// claimed (their places are taken: no retry of them is attempted beside their window).
+pub fn skip_after_windows(skip: &[String], windows: &[Window]) -> Vec<String> {
+    skip.iter()
+        .cloned()
+        .chain(windows.iter().map(|w| w.webhook_id.clone()))
+        .collect()
+}
+
 /// Claims the windows of the endpoints the chooser picks among those that have one, `req.windows`
 /// at most: each the endpoint's next events (fewer while it is failing), held by `req.owner`.
 pub async fn claim_windows<S: WindowSteps>(steps: &mut S, req: &ClaimRequest<'_>) -> Result<Vec<Window>, StoreError> {

@@ -291,9 +291,7 @@ impl WebhookStore for PgWebhooks {
             tx.commit().await?;
         }
         if request.retries > 0 {
-            // An endpoint whose window was just claimed has its places taken: no retry of it.
-            let mut skip = request.skip.to_vec();
-            skip.extend(claimed.windows.iter().map(|w| w.webhook_id.clone()));
+            let skip = webhook_sql::skip_after_windows(request.skip, &claimed.windows);
             let request = ClaimRequest { skip: &skip, ..request };
             let tx = client.transaction().await?;
             claimed.retries = claim_retries(&tx, &request).await?;

@@ -277,9 +277,7 @@ impl WebhookStore for SqliteWebhooks {
                     .unwrap_or_else(|| Err(StoreError::Backend("a claim's step waited on this connection".into())))?;
             }
             if retries > 0 {
-                // An endpoint whose window was just claimed has its places taken: no retry of it.
-                let mut skip = skip.clone();
-                skip.extend(claimed.windows.iter().map(|w| w.webhook_id.clone()));
+                let skip = webhook_sql::skip_after_windows(&skip, &claimed.windows);
                 let req = ClaimRequest { skip: &skip, ..req };
                 claimed.retries = claim_retries(tx, &req, until_ms)?;
             }
