@@ -160,9 +160,11 @@ impl RedeliveryStore for PgWebhooks {
             insert: tx.prepare(&redelivery_sql::insert('$', DB_NOW)).await?,
             claimed: tx.prepare(&redelivery_sql::claimed('$', DB_NOW)).await?,
             tx: &tx,
-            recovery: &recovery,
-            types: endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits())),
-            delivered_through,
+            batch: Batch {
+                recovery: &recovery,
+                types: endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits())),
+                delivered_through,
+            },
         };
         let recovered = recover_batches(&mut steps, &recovery, (from, to), delivered_through).await?;
         tx.commit().await?;
@@ -176,15 +178,23 @@ struct Steps<'a, C> {
     insert: tokio_postgres::Statement,
     claimed: tokio_postgres::Statement,
     tx: &'a C,
+    batch: Batch<'a>,
+}
+
+/// What every batch's statements are given besides its sequences.
+struct Batch<'a> {
     recovery: &'a Recovery,
     types: i64,
     delivered_through: i64,
 }
 
-impl<C: GenericClient + Sync> RecoverSteps for Steps<'_, C> {
-    async fn count(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+type Param<'p> = &'p (dyn tokio_postgres::types::ToSql + Sync);
+
+impl Batch<'_> {
+    /// The batch's nine parameters in the insert's order (the count takes the first seven).
+    fn taken<'p>(&'p self, b: &'p RecoverBatch) -> [Param<'p>; 9] {
         let r = self.recovery;
-        let taken: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+        [
             &r.merchant_pk,
             &b.from,
             &b.before,
@@ -192,42 +202,28 @@ impl<C: GenericClient + Sync> RecoverSteps for Steps<'_, C> {
             &r.until_ms,
             &self.types,
             &r.webhook_id,
-        ];
-        Ok(self.tx.query_one(&self.count, &taken).await?.get(0))
+            &self.delivered_through,
+            &r.now_ms,
+        ]
+    }
+}
+
+impl<C: GenericClient + Sync> RecoverSteps for Steps<'_, C> {
+    async fn count(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
+        Ok(self.tx.query_one(&self.count, &self.batch.taken(&b)[..7]).await?.get(0))
     }
 
     async fn insert(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
-        let r = self.recovery;
-        let made = self
-            .tx
-            .execute(
-                &self.insert,
-                &[
-                    &r.merchant_pk,
-                    &b.from,
-                    &b.before,
-                    &r.since_ms,
-                    &r.until_ms,
-                    &self.types,
-                    &r.webhook_id,
-                    &self.delivered_through,
-                    &r.now_ms,
-                ],
-            )
-            .await?;
+        let made = self.tx.execute(&self.insert, &self.batch.taken(&b)).await?;
         Ok(i64::try_from(made).unwrap_or(i64::MAX))
     }
 
     async fn claimed(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
-        let r = self.recovery;
-        let held: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
-            &r.merchant_pk,
-            &b.from,
-            &b.before,
-            &r.since_ms,
-            &r.until_ms,
-            &r.webhook_id,
-        ];
-        Ok(self.tx.query_one(&self.claimed, &held).await?.get(0))
+        let p = self.batch.taken(&b);
+        Ok(self
+            .tx
+            .query_one(&self.claimed, &[p[0], p[1], p[2], p[3], p[4], p[6]])
+            .await?
+            .get(0))
     }
 }

@@ -148,9 +148,11 @@ impl RedeliveryStore for SqliteWebhooks {
                 count: tx.prepare_cached(&redelivery_sql::count('?'))?,
                 insert: tx.prepare_cached(&redelivery_sql::insert('?', "?9"))?,
                 claimed: tx.prepare_cached(&redelivery_sql::claimed('?', "?7"))?,
-                recovery: &recovery,
-                types: endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits())),
-                delivered_through,
+                batch: Batch {
+                    recovery: &recovery,
+                    types: endpoint.types.unwrap_or(i64::from(EventTypes::ALL.bits())),
+                    delivered_through,
+                },
             };
             // Every step is done on this connection when it returns: the future is ready at once.
             let recovered = recover_batches(&mut steps, &recovery, (from, to), delivered_through)
@@ -171,53 +173,48 @@ struct Steps<'a> {
     count: rusqlite::CachedStatement<'a>,
     insert: rusqlite::CachedStatement<'a>,
     claimed: rusqlite::CachedStatement<'a>,
+    batch: Batch<'a>,
+}
+
+/// What every batch's statements are given besides its sequences.
+struct Batch<'a> {
     recovery: &'a Recovery,
     types: i64,
     delivered_through: i64,
 }
 
+impl Batch<'_> {
+    /// The batch's nine parameters in the insert's order (the count takes the first seven).
+    fn taken<'p>(&'p self, b: &'p RecoverBatch) -> [&'p dyn rusqlite::ToSql; 9] {
+        let r = self.recovery;
+        [
+            &r.merchant_pk,
+            &b.from,
+            &b.before,
+            &r.since_ms,
+            &r.until_ms,
+            &self.types,
+            &r.webhook_id,
+            &self.delivered_through,
+            &r.now_ms,
+        ]
+    }
+}
+
 impl RecoverSteps for Steps<'_> {
     async fn count(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
-        let r = self.recovery;
-        let taken = params![
-            r.merchant_pk,
-            b.from,
-            b.before,
-            r.since_ms,
-            r.until_ms,
-            self.types,
-            r.webhook_id
-        ];
-        Ok(self.count.query_row(taken, |row| row.get(0))?)
+        Ok(self.count.query_row(&self.batch.taken(&b)[..7], |row| row.get(0))?)
     }
 
     async fn insert(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
-        let r = self.recovery;
-        let made = self.insert.execute(params![
-            r.merchant_pk,
-            b.from,
-            b.before,
-            r.since_ms,
-            r.until_ms,
-            self.types,
-            r.webhook_id,
-            self.delivered_through,
-            r.now_ms
-        ])?;
+        let made = self.insert.execute(&self.batch.taken(&b)[..])?;
         Ok(i64::try_from(made).unwrap_or(i64::MAX))
     }
 
     async fn claimed(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
-        let r = self.recovery;
-        let held = params![
-            r.merchant_pk,
-            b.from,
-            b.before,
-            r.since_ms,
-            r.until_ms,
-            r.webhook_id,
-            r.now_ms
-        ];
-        Ok(self.claimed.query_row(held, |row| row.get(0))?)
+        let p = self.batch.taken(&b);
+        Ok(self
+            .claimed
+            .query_row([p[0], p[1], p[2], p[3], p[4], p[6], p[8]], |row| row.get(0))?)
     }
 }
