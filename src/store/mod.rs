@@ -12,6 +12,7 @@ pub mod import_api;
 pub mod import_apply;
 pub mod import_sql;
 pub mod key_sql;
+pub mod merchant_sql;
 pub mod migrate;
 pub mod pools;
 pub mod postgres;

@@ -58,7 +58,7 @@ use deadpool_postgres::{GenericClient, Pool};
 
 use super::api::{
     Approval, Imported, KeyRow, MerchantKey, MerchantRef, MerchantRow, NewKey, QuarantinedLocation, ReadFrom, ReadOn,
-    ReadReplicas, Store, StoreError, StoredKey, WriteFor, now_ms,
+    ReadReplicas, Store, StoreError, StoredKey, WriteFor,
 };
 use super::event_signal::EventSignal;
 use super::migrate;
@@ -329,25 +329,15 @@ impl Store for PgStore {
     }
 
     async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
-        let client = self.pool.get().await?;
-        let id = uuid::Uuid::now_v7().to_string();
-        let row = client
-            .query_one(
-                "INSERT INTO merchants (id, name, created_at) VALUES ($1, $2, $3) RETURNING pk",
-                &[&id, &name, &now_ms()],
-            )
-            .await?;
-        Ok(MerchantRef { pk: row.get(0), id })
+        merchants::create(&self.pool, name).await
     }
 
     async fn merchant_count(&self) -> Result<u64, StoreError> {
-        let client = self.pool.get().await?;
-        let n: i64 = client.query_one("SELECT count(*) FROM merchants", &[]).await?.get(0);
-        Ok(n.unsigned_abs())
+        merchants::count(&self.pool).await
     }
 
     async fn list_merchants(&self) -> Result<Vec<MerchantRow>, StoreError> {
-        merchants::list_merchants(&self.pool).await
+        merchants::list(&self.pool).await
     }
 
     async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
 
-use crate::store::api::{KeyRow, KeyScope, MerchantKey, MerchantRow, NewKey, StoreError, StoredKey};
+use crate::store::api::{KeyRow, KeyScope, MerchantKey, NewKey, StoreError, StoredKey};
 use crate::store::key_sql;
 
 /// Verified API keys, each with the version of the database it was read at.
@@ -136,19 +136,6 @@ pub(super) fn lookup(c: &Connection, key_id: &str) -> Result<Option<StoredKey>, 
         Some(row) => key_sql::read_stored(row),
         None => Ok(None),
     }
-}
-
-/// Every merchant, oldest first.
-pub(super) fn merchants(conn: &rusqlite::Connection) -> Result<Vec<MerchantRow>, StoreError> {
-    let mut stmt = conn.prepare_cached("SELECT id, name, created_at FROM merchants ORDER BY created_at, pk")?;
-    let rows = stmt.query_map([], |r| {
-        Ok(MerchantRow {
-            merchant_id: r.get(0)?,
-            name: r.get(1)?,
-            created_at_ms: r.get(2)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// The merchant's keys, oldest first; `None` when there is no such merchant.

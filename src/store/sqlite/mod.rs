@@ -27,6 +27,7 @@ mod import_batch;
 mod imports;
 mod keys;
 mod locations;
+mod merchants;
 mod readers;
 mod redelivery;
 mod schema;
@@ -52,7 +53,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
@@ -232,29 +233,15 @@ impl Store for SqliteStore {
 
     async fn create_merchant(&self, name: &str) -> Result<MerchantRef, StoreError> {
         let name = name.to_owned();
-        self.write(move |tx| {
-            let id = uuid::Uuid::now_v7().to_string();
-            tx.execute(
-                "INSERT INTO merchants (id, name, created_at) VALUES (?1, ?2, ?3)",
-                params![id, name, now_ms()],
-            )?;
-            Ok(MerchantRef {
-                pk: tx.last_insert_rowid(),
-                id,
-            })
-        })
-        .await
+        self.write(move |tx| merchants::create(tx, &name)).await
     }
 
     async fn merchant_count(&self) -> Result<u64, StoreError> {
-        self.readers
-            .read(|c| Ok(c.query_row("SELECT count(*) FROM merchants", [], |r| r.get::<_, i64>(0))?))
-            .await
-            .map(|n| n.unsigned_abs())
+        self.readers.read(merchants::count).await
     }
 
     async fn list_merchants(&self) -> Result<Vec<MerchantRow>, StoreError> {
-        self.readers.read(keys::merchants).await
+        self.readers.read(merchants::list).await
     }
 
     async fn list_keys(&self, merchant_id: &str) -> Result<Option<Vec<KeyRow>>, StoreError> {
