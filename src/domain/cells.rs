@@ -407,7 +407,13 @@ mod tests {
                 status: crate::domain::location::Status::Active,
             });
             let found: Vec<&str> = nearby.around(lat, lon).map(|n| n.location_id.as_str()).collect();
-            prop_assert_eq!(found, vec!["n"]);
+            prop_assert!(found.contains(&"n"), "{:?}", found);
+            // "A few more": away from the poles the cells are narrow enough to leave out a point
+            // 5 km off; within a degree of a pole the covering starts from the whole world, and
+            // its few ranges may hold it (the callers measure each distance).
+            if lat.abs() < 88.9 {
+                prop_assert!(!found.contains(&"far"), "{:?}", found);
+            }
         }
 
         /// Every point of the ring lies in a range of its covering, whatever the place.
