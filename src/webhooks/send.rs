@@ -135,7 +135,7 @@ impl Sender {
             .into_iter()
             .filter(|addr| match refused(addr.ip()).filter(|_| !reach.allow_private) {
                 Some(why) => {
-                    refusals.push(format!("{} is {why}", addr.ip()));
+                    refusals.push(format!("{} ({why})", addr.ip()));
                     false
                 }
                 None => true,
