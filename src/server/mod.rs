@@ -1,4 +1,5 @@
-//! The accept loop and the discipline every connection keeps (time limits, connections per client, bounded memory).
+//! The accept loop and the discipline every connection keeps (time limits, connections per
+//! client, bounded memory).
 //!
 //! hyper-util serves each connection (HTTP/1.1, or HTTP/2 after its preface); what it does not
 //! bound, this module does, with one small watchdog task per connection:

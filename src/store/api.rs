@@ -201,8 +201,8 @@ pub fn stored_status(s: &str) -> Result<Status, StoreError> {
 }
 
 /// Whom a request's write is for and how it is done: its merchant, whether it is kept (a
-/// `validate_only` request's is not), and when it must be done by (a write not begun, or not committed, by then is abandoned
-/// with `DeadlinePassed`).
+/// `validate_only` request's is not), and when it must be done by (a write not begun, or not
+/// committed, by then is abandoned with `DeadlinePassed`).
 #[derive(Clone, Copy, Debug)]
 pub struct WriteFor<'a> {
     pub merchant: &'a MerchantRef,

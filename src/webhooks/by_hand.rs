@@ -1,8 +1,9 @@
 //! Attempts made by hand: a resend or a test is one attempt made as the worker makes one
-//! (`attempt`), through the very transport and clock the worker uses (the same signing, public-address rule and 15 s), made while it holds
-//! a place of its endpoint (`places`: it counts against the bound on attempts in flight), and
-//! counted in `webhook_attempts_total{outcome}` (not in `webhook_delivery_seconds`: it is no
-//! event's delivery after its commit).
+//! (`attempt`), through the very transport and clock the worker uses (the same signing,
+//! public-address rule and 15 s), made while it holds a place of its endpoint (`places`: it
+//! counts against the bound on attempts in flight), and counted in
+//! `webhook_attempts_total{outcome}` (not in `webhook_delivery_seconds`: it is no event's delivery
+//! after its commit).
 
 use std::sync::Arc;
 

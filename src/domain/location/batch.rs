@@ -64,9 +64,9 @@ impl Stored {
     }
 }
 
-/// The status (at create, at an update that moves it, at a restore) of the location created `seq`-th with `location`'s
-/// coordinates and types, among `candidates` (the merchant's live locations near it), and the
-/// neighbour that quarantines it. A new location's `seq` is after every other.
+/// The status (at create, at an update that moves it, at a restore) of the location created
+/// `seq`-th with `location`'s coordinates and types, among `candidates` (the merchant's live
+/// locations near it), and the neighbour that quarantines it. A new location's `seq` is after every other.
 pub fn placement(
     seq: i64,
     location: &Location,

@@ -1,4 +1,5 @@
-//! Which stored locations a list request reads, in which order, and how many match. The stores fetch; the decisions are made here, once.
+//! Which stored locations a list request reads, in which order, and how many match. The stores
+//! fetch; the decisions are made here, once.
 //!
 //! **Order and pages.** Records come in creation order (`seq`, oldest first); a page continues
 //! after the `seq` of the previous page's last record (keyset), so a walk never returns a record

@@ -1,5 +1,5 @@
-//! Importing categories: the service's JSON format and the Google Product
-//! Taxonomy text format (`json`, `google`, both yielding `record`s), and the checks on the set an import would produce.
+//! Importing categories: the service's JSON format and the Google Product Taxonomy text format
+//! (`json`, `google`, both yielding `record`s), and the checks on the set an import would produce.
 //!
 //! An import is all or nothing: `parse` and `merge` collect *every* problem, each naming the
 //! record (JSON: its 0-based index) or line (Google: 1-based) at fault, and the store writes
