@@ -355,6 +355,9 @@ async fn serve(url: &DatabaseUrl, args: ServeArgs) -> anyhow::Result<()> {
             "database pool: PostgreSQL connections"
         ),
     }
+    // The recorder first: what the store's background tasks measure from their first moment
+    // (a replica's lag) would otherwise go to no recorder.
+    let _ = crate::telemetry::metrics();
     let store = store::open_with(url, &read_replicas, pools)
         .await
         .context("opening the database")?;

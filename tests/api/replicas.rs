@@ -222,6 +222,53 @@ async fn a_storefront_search_reads_the_replica_and_the_primary_once_the_replica_
 
 #[tokio::test]
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn every_replica_s_lag_is_shown_from_the_first_scrape_even_when_one_is_listed_twice() {
+    let primary = Cluster::new();
+    let standby = primary.standby();
+    let server = Server::start_binary_with(
+        std::path::Path::new(BIN),
+        &primary.url(),
+        &[
+            "--read-replica",
+            &standby.url(),
+            "--read-replica",
+            &standby.url(),
+            "--replica-max-lag",
+            MAX_LAG,
+        ],
+    );
+    let series = |metrics: &str, replica: &str| -> Option<f64> {
+        let name = format!(r#"replica_lag_seconds{{replica="{replica}"}} "#);
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name.as_str()))
+            .map(|v| if v == "inf" { f64::INFINITY } else { v.parse().unwrap() })
+    };
+    let scrape = || async {
+        reqwest::get(format!("{}/metrics", server.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    };
+    // Not yet known to be within the bound is +Inf, never absent.
+    let first = scrape().await;
+    assert!(series(&first, "0").is_some(), "{first}");
+    assert!(series(&first, "1").is_some(), "{first}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let metrics = scrape().await;
+        if series(&metrics, "0") == Some(0.0) && series(&metrics, "1") == Some(0.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "both not 0 behind within 20 s: {metrics}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_side() {
     let r = Replicated::start().await;
     let items: Vec<Value> = (1..=30)

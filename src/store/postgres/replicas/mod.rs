@@ -65,10 +65,15 @@ impl Replicas {
         let replicas = pools
             .into_iter()
             .enumerate()
-            .map(|(i, pool)| Replica {
-                name: i.to_string(),
-                pool,
-                health: Mutex::new(Health::Unknown),
+            .map(|(i, pool)| {
+                let replica = Replica {
+                    name: i.to_string(),
+                    pool,
+                    health: Mutex::new(Health::Unknown),
+                };
+                // Shown from the start, as not known to be within the bound: no read goes to it yet.
+                replica.show(None);
+                replica
             })
             .collect();
         Replicas {
@@ -159,7 +164,14 @@ impl Replica {
             retry_at: now + backoff,
             backoff,
         };
-        metrics::gauge!("replica_lag_seconds", "replica" => self.name.clone()).set(f64::INFINITY);
+        self.show(None);
+    }
+
+    /// `replica_lag_seconds`: how far behind it is, or +Inf while it is not known (not checked yet,
+    /// silent, or checked before the primary's first sample).
+    fn show(&self, lag: Option<Lag>) {
+        let seconds = lag.map_or(f64::INFINITY, Lag::seconds);
+        metrics::gauge!("replica_lag_seconds", "replica" => self.name.clone()).set(seconds);
     }
 
     async fn check(&self, samples: &Samples, max_lag: Duration) {
@@ -180,7 +192,7 @@ impl Replica {
             }
             Err(_) => return self.silent(now),
         };
-        let Some(lag) = lag else { return };
+        let Some(lag) = lag else { return self.show(None) };
         let mut health = self.health();
         let was = match *health {
             Health::Answered(was) => Some(was.within(max_lag)),
@@ -198,7 +210,8 @@ impl Replica {
             _ => {}
         }
         *health = Health::Answered(lag);
-        metrics::gauge!("replica_lag_seconds", "replica" => self.name.clone()).set(lag.seconds());
+        drop(health);
+        self.show(Some(lag));
     }
 }
 
