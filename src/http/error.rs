@@ -16,6 +16,10 @@ pub use crate::codes::{ErrorCode, ErrorType};
 use crate::errors::ErrorChain;
 use crate::store::StoreError;
 
+/// How long a client is asked to wait after the database was busy: the pool's wait has just
+/// passed, and connections come free within a request's time.
+const BUSY_RETRY_AFTER_SECS: u64 = 1;
+
 /// A request-level error, answered with the contract's body.
 #[derive(Debug)]
 pub struct ApiError {
@@ -56,7 +60,7 @@ impl ApiError {
         self
     }
 
-    /// `Retry-After`, for 429.
+    /// `Retry-After`: for 429, and for a 500 that says the database was busy.
     pub fn retry_after(mut self, secs: u64) -> Self {
         self.retry_after_secs = Some(secs);
         self
@@ -109,6 +113,18 @@ impl From<StoreError> for ApiError {
                     ErrorCode::OutcomeUnknown,
                     "the connection to the database broke while this write was committing: it may or may not be stored; retry it safely, or read it back",
                 )
+            }
+            // Every connection stayed taken for the whole wait: the load passes, so the client is
+            // told when to try again, and the answer is counted apart from failures.
+            StoreError::Busy(_) => {
+                let request_id = super::request_id::current();
+                tracing::warn!(error = %ErrorChain(&e), request_id = request_id.as_deref().unwrap_or_default(), "database busy");
+                metrics::counter!("database_busy_total").increment(1);
+                ApiError::new(
+                    ErrorCode::Internal,
+                    "the database is busy: no connection came free in time; nothing was done, try again after Retry-After",
+                )
+                .retry_after(BUSY_RETRY_AFTER_SECS)
             }
             e => ApiError::internal(&e),
         }

@@ -12,6 +12,9 @@ pub enum StoreError {
     /// The connection broke while the transaction was committing: it may or may not be stored.
     #[error("the database connection broke during the commit; the write may or may not be stored")]
     OutcomeUnknown(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// No connection came free in time: the database is busy, not broken, and nothing was done.
+    #[error("no database connection came free in time")]
+    Busy(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("database error")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync>),
 }

@@ -314,3 +314,87 @@ async fn a_read_is_never_starved_by_writers() {
         assert_eq!(answer.body["locations"][0]["status"], "ACTIVE");
     }
 }
+
+/// A read that waits the pool's whole 5 s for a connection is told the database is busy: the
+/// catalogue's 500 `INTERNAL` (nothing was done), with `Retry-After`, and counted apart from
+/// failures (`database_busy_total`). Two reads hold the pool's two connections behind a lock taken
+/// outside the service (on the table and its counts, which an empty list reads alone); the third
+/// finds none.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() {
+    use storefront::store::{self, DatabaseUrl, Pools, ReadReplicas};
+    let _ = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let pools = Pools {
+        readers: 4,
+        pg_connections: 2,
+    };
+    let store = store::open_with(&DatabaseUrl::parse(&url).unwrap(), &ReadReplicas::default(), pools)
+        .await
+        .unwrap();
+    let app = TestApp::spawn_with(store, dir).await;
+    let key = app.merchant_key("busy").await;
+    assert_eq!(app.list_locations(&json!({})).await.status, 200);
+    let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    holder
+        .batch_execute("BEGIN; LOCK TABLE locations, location_counts IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let list = |base: String, key: String| async move {
+        read(
+            reqwest::Client::new()
+                .post(format!("{base}/v1/location/list"))
+                .bearer_auth(key)
+                .json(&json!({})),
+        )
+        .await
+    };
+    let held: Vec<_> = (0..2)
+        .map(|_| tokio::spawn(list(app.base.clone(), key.clone())))
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: i64 = holder
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront' AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the two reads never reached the lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let busy = list(app.base.clone(), key.clone()).await;
+    assert_eq!(busy.status, 500, "{:?}", busy.body);
+    assert_eq!(busy.body["error_type"], "ERROR_TYPE_INTERNAL");
+    assert_eq!(busy.body["code"], "INTERNAL");
+    assert!(
+        busy.body["message"].as_str().unwrap().contains("busy"),
+        "{:?}",
+        busy.body
+    );
+    assert!(busy.body["details"]["request_id"].is_string(), "{:?}", busy.body);
+    assert_eq!(busy.headers["retry-after"], "1");
+    let metrics = reqwest::get(format!("{}/metrics", app.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let counted = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("database_busy_total "))
+        .map(|v| v.parse::<f64>().unwrap());
+    assert!(counted.is_some_and(|n| n >= 1.0), "{metrics}");
+    holder.batch_execute("COMMIT").await.unwrap();
+    for read in held {
+        assert_eq!(read.await.unwrap().status, 200);
+    }
+}

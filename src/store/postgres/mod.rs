@@ -100,7 +100,12 @@ impl From<tokio_postgres::Error> for StoreError {
 
 impl From<deadpool_postgres::PoolError> for StoreError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
-        StoreError::backend(e)
+        match e {
+            deadpool_postgres::PoolError::Timeout(deadpool_postgres::TimeoutType::Wait) => {
+                StoreError::Busy(Box::new(e))
+            }
+            e => StoreError::backend(e),
+        }
     }
 }
 
