@@ -89,20 +89,35 @@ pub const IMPORT_COLUMNS: &str = "import_id, file_name, status, do_update, archi
      rows_done, created, updated, unchanged, quarantined, archived, failed, error_code, error_message, created_at, \
      started_at, finished_at";
 
-/// A claimed import's columns, in `Claim`'s order.
-pub const CLAIM_COLUMNS: &str = "import_pk, merchant_pk, import_id, file_name, content, sheet, do_update, archive_missing, dry_run, rows_total, \
-     rows_done";
+/// A claimed import's columns, in `Claim`'s order (its file from `import_files`).
+pub const CLAIM_COLUMNS: &str = "import_pk, merchant_pk, import_id, file_name, \
+     (SELECT f.content FROM import_files f WHERE f.import_pk = imports.import_pk), sheet, do_update, archive_missing, \
+     dry_run, rows_total, rows_done";
 
-/// Stores a new import (parameters: id, merchant, file name, content, sheet, update,
-/// archive_missing, dry_run, created_at, the most active imports) unless the merchant has that
-/// many queued or running.
+/// Stores a new import (parameters: id, merchant, file name, sheet, update, archive_missing,
+/// dry_run, created_at, the most active imports) unless the merchant has that many queued or
+/// running. Its file goes in with [`insert_file`], in the same transaction.
 pub fn insert(mark: char) -> String {
     marked(
-        "INSERT INTO imports (import_id, merchant_pk, file_name, content, sheet, do_update, archive_missing, dry_run, \
-         status, created_at) SELECT $1, $2, $3, $4, $5, $6, $7, $8, 'QUEUED', $9 \
-         WHERE (SELECT count(*) FROM imports WHERE merchant_pk = $2 AND status IN ('QUEUED', 'RUNNING')) < $10",
+        "INSERT INTO imports (import_id, merchant_pk, file_name, sheet, do_update, archive_missing, dry_run, \
+         status, created_at) SELECT $1, $2, $3, $4, $5, $6, $7, 'QUEUED', $8 \
+         WHERE (SELECT count(*) FROM imports WHERE merchant_pk = $2 AND status IN ('QUEUED', 'RUNNING')) < $9",
         mark,
     )
+}
+
+/// The file (2) of the import with the id (1). A row of its own: the import's row is rewritten by
+/// every batch's progress, and would otherwise carry the whole file into each batch's write.
+pub fn insert_file(mark: char) -> String {
+    marked(
+        "INSERT INTO import_files (import_pk, content) SELECT import_pk, $2 FROM imports WHERE import_id = $1",
+        mark,
+    )
+}
+
+/// The file of the import (1): dropped when the import ends.
+pub fn drop_file(mark: char) -> String {
+    marked("DELETE FROM import_files WHERE import_pk = $1", mark)
 }
 
 /// The merchant's (1) import with the id (2).
@@ -254,13 +269,13 @@ pub fn archive_progress(mark: char) -> String {
     )
 }
 
-/// Ends the import (1) held by (2): status (3), error code (4) and message (5), at (6); its file
-/// is emptied (`content` (7)).
+/// Ends the import (1) held by (2): status (3), error code (4) and message (5), at (6). Its file
+/// is dropped with it ([`drop_file`]).
 pub fn finish(mark: char) -> String {
     marked(
         &format!(
-            "UPDATE imports SET status = $3, error_code = $4, error_message = $5, finished_at = $6, owner = NULL, \
-             content = $7 WHERE {HELD}"
+            "UPDATE imports SET status = $3, error_code = $4, error_message = $5, finished_at = $6, owner = NULL \
+             WHERE {HELD}"
         ),
         mark,
     )

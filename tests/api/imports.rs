@@ -410,8 +410,8 @@ async fn a_third_import_queued_or_running_is_refused_and_another_merchant_sees_n
         execute_sql(
             app.db_url(),
             &format!(
-                "INSERT INTO imports (import_id, merchant_pk, file_name, content, do_update, archive_missing, dry_run, \
-                 status, created_at, owner, claim_until) VALUES ('{id}', {merchant}, 'a.csv', '', false, false, false, \
+                "INSERT INTO imports (import_id, merchant_pk, file_name, do_update, archive_missing, dry_run, \
+                 status, created_at, owner, claim_until) VALUES ('{id}', {merchant}, 'a.csv', false, false, false, \
                  'RUNNING', 1, 'elsewhere', 9000000000000)"
             ),
         )

@@ -216,11 +216,11 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
         Some(path) => {
             let conn = rusqlite::Connection::open(path).unwrap();
             // Version 7's schema: the claims' owners (migration 9), the endpoints' first
-            // sequence (10), the imports (12), the keys' origins (13) and the text index (14) came after it too (10 rebuilds the attempts' table
+            // sequence (10), the imports (12, and their files, 15), the keys' origins (13) and the text index (14) came after it too (10 rebuilds the attempts' table
             // whatever it holds).
             conn.execute_batch(&format!(
                 "DROP TABLE location_text; DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
-                 ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE imports; \
+                 ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE import_files; DROP TABLE imports; \
                  DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                  ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
                  ALTER TABLE webhooks DROP COLUMN resent_through; PRAGMA user_version = 7"
@@ -241,7 +241,7 @@ async fn store_as_json(url: &str, merchant_pk: i64, events: &[OldEvent]) {
             client
                 .batch_execute(&format!(
                     "ALTER TABLE locations DROP COLUMN search_text; DROP TABLE key_origins; DROP INDEX api_keys_by_merchant; ALTER TABLE api_keys DROP COLUMN label; \
-                     ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE imports; \
+                     ALTER TABLE api_keys DROP COLUMN allowed_origins; DROP TABLE import_rows; DROP TABLE import_files; DROP TABLE imports; \
                      DROP TABLE events; {OLD_EVENTS}; ALTER TABLE webhooks DROP COLUMN claim_owner; \
                      ALTER TABLE deliveries DROP COLUMN claim_owner; ALTER TABLE webhooks DROP COLUMN created_through; \
                      ALTER TABLE webhooks DROP COLUMN resent_through; \
@@ -363,4 +363,81 @@ async fn events_stored_as_json_are_converted_in_place_and_read_the_same() {
     assert_eq!(events.len(), 5);
     assert_eq!(events[4]["sequence"], 5);
     assert_eq!(events[4]["merchant_location_id"], "wh-3");
+}
+
+/// An import queued before its file had a table of its own (SQLite schema 14, PostgreSQL 17) runs
+/// to its end after the upgrade, with every row applied, and its file is dropped when it ends.
+#[tokio::test]
+async fn an_import_queued_before_files_had_a_table_of_their_own_runs_after_the_upgrade() {
+    let mut app = TestApp::spawn().await;
+    let url = app.db_url().to_owned();
+    let dir = std::mem::replace(&mut app._dir, tempfile::tempdir().unwrap());
+    let key = app.key.clone();
+    app.store.close().await;
+    drop(app);
+    let (downgrade, blob) = match url.strip_prefix("sqlite://") {
+        Some(_) => (
+            "ALTER TABLE imports ADD COLUMN content BLOB NOT NULL DEFAULT x''; DROP TABLE import_files; \
+             PRAGMA user_version = 14",
+            "x'6d65726368616e745f6c6f636174696f6e5f69642c6e616d650a6f6c642d312c4f6c64206f6e650a'",
+        ),
+        None => (
+            "ALTER TABLE imports ADD COLUMN content BYTEA NOT NULL DEFAULT ''; DROP TABLE import_files; \
+             DELETE FROM schema_migrations WHERE version >= 18",
+            "'\\x6d65726368616e745f6c6f636174696f6e5f69642c6e616d650a6f6c642d312c4f6c64206f6e650a'::bytea",
+        ),
+    };
+    execute_sql(&url, downgrade).await;
+    // `merchant_location_id,name` / `old-1,Old one`: a row that fails (no coordinates, no types),
+    // so its outcome names its fields.
+    execute_sql(
+        &url,
+        &format!(
+            "INSERT INTO imports (import_id, merchant_pk, file_name, content, do_update, archive_missing, dry_run, \
+             status, created_at) VALUES ('queued-before', (SELECT merchant_pk FROM api_keys LIMIT 1), 'old.csv', \
+             {blob}, false, false, false, 'QUEUED', 1)"
+        ),
+    )
+    .await;
+    let app = TestApp::spawn_with(open_store(&url).await, dir).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let import = loop {
+        let got = app
+            .post_as("/v1/import/get", &key, &json!({"import_id": "queued-before"}))
+            .await;
+        assert_eq!(got.status, 200, "{:#}", got.body);
+        let import = got.body["import"].clone();
+        if import["status"] == "SUCCEEDED" || import["status"] == "FAILED" {
+            break import;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not ended within 20 s: {import:#}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(import["status"], "SUCCEEDED", "{import:#}");
+    assert_eq!(import["rows_total"], 1);
+    assert_eq!(import["counts"]["failed"], 1, "{import:#}");
+    let rows = app
+        .post_as("/v1/import/rows", &key, &json!({"import_id": "queued-before"}))
+        .await;
+    assert_eq!(rows.body["rows"][0]["merchant_location_id"], "old-1", "{:#}", rows.body);
+    assert_eq!(rows.body["rows"][0]["row"], 2);
+    let left = match url.strip_prefix("sqlite://") {
+        Some(path) => rusqlite::Connection::open(path)
+            .unwrap()
+            .query_row("SELECT count(*) FROM import_files", [], |r| r.get::<_, i64>(0))
+            .unwrap(),
+        None => {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            client
+                .query_one("SELECT count(*) FROM import_files", &[])
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+        }
+    };
+    assert_eq!(left, 0, "the file is dropped when its import ends");
 }

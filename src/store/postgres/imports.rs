@@ -139,7 +139,6 @@ impl ImportStore for PgImports {
                 &import.import_id,
                 &import.merchant_pk,
                 &import.file_name,
-                &import.content,
                 &o.sheet,
                 &o.update,
                 &o.archive_missing,
@@ -152,6 +151,7 @@ impl ImportStore for PgImports {
         if inserted == 0 {
             return Ok(None);
         }
+        execute(&tx, &sql::insert_file(M), &[&import.import_id, &import.content]).await?;
         let found = query(&tx, &sql::get(M), &[&import.merchant_pk, &import.import_id]).await?;
         let import = found.first().map(|r| sql::read_import(r, 0)).transpose()?;
         tx.commit().await?;
@@ -337,16 +337,16 @@ impl ImportStore for PgImports {
     }
 
     async fn finish_import(&self, claim: &Claim, error: Option<ImportError>, now_ms: i64) -> Result<bool, StoreError> {
-        let client = self.pool.get().await?;
+        let mut client = self.pool.get().await?;
+        let tx = client.transaction().await?;
         let status = if error.is_some() {
             ImportStatus::Failed
         } else {
             ImportStatus::Succeeded
         };
         let (code, message) = error.map(|e| (e.code, e.message)).unzip();
-        let empty: Vec<u8> = Vec::new();
         let ended = execute(
-            &client,
+            &tx,
             &sql::finish(M),
             &[
                 &claim.import_pk,
@@ -355,10 +355,13 @@ impl ImportStore for PgImports {
                 &code,
                 &message,
                 &now_ms,
-                &empty,
             ],
         )
         .await?;
+        if ended == 1 {
+            execute(&tx, &sql::drop_file(M), &[&claim.import_pk]).await?;
+        }
+        tx.commit().await?;
         Ok(ended == 1)
     }
 
@@ -373,6 +376,7 @@ impl ImportStore for PgImports {
             return Ok(0);
         };
         execute(&tx, &sql::drop_rows(M), &[&key]).await?;
+        execute(&tx, &sql::drop_file(M), &[&key]).await?;
         execute(&tx, &sql::drop_import(M), &[&key]).await?;
         tx.commit().await?;
         Ok(1)

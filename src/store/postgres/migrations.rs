@@ -19,4 +19,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0015_imports.sql"),
     include_str!("../../../migrations/postgres/0016_key_origins.sql"),
     include_str!("../../../migrations/postgres/0017_location_text.sql"),
+    include_str!("../../../migrations/postgres/0018_import_files.sql"),
 ];

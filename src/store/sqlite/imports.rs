@@ -42,7 +42,6 @@ impl ImportStore for SqliteImports {
                 import.import_id,
                 import.merchant_pk,
                 import.file_name,
-                import.content,
                 o.sheet,
                 o.update,
                 o.archive_missing,
@@ -53,6 +52,8 @@ impl ImportStore for SqliteImports {
             if inserted == 0 {
                 return Ok(None);
             }
+            tx.prepare_cached(&sql::insert_file(M))?
+                .execute(params![import.import_id, import.content])?;
             let found = tx
                 .prepare_cached(&sql::get(M))?
                 .query_row(params![import.merchant_pk, import.import_id], |r| {
@@ -265,9 +266,11 @@ impl ImportStore for SqliteImports {
                 status.as_str(),
                 code,
                 message,
-                now_ms,
-                Vec::<u8>::new()
+                now_ms
             ])?;
+            if ended == 1 {
+                tx.prepare_cached(&sql::drop_file(M))?.execute([held.0])?;
+            }
             Ok(ended == 1)
         })
         .await
@@ -283,6 +286,7 @@ impl ImportStore for SqliteImports {
                 return Ok(0);
             };
             tx.prepare_cached(&sql::drop_rows(M))?.execute([import_pk])?;
+            tx.prepare_cached(&sql::drop_file(M))?.execute([import_pk])?;
             tx.prepare_cached(&sql::drop_import(M))?.execute([import_pk])?;
             Ok(1)
         })
