@@ -95,6 +95,12 @@ pub enum Route {
 }
 
 /// Where `row` goes, given what is stored under its names and whether rows update (`--update`).
+/// Whether `route` may send `row` to be created, whatever is stored: what is worth validating
+/// before the stored locations are known.
+pub fn may_create(row: &Row, update: bool) -> bool {
+    !row.archived && !(row.location_id.is_some() && (update || row.merchant_location_id.is_none()))
+}
+
 pub fn route(row: &Row, update: bool, known: &Known) -> Route {
     if row.archived {
         Route::Done(Outcome::Unchanged, Vec::new())

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use crate::client::apply::keys_of;
 use crate::client::table::rows::{Format, ReadOptions, Row, Unreadable, scan_bytes};
 use crate::domain::import::BATCH_ROWS;
+use crate::store::import_api::RowBatch;
 
 /// The items of one batch stay under this (a row alone may exceed it: it is a batch alone).
 const BATCH_BYTES: usize = 4 * 1024 * 1024;
@@ -53,7 +54,8 @@ pub(super) fn send(
     format: Format,
     options: &ReadOptions,
     skip: u64,
-    to: &mpsc::Sender<Vec<Row>>,
+    update: bool,
+    to: &mpsc::Sender<RowBatch>,
 ) -> Result<(), Unreadable> {
     let mut batcher = Batcher::default();
     let mut seen = 0u64;
@@ -63,12 +65,12 @@ pub(super) fn send(
             return true;
         }
         match batcher.push(row) {
-            Some(batch) => to.blocking_send(batch).is_ok(),
+            Some(batch) => to.blocking_send(RowBatch::checked(batch, update)).is_ok(),
             None => true,
         }
     })?;
     if let Some(batch) = batcher.finish() {
-        let _ = to.blocking_send(batch);
+        let _ = to.blocking_send(RowBatch::checked(batch, update));
     }
     Ok(())
 }
@@ -79,11 +81,11 @@ mod tests {
 
     fn rows(text: &str) -> Vec<Vec<u64>> {
         let (tx, mut rx) = mpsc::channel(1000);
-        send(text.as_bytes(), Format::Jsonl, &ReadOptions::default(), 1, &tx).unwrap();
+        send(text.as_bytes(), Format::Jsonl, &ReadOptions::default(), 1, false, &tx).unwrap();
         drop(tx);
         let mut batches = Vec::new();
         while let Ok(batch) = rx.try_recv() {
-            batches.push(batch.iter().map(|r| r.row).collect());
+            batches.push(batch.rows.iter().map(|r| r.row).collect());
         }
         batches
     }

@@ -14,10 +14,10 @@ use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::table::rows::{Format, ReadOptions, Row, check_bytes};
+use crate::client::table::rows::{Format, ReadOptions, check_bytes};
 use crate::domain::import::{ImportError, KEPT_FOR_MS, MAX_ROWS};
 use crate::store::api::millis;
-use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore};
+use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore, RowBatch};
 use crate::store::now_ms;
 
 /// How long a claim holds unless extended; a killed instance's import is taken up again after it.
@@ -175,7 +175,8 @@ async fn run_claimed(
     let content = std::mem::take(&mut claim.content);
     let (tx, mut rx) = mpsc::channel(2 * BATCHES_PER_WRITE);
     let skip = u64::try_from(claim.rows_done).unwrap_or(0);
-    let reader = tokio::task::spawn_blocking(move || batches::send(&content, format, &options, skip, &tx));
+    let update = claim.options.update;
+    let reader = tokio::task::spawn_blocking(move || batches::send(&content, format, &options, skip, update, &tx));
     if claim.options.dry_run {
         let applied = store.dry_run(&claim, rx).await;
         let _ = reader.await;
@@ -228,7 +229,7 @@ async fn run_claimed(
 
 /// The next batch, and those read already behind it, up to `BATCHES_PER_WRITE`: one transaction
 /// (one commit, one flush to disk) for several, while the file is read ahead. `None` at the end.
-async fn ready_batches(rx: &mut mpsc::Receiver<Vec<Row>>) -> Option<Vec<Vec<Row>>> {
+async fn ready_batches(rx: &mut mpsc::Receiver<RowBatch>) -> Option<Vec<RowBatch>> {
     let mut batches = vec![rx.recv().await?];
     while batches.len() < BATCHES_PER_WRITE {
         match rx.try_recv() {

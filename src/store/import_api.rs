@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio::sync::mpsc;
 
 use super::error::StoreError;
-use crate::client::table::rows::Row;
+pub use super::import_apply::RowBatch;
 use crate::domain::import::{Import, ImportError, ImportOptions, ImportRow};
 
 /// A new import, stored `QUEUED` with its file.
@@ -42,7 +42,7 @@ pub struct Claim {
 pub struct Batch<'a> {
     pub claim: &'a Claim,
     pub first: i64,
-    pub batches: Vec<Vec<Row>>,
+    pub batches: Vec<RowBatch>,
 }
 
 /// What a batch did.
@@ -115,7 +115,7 @@ pub trait ImportStore: Send + Sync {
     /// A dry run, whole: the batches from `rows` applied in one transaction, in the merchant's turn
     /// at heavy work, then rolled back; the rows' outcomes (and with `archive_missing` how many
     /// would be archived) stored and the import `SUCCEEDED`.
-    async fn dry_run(&self, claim: &Claim, rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError>;
+    async fn dry_run(&self, claim: &Claim, rows: mpsc::Receiver<RowBatch>) -> Result<Applied, StoreError>;
 
     /// Ends the import: `SUCCEEDED` (`error` `None`) or `FAILED`; its file is no longer kept.
     async fn finish_import(&self, claim: &Claim, error: Option<ImportError>, now_ms: i64) -> Result<bool, StoreError>;

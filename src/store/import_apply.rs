@@ -11,11 +11,11 @@ use serde_json::json;
 use super::api::StoreError;
 use super::group::Written;
 use crate::client::apply::{self, Applier, Sent};
-use crate::client::outcome::{ItemAnswer, Known, RowReport, ServiceError};
+use crate::client::outcome::{self, ItemAnswer, Known, RowReport, ServiceError};
 use crate::client::table::RowError;
 use crate::client::table::rows::Row;
 use crate::domain::event::Change;
-use crate::domain::field_error::FieldError;
+use crate::domain::field_error::{FieldError, Path};
 use crate::domain::import::Counts;
 use crate::domain::json::Value;
 use crate::domain::location::Persist;
@@ -32,28 +32,85 @@ pub(crate) trait TxSteps {
     async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError>;
 }
 
-/// Applies `rows` with the engine's `steps` in its open transaction: the rows' reports and the
+/// A batch of a file's rows, each row that may be created validated already: the reader does that
+/// while the batch before is being written, so a batch's transaction holds only its reads and
+/// writes.
+pub struct RowBatch {
+    pub rows: Vec<Row>,
+    /// By row: the row's item validated as `locations[i]` (`i` its place in the batch).
+    checked: Vec<Option<Checked>>,
+}
+
+type Checked = Result<NewLocation, Vec<FieldError>>;
+
+impl RowBatch {
+    /// `rows`, those a run with `update` may create validated.
+    pub fn checked(rows: Vec<Row>, update: bool) -> RowBatch {
+        let root = Path::root("locations");
+        let checked = rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                outcome::may_create(row, update).then(|| {
+                    let item = serde_json::from_str(&row.item).unwrap_or(Value::Null);
+                    NewLocation::checked(&item, &root.index(i))
+                })
+            })
+            .collect();
+        RowBatch { rows, checked }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// Applies `batch` with the engine's `steps` in its open transaction: the rows' reports and the
 /// changes whose events the engine appends. `persist` says whether the transaction is to be kept
 /// (a dry run's is not: a location it would create has no id, as `validate_only` answers).
 pub(crate) async fn apply_rows<S: TxSteps>(
     steps: S,
-    rows: &[Row],
+    batch: RowBatch,
     update: bool,
     persist: Persist,
 ) -> Result<(Vec<RowReport>, Vec<Change>), StoreError> {
     let mut applier = InTx {
         steps,
         persist,
+        checked: batch.checked,
         changes: Vec::new(),
     };
-    let reports = apply::apply_chunk(&mut applier, rows, update).await?;
+    let reports = apply::apply_chunk(&mut applier, &batch.rows, update).await?;
     Ok((reports, applier.changes))
 }
 
 struct InTx<S> {
     steps: S,
     persist: Persist,
+    checked: Vec<Option<Checked>>,
     changes: Vec<Change>,
+}
+
+/// The row's validation, made at `locations[row]`, as the create item at `path` (the errors' paths
+/// moved there), or `None` when the row was not validated before.
+fn checked_as(checked: &mut [Option<Checked>], row: usize, path: &Path<'_>) -> Option<Checked> {
+    let found = checked.get_mut(row)?.take()?;
+    Some(found.map_err(|errors| {
+        let (from, to) = (format!("locations[{row}]"), path.to_string());
+        errors
+            .into_iter()
+            .map(|mut e| {
+                if let Some(rest) = e.field.strip_prefix(&from) {
+                    e.field = format!("{to}{rest}");
+                }
+                e
+            })
+            .collect()
+    }))
 }
 
 impl<S: TxSteps> Applier for InTx<S> {
@@ -69,7 +126,10 @@ impl<S: TxSteps> Applier for InTx<S> {
         _rows: &[Row],
     ) -> Result<Vec<(usize, Sent)>, StoreError> {
         let values = parsed(&items);
-        let mut plan = Plan::new(&values);
+        let checked = &mut self.checked;
+        let mut plan = Plan::with(&values, |k, item, path| {
+            checked_as(checked, items[k].0, path).unwrap_or_else(|| NewLocation::checked(item, path))
+        });
         drop(values);
         let to_store = plan.take_to_store();
         let outcomes = if to_store.is_empty() {
@@ -202,4 +262,40 @@ pub(crate) fn archived(decision: &Decision) -> i64 {
         .iter()
         .filter(|r| r.status == crate::domain::location::Status::Archived && r.errors.is_empty())
         .count() as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::field_error::FieldCode;
+
+    #[test]
+    fn a_row_validated_before_its_batch_s_transaction_ends_as_if_validated_there() {
+        let errors = vec![
+            FieldError {
+                field: "locations[12].name".to_owned(),
+                code: FieldCode::Required,
+                message: "required".into(),
+            },
+            FieldError {
+                field: "locations[12]".to_owned(),
+                code: FieldCode::InvalidType,
+                message: "whole item".into(),
+            },
+        ];
+        let mut checked: Vec<Option<Checked>> = (0..13).map(|_| None).collect();
+        checked[12] = Some(Err(errors));
+        let root = Path::root("locations");
+        let Some(Err(moved)) = checked_as(&mut checked, 12, &root.index(1)) else {
+            panic!("the row's errors are taken");
+        };
+        let fields: Vec<&str> = moved.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["locations[1].name", "locations[1]"]);
+        assert!(checked_as(&mut checked, 12, &root.index(1)).is_none(), "taken once");
+        assert!(
+            checked_as(&mut checked, 3, &root.index(0)).is_none(),
+            "not validated before"
+        );
+        assert!(checked_as(&mut checked, 99, &root.index(0)).is_none(), "no such row");
+    }
 }

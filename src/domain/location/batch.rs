@@ -24,6 +24,15 @@ pub struct NewLocation {
     pub canonical: String,
 }
 
+impl NewLocation {
+    /// The create item `item` at `path` validated: the location, or every error it has.
+    pub fn checked(item: &Value, path: &Path<'_>) -> Result<NewLocation, Vec<FieldError>> {
+        let location = validate::parse(item, path)?;
+        let canonical = location.canonical_json();
+        Ok(NewLocation { location, canonical })
+    }
+}
+
 /// What the store did with one `NewLocation`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -245,6 +254,15 @@ struct Pending {
 impl Plan {
     /// Dedupes and validates every item of `items` (the request's `locations`).
     pub fn new(items: &[Value]) -> Plan {
+        Plan::with(items, |_, item, path| NewLocation::checked(item, path))
+    }
+
+    /// As [`Plan::new`], the items that are not superseded validated by `validate` (given the
+    /// item's index, the item and its path): for a caller that validated them earlier, elsewhere.
+    pub fn with(
+        items: &[Value],
+        mut validate: impl FnMut(usize, &Value, &Path<'_>) -> Result<NewLocation, Vec<FieldError>>,
+    ) -> Plan {
         let mut last_index: HashMap<&str, usize> = HashMap::new();
         for (i, item) in items.iter().enumerate() {
             if let Some(id) = merchant_location_id(item) {
@@ -273,16 +291,15 @@ impl Plan {
                     }],
                 ))
             } else {
-                match validate::parse(item, &path) {
+                match validate(i, item, &path) {
                     Err(errors) => Some(failed(item, errors)),
-                    Ok(location) => {
+                    Ok(new) => {
                         plan.pending.push(Pending {
                             index: i,
-                            merchant_location_id: location.merchant_location_id.clone(),
-                            name: location.name.clone(),
+                            merchant_location_id: new.location.merchant_location_id.clone(),
+                            name: new.location.name.clone(),
                         });
-                        let canonical = location.canonical_json();
-                        plan.to_store.push(NewLocation { location, canonical });
+                        plan.to_store.push(new);
                         None
                     }
                 }

@@ -13,7 +13,6 @@ use tokio::sync::mpsc;
 use super::sql::{execute, lock_merchant, query};
 use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
-use crate::client::table::rows::Row;
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
@@ -23,7 +22,7 @@ use crate::store::event_signal::EventSignal;
 use crate::store::group::{Written, after_commit};
 use crate::store::heavy::HeavyWork;
 use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore, NewImport};
-use crate::store::import_apply::{self, TxSteps, apply_rows, stored_rows};
+use crate::store::import_apply::{self, RowBatch, TxSteps, apply_rows, stored_rows};
 use crate::store::import_sql as sql;
 
 const M: char = '$';
@@ -237,7 +236,8 @@ impl ImportStore for PgImports {
         }
         lock_merchant(&tx, claim.merchant_pk).await?;
         let (mut words, mut changes) = (Vec::new(), Vec::new());
-        for rows in &batch.batches {
+        let first = batch.first;
+        for rows in batch.batches {
             let steps = Steps {
                 tx: &tx,
                 merchant_pk: claim.merchant_pk,
@@ -246,7 +246,7 @@ impl ImportStore for PgImports {
             if !changed.is_empty() {
                 events::append(&tx, claim.merchant_pk, &changed).await?;
             }
-            words.extend(save(&tx, claim.import_pk, batch.first + words.len() as i64, &reports).await?);
+            words.extend(save(&tx, claim.import_pk, first + words.len() as i64, &reports).await?);
             changes.extend(changed);
         }
         tx.commit().await?;
@@ -296,7 +296,7 @@ impl ImportStore for PgImports {
         Ok(Archived::Some(archived))
     }
 
-    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError> {
+    async fn dry_run(&self, claim: &Claim, mut rows: mpsc::Receiver<RowBatch>) -> Result<Applied, StoreError> {
         // The batches' transaction is rolled back at the end; it takes no merchant's lock, so the
         // merchant's own writes go on beside it (only a write of a location it touched waits).
         let mut client = self.pool.get().await?;
@@ -307,7 +307,7 @@ impl ImportStore for PgImports {
                 tx: &tx,
                 merchant_pk: claim.merchant_pk,
             };
-            let (reports, _) = apply_rows(steps, &batch, claim.options.update, Persist::ValidateOnly).await?;
+            let (reports, _) = apply_rows(steps, batch, claim.options.update, Persist::ValidateOnly).await?;
             let first = words.len() as i64;
             // Committed at once: the batches' transaction reads them back when `archive_missing`
             // counts the locations no row names.

@@ -14,10 +14,9 @@ use tokio::sync::mpsc;
 use super::import_batch::{apply_now, fence, save};
 use super::schema::{configure, migrate};
 use super::writer::{Jobs, write};
-use crate::client::table::rows::Row;
 use crate::domain::location::Persist;
 use crate::store::api::StoreError;
-use crate::store::import_api::{Applied, Claim};
+use crate::store::import_api::{Applied, Claim, RowBatch};
 use crate::store::import_sql as sql;
 
 /// The merchant's rows a scratch database needs: the merchant, its locations and their counts.
@@ -53,7 +52,7 @@ pub(super) fn run(
     live: &Path,
     jobs: &Jobs,
     claim: &Claim,
-    mut rows: mpsc::Receiver<Vec<Row>>,
+    mut rows: mpsc::Receiver<RowBatch>,
     handle: &tokio::runtime::Handle,
 ) -> Result<Applied, StoreError> {
     let dir = tempfile::tempdir().map_err(StoreError::backend)?;
@@ -65,7 +64,7 @@ pub(super) fn run(
         let (reports, _) = apply_now(
             &conn,
             (claim.merchant_pk, &no_failpoint),
-            &batch,
+            batch,
             claim.options.update,
             Persist::ValidateOnly,
         )?;

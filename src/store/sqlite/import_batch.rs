@@ -9,14 +9,13 @@ use rusqlite::{Connection, OptionalExtension, Row as SqlRow, params};
 
 use super::{changes, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
-use crate::client::table::rows::Row;
 use crate::domain::event::Change;
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::store::api::StoreError;
 use crate::store::group::Written;
-use crate::store::import_apply::{TxSteps, apply_rows, stored_rows};
+use crate::store::import_apply::{RowBatch, TxSteps, apply_rows, stored_rows};
 use crate::store::import_sql as sql;
 
 const M: char = '?';
@@ -71,7 +70,7 @@ impl TxSteps for Steps<'_> {
 pub(super) fn apply_now(
     tx: &Connection,
     claim: (i64, &AtomicU64),
-    rows: &[Row],
+    rows: RowBatch,
     update: bool,
     persist: Persist,
 ) -> Result<(Vec<RowReport>, Vec<Change>), StoreError> {

@@ -12,14 +12,13 @@ use super::import_batch::{apply_now, fence, save};
 use super::readers::ReadPool;
 use super::writer::{Jobs, WriterHealth, write};
 use super::{changes, events};
-use crate::client::table::rows::Row;
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
 use crate::domain::location::Persist;
 use crate::store::api::StoreError;
 use crate::store::event_signal::EventSignal;
 use crate::store::group::after_commit;
 use crate::store::heavy::HeavyWork;
-use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore, NewImport};
+use crate::store::import_api::{Applied, Archived, Batch, Claim, ImportStore, NewImport, RowBatch};
 use crate::store::import_apply;
 use crate::store::import_sql as sql;
 
@@ -182,7 +181,7 @@ impl ImportStore for SqliteImports {
                 return Ok(None);
             }
             let (mut words, mut changes) = (Vec::new(), Vec::new());
-            for rows in &batches {
+            for rows in batches {
                 let (reports, changed) =
                     apply_now(tx, (merchant_pk, &health.failpoint), rows, update, Persist::Commit)?;
                 if !changed.is_empty() {
@@ -243,7 +242,7 @@ impl ImportStore for SqliteImports {
         Ok(done)
     }
 
-    async fn dry_run(&self, claim: &Claim, rows: mpsc::Receiver<Vec<Row>>) -> Result<Applied, StoreError> {
+    async fn dry_run(&self, claim: &Claim, rows: mpsc::Receiver<RowBatch>) -> Result<Applied, StoreError> {
         let live = self.readers.path().to_owned();
         let (jobs, claim, handle) = (Arc::clone(&self.jobs), claim.clone(), tokio::runtime::Handle::current());
         tokio::task::spawn_blocking(move || super::dry_run::run(&live, &jobs, &claim, rows, &handle))
