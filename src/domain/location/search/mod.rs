@@ -19,6 +19,7 @@
 //! most [`MAX_RINGS`] rings of [`RING_CELLS`] ranges each.
 
 pub mod key;
+pub mod memory;
 mod page;
 mod query;
 mod walk;

@@ -1,0 +1,346 @@
+//! One merchant's search index held in memory: the entries the stores' index holds of its `ACTIVE`
+//! locations (cell, seq, coordinates, flags, sorted limits, opening hours), tested as the stores'
+//! scans test them, so that the same walk reads the same entries from either and a page is the same
+//! page.
+//!
+//! **Layout.** Most entries sit in one vector sorted by `(cell, seq)`, 80 bytes each, where a ring's
+//! key range is two binary searches and a run of neighbours in memory. Opening hours are kept once
+//! for every set of equal hours (a chain's points mostly share theirs). A change since the vector
+//! was sorted goes to a small ordered map beside it, and the seq it replaces or removes is marked
+//! dead in the vector; when the changes pass an eighth of the entries (or [`MERGE_AT_LEAST`]) both
+//! are merged into a new vector, so a write costs a few map operations and, amortised, a few
+//! entries' copying.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::key::SearchKey;
+use super::query::{Hit, IndexTest, SearchQuery};
+use super::walk::Walk;
+
+/// The fewest changes that lead to a merge.
+const MERGE_AT_LEAST: usize = 4096;
+
+/// One `ACTIVE` location's entry, as a store reads it from its index or derives it from a record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexEntry {
+    pub seq: i64,
+    pub latitude: f64,
+    pub longitude: f64,
+    pub key: SearchKey,
+}
+
+/// An entry as the sorted vector holds it; its hours by their number in [`Hours`].
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    cell: i64,
+    seq: i64,
+    latitude: f64,
+    longitude: f64,
+    fit: [f64; 4],
+    flags: i64,
+    hours: u32,
+}
+
+impl Packed {
+    fn passes(&self, test: &IndexTest) -> bool {
+        self.flags & test.any != 0
+            && self.flags & test.visible != 0
+            && self.flags & test.all == test.all
+            && self.fit.iter().zip(test.fit).all(|(have, need)| *have >= need)
+    }
+}
+
+/// Every distinct opening hours, numbered.
+#[derive(Default, Debug)]
+struct Hours {
+    numbers: HashMap<Box<[u8]>, u32>,
+    all: Vec<Box<[u8]>>,
+    bytes: usize,
+}
+
+impl Hours {
+    fn number(&mut self, hours: &[u8]) -> u32 {
+        if let Some(&n) = self.numbers.get(hours) {
+            return n;
+        }
+        let n = u32::try_from(self.all.len()).unwrap_or(u32::MAX);
+        let boxed: Box<[u8]> = hours.into();
+        self.bytes += 2 * boxed.len();
+        self.numbers.insert(boxed.clone(), n);
+        self.all.push(boxed);
+        n
+    }
+
+    fn get(&self, n: u32) -> &[u8] {
+        self.all.get(n as usize).map_or(&[], |h| h)
+    }
+}
+
+/// One merchant's index (see the module).
+#[derive(Default, Debug)]
+pub struct MemoryIndex {
+    /// Sorted by `(cell, seq)`.
+    sorted: Vec<Packed>,
+    /// Seqs of `sorted` replaced or removed since it was sorted.
+    dead: HashSet<i64>,
+    /// Entries added or replaced since, by `(cell, seq)`.
+    added: BTreeMap<(i64, i64), Packed>,
+    /// The cell of each entry of `added`, by seq.
+    added_cells: HashMap<i64, i64>,
+    hours: Hours,
+}
+
+impl MemoryIndex {
+    /// An index of `entries` (one per seq).
+    pub fn of(entries: impl IntoIterator<Item = IndexEntry>) -> MemoryIndex {
+        let mut index = MemoryIndex::default();
+        index.sorted = entries.into_iter().map(|e| index.pack(e)).collect();
+        index.sorted.sort_unstable_by_key(|p| (p.cell, p.seq));
+        index
+    }
+
+    fn pack(&mut self, entry: IndexEntry) -> Packed {
+        Packed {
+            cell: entry.key.cell,
+            seq: entry.seq,
+            latitude: entry.latitude,
+            longitude: entry.longitude,
+            fit: entry.key.fit,
+            flags: entry.key.flags,
+            hours: self.hours.number(&entry.key.hours),
+        }
+    }
+
+    /// The location `entry.seq` is `ACTIVE` with this entry (whatever it had before).
+    pub fn upsert(&mut self, entry: IndexEntry) {
+        let packed = self.pack(entry);
+        self.remove(packed.seq);
+        self.added.insert((packed.cell, packed.seq), packed);
+        self.added_cells.insert(packed.seq, packed.cell);
+        self.merge_when_due();
+    }
+
+    /// The location `seq` is not `ACTIVE` (archived, disabled, quarantined) or is gone.
+    pub fn remove(&mut self, seq: i64) {
+        self.dead.insert(seq);
+        if let Some(cell) = self.added_cells.remove(&seq) {
+            self.added.remove(&(cell, seq));
+        }
+    }
+
+    fn merge_when_due(&mut self) {
+        if self.dead.len() + self.added.len() > MERGE_AT_LEAST.max(self.sorted.len() / 8) {
+            self.merge();
+        }
+    }
+
+    /// One sorted vector again, holding only the hours its entries use.
+    fn merge(&mut self) {
+        let old = std::mem::take(&mut self.hours);
+        let dead = std::mem::take(&mut self.dead);
+        let added = std::mem::take(&mut self.added);
+        self.added_cells.clear();
+        let kept = std::mem::take(&mut self.sorted)
+            .into_iter()
+            .filter(|p| !dead.contains(&p.seq))
+            .chain(added.into_values());
+        let mut sorted: Vec<Packed> = kept
+            .map(|mut p| {
+                p.hours = self.hours.number(old.get(p.hours));
+                p
+            })
+            .collect();
+        sorted.sort_unstable_by_key(|p| (p.cell, p.seq));
+        sorted.shrink_to_fit();
+        self.sorted = sorted;
+    }
+
+    /// How many entries it holds (counted: for tests and reports, not for every search).
+    pub fn len(&self) -> usize {
+        self.sorted.len() - self.sorted_dead() + self.added.len()
+    }
+
+    fn sorted_dead(&self) -> usize {
+        // Every dead seq was in `sorted`, in `added`, or in neither: count those in `sorted`.
+        if self.dead.is_empty() {
+            return 0;
+        }
+        self.sorted.iter().filter(|p| self.dead.contains(&p.seq)).count()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What it holds on the heap, in bytes (the maps' slots and the hours included).
+    pub fn bytes(&self) -> usize {
+        let packed = std::mem::size_of::<Packed>();
+        self.sorted.capacity() * packed
+            + self.dead.capacity() * (std::mem::size_of::<i64>() + 1)
+            + self.added.len() * (packed + 2 * std::mem::size_of::<i64>() + 16)
+            + self.added_cells.capacity() * (2 * std::mem::size_of::<i64>() + 1)
+            + self.hours.all.capacity() * std::mem::size_of::<Box<[u8]>>()
+            + self.hours.numbers.capacity() * (std::mem::size_of::<Box<[u8]>>() + std::mem::size_of::<u32>() + 1)
+            + self.hours.bytes
+    }
+
+    /// Every entry with a cell in `first..=last` that passes `test`, as the stores' range scan
+    /// gives it to [`Walk::consider`]: seq, coordinates and (when `hours`) its opening hours.
+    pub fn scan(
+        &self,
+        (first, last): (i64, i64),
+        test: &IndexTest,
+        hours: bool,
+        mut visit: impl FnMut(i64, f64, f64, Option<&[u8]>),
+    ) {
+        let from = self.sorted.partition_point(|p| p.cell < first);
+        let to = self.sorted.partition_point(|p| p.cell <= last);
+        let sorted = self.sorted[from..to.max(from)]
+            .iter()
+            .filter(|p| self.dead.is_empty() || !self.dead.contains(&p.seq));
+        let added = self.added.range((first, i64::MIN)..=(last, i64::MAX)).map(|(_, p)| p);
+        for p in sorted.chain(added).filter(|p| p.passes(test)) {
+            let opening = hours.then(|| self.hours.get(p.hours));
+            visit(p.seq, p.latitude, p.longitude, opening);
+        }
+    }
+
+    /// A page of `query` from this index: its hits in order, and whether more follow.
+    pub fn search(&self, query: &SearchQuery) -> (Vec<Hit>, bool) {
+        let mut walk = Walk::new(query);
+        let hours = walk.needs_hours();
+        let test = query.filter().index_test();
+        while let Some(ranges) = walk.next_ring() {
+            for range in ranges {
+                self.scan(range, &test, hours, |seq, latitude, longitude, opening| {
+                    walk.consider(seq, latitude, longitude, opening)
+                });
+            }
+        }
+        walk.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::cells::cell_key;
+    use proptest::prelude::*;
+
+    fn entry(seq: i64, latitude: f64, longitude: f64, flags: i64, side: f64, hours: u8) -> IndexEntry {
+        IndexEntry {
+            seq,
+            latitude,
+            longitude,
+            key: SearchKey {
+                cell: cell_key(latitude, longitude),
+                flags,
+                fit: [side, side / 2.0, side / 4.0, side * 3.0],
+                hours: vec![hours; 3],
+            },
+        }
+    }
+
+    /// What a store's scan gives for a range: every entry of `model` in it that passes.
+    fn expected(
+        model: &HashMap<i64, IndexEntry>,
+        (first, last): (i64, i64),
+        test: &IndexTest,
+    ) -> Vec<(i64, u64, u64, Vec<u8>)> {
+        let mut found: Vec<_> = model
+            .values()
+            .filter(|e| (first..=last).contains(&e.key.cell))
+            .filter(|e| {
+                let f = e.key.flags;
+                f & test.any != 0
+                    && f & test.visible != 0
+                    && f & test.all == test.all
+                    && e.key.fit.iter().zip(test.fit).all(|(h, n)| *h >= n)
+            })
+            .map(|e| (e.seq, e.latitude.to_bits(), e.longitude.to_bits(), e.key.hours.clone()))
+            .collect();
+        found.sort();
+        found
+    }
+
+    fn scanned(index: &MemoryIndex, range: (i64, i64), test: &IndexTest) -> Vec<(i64, u64, u64, Vec<u8>)> {
+        let mut found = Vec::new();
+        index.scan(range, test, true, |seq, lat, lon, hours| {
+            found.push((seq, lat.to_bits(), lon.to_bits(), hours.unwrap_or_default().to_vec()));
+        });
+        found.sort();
+        found
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Upsert(i64, f64, f64, i64, f64, u8),
+        Remove(i64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            3 => (0i64..300, -0.02f64..0.02, -0.02f64..0.02, 1i64..2048, 0.0f64..100.0, 0u8..4)
+                .prop_map(|(s, a, o, f, side, h)| Step::Upsert(s, 55.75 + a, 37.61 + o, f, side, h)),
+            1 => (0i64..300).prop_map(Step::Remove),
+        ]
+    }
+
+    proptest! {
+        /// After any upserts and removals (merges among them), every range scan gives exactly
+        /// what a scan of the same entries in a table gives.
+        #[test]
+        fn scans_equal_a_table_s_after_any_changes(
+            initial in prop::collection::vec((0i64..300, -0.02f64..0.02, -0.02f64..0.02, 1i64..2048, 0.0f64..100.0, 0u8..4), 0..200),
+            steps in prop::collection::vec(step(), 0..400),
+            any in 1i64..8, all in 0i64..64, visible in 1i64..8, need in 0.0f64..60.0,
+            merge_every in 1usize..50,
+        ) {
+            let mut model: HashMap<i64, IndexEntry> = HashMap::new();
+            for &(s, a, o, f, side, h) in &initial {
+                model.insert(s, entry(s, 55.75 + a, 37.61 + o, f, side, h));
+            }
+            let mut index = MemoryIndex::of(model.values().cloned());
+            for (i, step) in steps.into_iter().enumerate() {
+                match step {
+                    Step::Upsert(s, lat, lon, f, side, h) => {
+                        let e = entry(s, lat, lon, f, side, h);
+                        model.insert(s, e.clone());
+                        index.upsert(e);
+                    }
+                    Step::Remove(s) => {
+                        model.remove(&s);
+                        index.remove(s);
+                    }
+                }
+                if i % merge_every == 0 {
+                    index.merge();
+                }
+            }
+            prop_assert_eq!(index.len(), model.len());
+            let test = IndexTest { any, visible, all: all << 3, fit: [need, need / 2.0, need / 4.0, need * 3.0] };
+            let everything = IndexTest { any: 7, visible: 7, all: 0, fit: [0.0; 4] };
+            let mut cells: Vec<i64> = model.values().map(|e| e.key.cell).collect();
+            cells.sort_unstable();
+            let ranges = [(i64::MIN, i64::MAX), (cell_key(55.74, 37.60), cell_key(55.76, 37.62))]
+                .into_iter()
+                .chain(cells.windows(2).map(|w| (w[0], w[1])));
+            for range in ranges {
+                prop_assert_eq!(scanned(&index, range, &test), expected(&model, range, &test));
+                prop_assert_eq!(scanned(&index, range, &everything), expected(&model, range, &everything));
+            }
+        }
+    }
+
+    #[test]
+    fn a_merge_keeps_only_the_hours_still_used() {
+        let mut index = MemoryIndex::of((0..10).map(|s| entry(s, 55.75, 37.61, 1, 1.0, (s % 2) as u8)));
+        assert_eq!(index.hours.all.len(), 2, "equal hours kept once");
+        for s in 0..10 {
+            index.upsert(entry(s, 55.75, 37.61, 1, 1.0, 9));
+        }
+        index.merge();
+        assert_eq!(index.hours.all.len(), 1);
+        assert_eq!(index.len(), 10);
+    }
+}
