@@ -121,6 +121,43 @@ pub struct ServeArgs {
     /// writes hold at most half of them (default: two per core of this machine, at least 4).
     #[arg(long, env = "STOREFRONT_PG_POOL_SIZE", value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub pg_pool_size: Option<u16>,
+    /// Memory for the merchants' search indexes (`512MiB`, `2GiB`, `0` for none): the most
+    /// recently searched merchants' are held, the others searched on the database (default: a
+    /// quarter of this machine's memory, at most 2GiB).
+    #[arg(long, env = "STOREFRONT_SEARCH_MEMORY", value_parser = parse_size)]
+    pub search_memory: Option<usize>,
+}
+
+/// The default memory for search indexes when this machine's cannot be read.
+pub const DEFAULT_SEARCH_MEMORY: usize = 256 << 20;
+
+/// A quarter of this machine's memory, at most 2 GiB.
+fn machine_search_memory() -> usize {
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+    });
+    total_kib.map_or(DEFAULT_SEARCH_MEMORY, |kib| (kib.saturating_mul(1024) / 4).min(2 << 30))
+}
+
+/// A size: bytes, or a whole number of `KiB`, `MiB` or `GiB`.
+fn parse_size(text: &str) -> Result<usize, String> {
+    let bad = || format!("{text:?} is not a size such as 512MiB, 2GiB or 0");
+    let text = text.trim();
+    let (digits, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let shift = match unit {
+        "" | "B" => 0,
+        "KiB" => 10,
+        "MiB" => 20,
+        "GiB" => 30,
+        _ => return Err(bad()),
+    };
+    let n: usize = digits.parse().map_err(|_| bad())?;
+    n.checked_mul(1 << shift).ok_or_else(bad)
 }
 
 /// A replica's URL: a PostgreSQL one; empty for none (`STOREFRONT_READ_REPLICAS=`).
@@ -218,6 +255,7 @@ impl ServeArgs {
                     allow_private: self.webhook_allow_private,
                 },
             },
+            search_memory: self.search_memory.unwrap_or_else(machine_search_memory),
             ..Settings::default()
         }
     }
@@ -250,6 +288,8 @@ pub struct Settings {
     pub event_retention: Duration,
     /// How webhooks are delivered.
     pub webhooks: WebhookSettings,
+    /// The memory the merchants' search indexes may take, in bytes (0: none is held).
+    pub search_memory: usize,
 }
 
 impl Default for Settings {
@@ -270,6 +310,7 @@ impl Default for Settings {
             auth_failure_burst: 100,
             event_retention: Duration::from_secs(30 * 86_400),
             webhooks: WebhookSettings::default(),
+            search_memory: DEFAULT_SEARCH_MEMORY,
         }
     }
 }
@@ -294,6 +335,19 @@ fn parse_origin(value: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("0"), Ok(0));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_size("64KiB"), Ok(64 << 10));
+        for bad in ["", "MiB", "1.5GiB", "2GB", "-1", "2 GiB", "99999999999999999999GiB"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+        assert!((1..=2 << 30).contains(&machine_search_memory()));
+    }
 
     #[test]
     fn origins() {

@@ -16,6 +16,7 @@ pub mod imports;
 pub mod key_verdicts;
 pub mod pagination;
 pub mod rate_limit;
+pub mod search_memory;
 pub mod secret;
 pub mod server;
 pub mod state;

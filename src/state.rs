@@ -15,6 +15,7 @@ use crate::key_verdicts::KeyVerdicts;
 use crate::pagination::Cursors;
 use crate::rate_limit::shared::Peers;
 use crate::rate_limit::{Budget, Sharing};
+use crate::search_memory::SearchMemory;
 use crate::store::event_signal::EventSignal;
 use crate::store::{Store, StoreError};
 use crate::webhooks::SystemClock;
@@ -53,6 +54,8 @@ pub struct AppState(Arc<Services>);
 
 pub struct Services {
     pub store: Arc<dyn Store>,
+    /// Buyers' searches, from the merchants' indexes in memory where they are held.
+    pub search: Arc<SearchMemory>,
     /// The current taxonomy snapshot, swapped whole when the stored one changes.
     pub taxonomy: ArcSwap<Taxonomy>,
     pub cursors: Cursors,
@@ -106,8 +109,10 @@ impl AppState {
             sharing.as_ref(),
         );
         let events = store.event_signal();
+        let search = SearchMemory::new(Arc::clone(&store), settings.search_memory);
         Ok(AppState(Arc::new(Services {
             store,
+            search,
             taxonomy: ArcSwap::from_pointee(taxonomy),
             cursors,
             limits,

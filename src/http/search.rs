@@ -76,7 +76,7 @@ pub async fn search(
     let query = SearchQuery::new(merchant.pk, near, radius, filter, limit);
     let digest = query.digest(&merchant.id);
     let query = query.after(cursor_position::<Hit>(cursor.as_deref(), &state.cursors, &digest)?);
-    let page = state.store.search_locations(query, scope.search_reads()).await?;
+    let page = state.search.search(query, scope.search_reads()).await?;
     let next_cursor = page
         .last
         .filter(|_| page.has_next)

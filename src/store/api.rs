@@ -343,6 +343,9 @@ pub trait Store: Send + Sync + 'static {
     /// Merchants' files handed to the service and what became of their rows.
     fn imports(&self) -> Arc<dyn super::import_api::ImportStore>;
 
+    /// What the search index in memory reads.
+    fn search_source(&self) -> Arc<dyn super::search_api::SearchSource>;
+
     /// The secret that signs list cursors: generated once per database, then always the same.
     async fn cursor_secret(&self) -> Result<[u8; 32], StoreError>;
 

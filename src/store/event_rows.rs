@@ -18,6 +18,7 @@ pub trait Columns {
     fn opt_text(&self, i: usize) -> Result<Option<String>, Self::Error>;
     fn flag(&self, i: usize) -> Result<bool, Self::Error>;
     fn bytes(&self, i: usize) -> Result<Vec<u8>, Self::Error>;
+    fn real(&self, i: usize) -> Result<f64, Self::Error>;
 }
 
 /// An event's columns, in the order both engines read them into [`StoredEvent`] (the table as

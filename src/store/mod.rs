@@ -19,6 +19,7 @@ pub mod postgres;
 mod redact;
 pub mod redelivery_api;
 pub mod redelivery_sql;
+pub mod search_api;
 pub mod sql_text;
 pub mod sqlite;
 pub mod webhook_api;

@@ -37,6 +37,7 @@ mod redelivery;
 mod replicas;
 mod request;
 mod search;
+mod search_memory;
 mod search_model;
 mod shared_budget;
 mod sheets;

@@ -38,7 +38,15 @@ impl Replicated {
         let server = Server::start_binary_with(
             std::path::Path::new(BIN),
             &primary.url(),
-            &["--read-replica", &standby.url(), "--replica-max-lag", MAX_LAG],
+            // Searches on the database: the replicas serve that path.
+            &[
+                "--read-replica",
+                &standby.url(),
+                "--replica-max-lag",
+                MAX_LAG,
+                "--search-memory",
+                "0",
+            ],
         );
         let replicated = Replicated {
             _primary: primary,

@@ -92,6 +92,9 @@ impl Columns for tokio_postgres::Row {
     fn bytes(&self, i: usize) -> Result<Vec<u8>, tokio_postgres::Error> {
         self.try_get(i)
     }
+    fn real(&self, i: usize) -> Result<f64, tokio_postgres::Error> {
+        self.try_get(i)
+    }
     fn opt_text(&self, i: usize) -> Result<Option<String>, tokio_postgres::Error> {
         self.try_get(i)
     }

@@ -303,6 +303,12 @@ impl Store for PgStore {
         })
     }
 
+    fn search_source(&self) -> Arc<dyn crate::store::search_api::SearchSource> {
+        Arc::new(search::PgSearch {
+            pool: self.pool.clone(),
+        })
+    }
+
     fn imports(&self) -> Arc<dyn crate::store::import_api::ImportStore> {
         Arc::new(imports::PgImports {
             pool: self.pool.clone(),

@@ -2,17 +2,22 @@
 //! key ranges are range scans of the index `locations_search` (the filter's flags and limits tested
 //! on the index's included columns), then the page's records by `seq`, all in one snapshot. The
 //! snapshot's `BEGIN` travels with the first ring's statement and its `COMMIT` with the records':
-//! a search of one ring is two round trips, not four.
+//! a search of one ring is two round trips, not four. And what the search index in memory reads.
 
 use std::collections::HashMap;
 
-use deadpool_postgres::{Object, Pool};
+use async_trait::async_trait;
+use deadpool_postgres::{GenericClient, Object, Pool};
 
-use super::locations::{RECORD, record_of};
+use super::locations::{RECORD, record_of, snapshot};
 use super::sql::{GENERIC_PLANS, query};
+use crate::domain::event::LogBounds;
 use crate::domain::location::Status;
-use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
+use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
 use crate::store::api::StoreError;
+use crate::store::search_api::{self, Changes, Entries, SearchSource};
+
+const M: char = '$';
 
 /// A read-only, repeatable-read transaction, begun with `GENERIC_PLANS`: a ring's statement is
 /// written for its generic plan (`OFFSET 0`), and PostgreSQL planned it again for each search's
@@ -128,8 +133,13 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
             rows
         }
     };
+    page_of(hits, has_next, &rows)
+}
+
+/// The page of `hits` from the rows of their records (in any order).
+fn page_of(hits: Vec<Hit>, has_next: bool, rows: &[tokio_postgres::Row]) -> Result<SearchPage, StoreError> {
     let mut records = HashMap::with_capacity(rows.len());
-    for row in &rows {
+    for row in rows {
         let record = record_of(row)?;
         records.insert(record.seq, record);
     }
@@ -141,4 +151,62 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
     }
     page.has_next = has_next;
     Ok(page)
+}
+
+/// The merchant's log's bounds, read in `tx`.
+async fn bounds(tx: &impl GenericClient, merchant_pk: i64) -> Result<LogBounds, StoreError> {
+    let rows = query(tx, BOUNDS, &[&merchant_pk]).await?;
+    Ok(rows.first().map_or_else(LogBounds::default, |r| LogBounds {
+        last: r.get(0),
+        pruned_through: r.get(1),
+    }))
+}
+
+const BOUNDS: &str = "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1";
+
+/// What the search index in memory reads, on the primary.
+pub(super) struct PgSearch {
+    pub(super) pool: Pool,
+}
+
+#[async_trait]
+impl SearchSource for PgSearch {
+    async fn entries(&self, merchant_pk: i64) -> Result<Entries, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = snapshot(&mut client).await?;
+        let through = bounds(&tx, merchant_pk).await?.last;
+        let rows = query(&tx, &search_api::entries(M), &[&merchant_pk]).await?;
+        tx.commit().await?;
+        let entries = rows
+            .iter()
+            .map(|r| search_api::read_entry(r, 0))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Entries { through, entries })
+    }
+
+    async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = snapshot(&mut client).await?;
+        let take = limit as i64;
+        let sql = search_api::changes(M);
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&merchant_pk, &after, &take];
+        let (head, rows) = tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?;
+        tx.commit().await?;
+        let rows = rows
+            .iter()
+            .map(search_api::read_changed)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(search_api::changes_of(head, after, rows, limit))
+    }
+
+    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool) -> Result<(i64, SearchPage), StoreError> {
+        let mut client = self.pool.get().await?;
+        let tx = snapshot(&mut client).await?;
+        let seqs: Vec<i64> = hits.iter().map(|h| h.seq).collect();
+        let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
+        let (head, rows) = tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?;
+        tx.commit().await?;
+        Ok((head.last, page_of(hits, has_next, &rows)?))
+    }
 }

@@ -67,6 +67,9 @@ impl Columns for rusqlite::Row<'_> {
     fn bytes(&self, i: usize) -> rusqlite::Result<Vec<u8>> {
         self.get(i)
     }
+    fn real(&self, i: usize) -> rusqlite::Result<f64> {
+        self.get(i)
+    }
 }
 
 /// Where the merchant's log stands.

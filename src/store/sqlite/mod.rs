@@ -321,6 +321,12 @@ impl Store for SqliteStore {
         Arc::new(self.webhook_sql())
     }
 
+    fn search_source(&self) -> Arc<dyn crate::store::search_api::SearchSource> {
+        Arc::new(search::SqliteSearch {
+            readers: Arc::clone(&self.readers),
+        })
+    }
+
     fn imports(&self) -> Arc<dyn crate::store::import_api::ImportStore> {
         Arc::new(imports::SqliteImports {
             jobs: Arc::clone(&self.jobs),

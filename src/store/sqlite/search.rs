@@ -1,13 +1,21 @@
 //! A buyer's search on SQLite: the domain's walk, each ring's key ranges read from
 //! the index `locations_search` (one range scan each, the filter's flags and limits tested inside
-//! the index), then the page's records by `seq`.
+//! the index), then the page's records by `seq`; and what the search index in memory reads.
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use rusqlite::{Connection, params};
 
+use super::events::bounds;
 use super::locations::{RECORD, record_ref};
+use super::readers::ReadPool;
 use crate::domain::location::Status;
-use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
+use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
 use crate::store::api::StoreError;
+use crate::store::search_api::{self, Changes, Entries, SearchSource};
+
+const M: char = '?';
 
 /// One key range of the merchant's `ACTIVE` locations that pass the index test: every column from
 /// the index (covering), or the opening hours from the row as well.
@@ -54,6 +62,11 @@ pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage,
         }
     }
     let (hits, has_next) = walk.finish();
+    records(tx, hits, has_next)
+}
+
+/// The page of `hits`: their records by `seq`, in the caller's transaction.
+fn records(tx: &Connection, hits: Vec<Hit>, has_next: bool) -> Result<SearchPage, StoreError> {
     let mut page = SearchPage::new(hits.len());
     let mut by_seq = tx.prepare_cached(&format!("SELECT {RECORD} FROM locations WHERE seq = ?1"))?;
     for hit in hits {
@@ -64,4 +77,50 @@ pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage,
     }
     page.has_next = has_next;
     Ok(page)
+}
+
+/// What the search index in memory reads, on the read connections.
+pub(super) struct SqliteSearch {
+    pub(super) readers: Arc<ReadPool>,
+}
+
+#[async_trait]
+impl SearchSource for SqliteSearch {
+    async fn entries(&self, merchant_pk: i64) -> Result<Entries, StoreError> {
+        self.readers
+            .snapshot(move |tx| {
+                let through = bounds(tx, merchant_pk)?.last;
+                let mut statement = tx.prepare_cached(&search_api::entries(M))?;
+                let entries = statement
+                    .query_map([merchant_pk], |r| Ok(search_api::read_entry(r, 0)))?
+                    .map(|entry| entry?)
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                Ok(Entries { through, entries })
+            })
+            .await
+    }
+
+    async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError> {
+        self.readers
+            .snapshot(move |tx| {
+                let head = bounds(tx, merchant_pk)?;
+                let mut statement = tx.prepare_cached(&search_api::changes(M))?;
+                let rows = statement
+                    .query_map(params![merchant_pk, after, limit as i64], |r| {
+                        Ok(search_api::read_changed(r))
+                    })?
+                    .map(|row| row?)
+                    .collect::<Result<Vec<_>, StoreError>>()?;
+                Ok(search_api::changes_of(head, after, rows, limit))
+            })
+            .await
+    }
+
+    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool) -> Result<(i64, SearchPage), StoreError> {
+        let page = self
+            .readers
+            .snapshot(move |tx| Ok((bounds(tx, merchant_pk)?.last, records(tx, hits, has_next)?)))
+            .await?;
+        Ok(page)
+    }
 }

@@ -152,6 +152,10 @@ impl Store for FaultyStore {
         self.inner.imports()
     }
 
+    fn search_source(&self) -> Arc<dyn storefront::store::search_api::SearchSource> {
+        self.inner.search_source()
+    }
+
     fn event_signal(&self) -> Arc<storefront::store::event_signal::EventSignal> {
         self.inner.event_signal()
     }

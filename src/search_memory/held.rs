@@ -1,0 +1,180 @@
+//! The merchants whose indexes are held, within the bound: each with its bytes and when it was last
+//! searched; the least recently searched dropped first when another needs the room. A merchant
+//! whose index alone passes the bound is not held, and not built again for a while.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
+
+use super::Merchant;
+
+/// How long a merchant found too large for the bound is searched on the database before its
+/// index is tried again (it may have shrunk, or the bound been shared by fewer).
+const TOO_LARGE_FOR: Duration = Duration::from_secs(600);
+
+pub(super) fn read(m: &RwLock<Merchant>) -> RwLockReadGuard<'_, Merchant> {
+    m.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(super) fn write(m: &RwLock<Merchant>) -> RwLockWriteGuard<'_, Merchant> {
+    m.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+pub(super) struct Held {
+    bound: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    merchants: HashMap<i64, Slot>,
+    /// The held indexes' bytes, together.
+    bytes: usize,
+    building: HashSet<i64>,
+    too_large: HashMap<i64, Instant>,
+    /// Counts searches: a slot's `used` is the count at its last.
+    clock: u64,
+}
+
+struct Slot {
+    merchant: Arc<RwLock<Merchant>>,
+    bytes: usize,
+    used: u64,
+}
+
+impl Held {
+    pub(super) fn new(bound: usize) -> Held {
+        Held {
+            bound,
+            state: Mutex::default(),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The held indexes' bytes, and how many merchants they are.
+    pub(super) fn size(&self) -> (usize, usize) {
+        let state = self.state();
+        (state.bytes, state.merchants.len())
+    }
+
+    /// The merchant's index, when held (and it is now the most recently searched).
+    pub(super) fn get(&self, merchant_pk: i64) -> Option<Arc<RwLock<Merchant>>> {
+        let mut state = self.state();
+        state.clock += 1;
+        let clock = state.clock;
+        let slot = state.merchants.get_mut(&merchant_pk)?;
+        slot.used = clock;
+        Some(Arc::clone(&slot.merchant))
+    }
+
+    /// Whether to build the merchant's index now: not held, not being built, not found too large
+    /// lately, and a bound to hold it in.
+    pub(super) fn start_build(&self, merchant_pk: i64) -> bool {
+        if self.bound == 0 {
+            return false;
+        }
+        let mut state = self.state();
+        if state.merchants.contains_key(&merchant_pk) || state.building.contains(&merchant_pk) {
+            return false;
+        }
+        if state
+            .too_large
+            .get(&merchant_pk)
+            .is_some_and(|at| at.elapsed() < TOO_LARGE_FOR)
+        {
+            return false;
+        }
+        state.too_large.remove(&merchant_pk);
+        state.building.insert(merchant_pk)
+    }
+
+    pub(super) fn build_failed(&self, merchant_pk: i64) {
+        self.state().building.remove(&merchant_pk);
+    }
+
+    /// Holds a built index, dropping the least recently searched others to make room; not held
+    /// when it alone passes the bound.
+    pub(super) fn insert(&self, merchant_pk: i64, merchant: Merchant) {
+        let bytes = merchant.index.bytes();
+        let mut state = self.state();
+        state.building.remove(&merchant_pk);
+        if bytes > self.bound {
+            tracing::info!(
+                merchant_pk,
+                bytes,
+                bound = self.bound,
+                "a merchant's search index is larger than --search-memory: its searches stay on the database"
+            );
+            state.too_large.insert(merchant_pk, Instant::now());
+            return;
+        }
+        let clock = state.clock;
+        state.bytes += bytes;
+        state.merchants.insert(
+            merchant_pk,
+            Slot {
+                merchant: Arc::new(RwLock::new(merchant)),
+                bytes,
+                used: clock,
+            },
+        );
+        state.evict_beyond(self.bound, merchant_pk);
+        state.show();
+    }
+
+    /// The merchant's index now takes `bytes` (it changed): others make room, or it goes when it
+    /// alone passes the bound.
+    pub(super) fn resized(&self, merchant_pk: i64, bytes: usize) {
+        let mut state = self.state();
+        let Some(slot) = state.merchants.get_mut(&merchant_pk) else {
+            return;
+        };
+        let was = std::mem::replace(&mut slot.bytes, bytes);
+        state.bytes = state.bytes - was + bytes;
+        if bytes > self.bound {
+            state.remove(merchant_pk);
+            state.too_large.insert(merchant_pk, Instant::now());
+        } else {
+            state.evict_beyond(self.bound, merchant_pk);
+        }
+        state.show();
+    }
+
+    /// Drops the merchant's index (its log no longer holds what it would need to read).
+    pub(super) fn drop_merchant(&self, merchant_pk: i64) {
+        let mut state = self.state();
+        state.remove(merchant_pk);
+        state.show();
+    }
+}
+
+impl State {
+    fn remove(&mut self, merchant_pk: i64) {
+        if let Some(slot) = self.merchants.remove(&merchant_pk) {
+            self.bytes -= slot.bytes;
+        }
+    }
+
+    /// Drops the least recently searched merchants but `keep` until the bytes are within `bound`.
+    fn evict_beyond(&mut self, bound: usize, keep: i64) {
+        while self.bytes > bound {
+            let oldest = self
+                .merchants
+                .iter()
+                .filter(|(pk, _)| **pk != keep)
+                .min_by_key(|(_, slot)| slot.used)
+                .map(|(pk, _)| *pk);
+            let Some(oldest) = oldest else { return };
+            self.remove(oldest);
+            metrics::counter!("search_memory_evictions_total").increment(1);
+        }
+    }
+
+    fn show(&self) {
+        metrics::gauge!("search_memory_bytes").set(self.bytes as f64);
+        metrics::gauge!("search_memory_merchants").set(self.merchants.len() as f64);
+    }
+}

@@ -1,0 +1,192 @@
+//! Buyers' searches answered from memory: each searched merchant's index of its `ACTIVE` locations
+//! (`domain::location::search::memory`) held here, within a bound of memory, the least recently
+//! searched merchants dropped first.
+//!
+//! **Exact.** An index is as of a sequence of its merchant's event log. A search walks the index,
+//! then reads the page's records and where the log stands in one snapshot; when the log has moved
+//! past the index (a write on this instance or any other), the index first reads what the log says
+//! changed since (each named location as it is now) and the search is made again. So a search
+//! answers as of the snapshot its records were read in, whichever instance wrote, exactly as the
+//! database's own walk would: the same entries, tested the same way, read by the same walk. When
+//! retention has dropped events the index has not read, the merchant's index is built again.
+//!
+//! **Bounded.** A merchant not held is searched on the database as before, and its index is built
+//! in the background when it fits the bound (`--search-memory`); none is built at start.
+
+mod held;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::domain::location::search::memory::MemoryIndex;
+use crate::domain::location::search::{SearchPage, SearchQuery};
+use crate::store::api::{ReadFrom, ReadOn, Store, StoreError};
+use crate::store::search_api::{Changes, SearchSource};
+use held::Held;
+
+/// Events read a step while an index catches up with its log.
+const CHANGES_A_STEP: usize = 1000;
+/// Times a search catches up before it answers from the database instead (a merchant writing
+/// faster than its index can follow).
+const TRIES: usize = 3;
+
+/// One merchant's index and the sequence of its log it is as of.
+#[derive(Debug)]
+pub(crate) struct Merchant {
+    index: MemoryIndex,
+    through: i64,
+}
+
+/// The indexes held, and the store they follow.
+pub struct SearchMemory {
+    store: Arc<dyn Store>,
+    source: Arc<dyn SearchSource>,
+    held: Held,
+    counts: Counts,
+}
+
+#[derive(Default)]
+struct Counts {
+    from_memory: AtomicU64,
+    from_database: AtomicU64,
+    builds: AtomicU64,
+}
+
+/// What the indexes hold and have served, since the start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SearchStats {
+    pub bytes: usize,
+    pub merchants: usize,
+    pub builds: u64,
+    pub from_memory: u64,
+    pub from_database: u64,
+}
+
+impl SearchMemory {
+    /// Indexes within `bytes` of memory (0: every search is made on the database).
+    pub fn new(store: Arc<dyn Store>, bytes: usize) -> Arc<SearchMemory> {
+        Arc::new(SearchMemory {
+            source: store.search_source(),
+            store,
+            held: Held::new(bytes),
+            counts: Counts::default(),
+        })
+    }
+
+    pub fn stats(&self) -> SearchStats {
+        let (bytes, merchants) = self.held.size();
+        SearchStats {
+            bytes,
+            merchants,
+            builds: self.counts.builds.load(Ordering::Relaxed),
+            from_memory: self.counts.from_memory.load(Ordering::Relaxed),
+            from_database: self.counts.from_database.load(Ordering::Relaxed),
+        }
+    }
+
+    /// One page of `query`, from the merchant's index when it is held, else from the database
+    /// (`from` says where a storefront key's search may be read there).
+    pub async fn search(self: &Arc<Self>, query: SearchQuery, from: ReadFrom) -> Result<SearchPage, StoreError> {
+        let merchant_pk = query.merchant_pk();
+        if let Some(merchant) = self.held.get(merchant_pk) {
+            for _ in 0..TRIES {
+                match self.try_memory(merchant_pk, &merchant, &query).await? {
+                    Some(page) => {
+                        metrics::counter!("searches_total", "served" => "memory").increment(1);
+                        self.counts.from_memory.fetch_add(1, Ordering::Relaxed);
+                        // Its records were read on the primary.
+                        ReadOn::Primary.count();
+                        return Ok(page);
+                    }
+                    None if !self.catch_up(merchant_pk, &merchant).await? => {
+                        self.held.drop_merchant(merchant_pk);
+                        self.build_later(merchant_pk);
+                        break;
+                    }
+                    None => {}
+                }
+            }
+        } else {
+            self.build_later(merchant_pk);
+        }
+        metrics::counter!("searches_total", "served" => "database").increment(1);
+        self.counts.from_database.fetch_add(1, Ordering::Relaxed);
+        self.store.search_locations(query, from).await
+    }
+
+    /// The page from the index, when the log has not moved past it by the time its records are read.
+    async fn try_memory(
+        &self,
+        merchant_pk: i64,
+        merchant: &RwLock<Merchant>,
+        query: &SearchQuery,
+    ) -> Result<Option<SearchPage>, StoreError> {
+        let ((hits, has_next), through) = {
+            let m = held::read(merchant);
+            (m.index.search(query), m.through)
+        };
+        let (head, page) = self.source.page(merchant_pk, hits, has_next).await?;
+        Ok((head == through).then_some(page))
+    }
+
+    /// Reads what changed since the index's sequence, up to where the log stands; `false` when the
+    /// log no longer holds it all.
+    async fn catch_up(&self, merchant_pk: i64, merchant: &RwLock<Merchant>) -> Result<bool, StoreError> {
+        loop {
+            let after = held::read(merchant).through;
+            let (through, changed, more) = match self.source.changes(merchant_pk, after, CHANGES_A_STEP).await? {
+                Changes::Gap => return Ok(false),
+                Changes::Read { through, changed, more } => (through, changed, more),
+            };
+            let bytes = {
+                let mut m = held::write(merchant);
+                // Another search caught up meanwhile: these changes may be older than its.
+                if m.through != after {
+                    return Ok(true);
+                }
+                for (seq, entry) in changed {
+                    match entry {
+                        Some(entry) => m.index.upsert(entry),
+                        None => m.index.remove(seq),
+                    }
+                }
+                m.through = through;
+                m.index.bytes()
+            };
+            self.held.resized(merchant_pk, bytes);
+            if !more {
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Builds the merchant's index in the background, unless it is being built or was found too
+    /// large for the bound a short while ago.
+    fn build_later(self: &Arc<Self>, merchant_pk: i64) {
+        if !self.held.start_build(merchant_pk) {
+            return;
+        }
+        let memory = Arc::clone(self);
+        tokio::spawn(async move {
+            let built = memory.source.entries(merchant_pk).await;
+            match built {
+                Ok(entries) => {
+                    let index = MemoryIndex::of(entries.entries);
+                    metrics::counter!("search_memory_builds_total").increment(1);
+                    memory.counts.builds.fetch_add(1, Ordering::Relaxed);
+                    memory.held.insert(
+                        merchant_pk,
+                        Merchant {
+                            index,
+                            through: entries.through,
+                        },
+                    );
+                }
+                Err(e) => {
+                    tracing::warn!(merchant_pk, error = %e.chain(), "building a search index failed; searches stay on the database");
+                    memory.held.build_failed(merchant_pk);
+                }
+            }
+        });
+    }
+}

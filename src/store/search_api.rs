@@ -1,0 +1,203 @@
+//! What a search index kept in memory reads of the store: a merchant's entries in one snapshot with
+//! where its event log stood, the log's changes since (each named location's entry as it is now),
+//! and a page's records in one snapshot with where the log stands. The statements are written once
+//! for both engines ([`entries`], [`changes`]); each engine runs them in its own snapshot.
+
+use async_trait::async_trait;
+
+use super::error::StoreError;
+use super::event_rows::Columns;
+use super::sql_text::marked;
+use crate::domain::event::LogBounds;
+use crate::domain::location::Status;
+use crate::domain::location::search::key::SearchKey;
+use crate::domain::location::search::memory::IndexEntry;
+use crate::domain::location::search::{Hit, SearchPage};
+
+#[async_trait]
+pub trait SearchSource: Send + Sync {
+    /// The merchant's `ACTIVE` locations' entries, as of the sequence its log stood at.
+    async fn entries(&self, merchant_pk: i64) -> Result<Entries, StoreError>;
+
+    /// What the merchant's log says changed after the sequence `after`, at most `limit` events.
+    async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError>;
+
+    /// The records of `hits` (the merchant's), and the sequence its log stands at when they are
+    /// read, on the primary.
+    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool) -> Result<(i64, SearchPage), StoreError>;
+}
+
+/// A merchant's entries, as of `through`.
+#[derive(Debug, Default)]
+pub struct Entries {
+    pub through: i64,
+    pub entries: Vec<IndexEntry>,
+}
+
+/// What changed after a sequence.
+#[derive(Debug, PartialEq)]
+pub enum Changes {
+    /// The log no longer holds every event after it (retention dropped some).
+    Gap,
+    /// Through `through`: each changed location's seq and its entry now (`None`: not `ACTIVE`),
+    /// in the log's order; a location changed again later is read as it is now, which no
+    /// earlier state of it overtakes (the reads' snapshot is at least as new as `through`).
+    Read {
+        through: i64,
+        changed: Vec<(i64, Option<IndexEntry>)>,
+        /// More events follow `through` (the step read as many as it could).
+        more: bool,
+    },
+}
+
+/// One row of [`changes`].
+pub struct ChangedRow {
+    pub sequence: i64,
+    /// The location's seq and its entry when it is `ACTIVE`; `None` when no location has the id.
+    pub location: Option<(i64, Option<IndexEntry>)>,
+}
+
+/// An entry's columns (the table as `l`).
+const ENTRY: &str = "l.seq, l.latitude, l.longitude, l.cell, l.flags, l.fit_a, l.fit_b, l.fit_c, l.fit_w, l.hours";
+
+/// The merchant's (1) `ACTIVE` locations' entries.
+pub fn entries(mark: char) -> String {
+    marked(
+        &format!("SELECT {ENTRY} FROM locations l WHERE l.merchant_pk = $1 AND l.status = 'ACTIVE'"),
+        mark,
+    )
+}
+
+/// The merchant's (1) events after the sequence (2), at most (3), in order, each with its
+/// location's status and entry now.
+pub fn changes(mark: char) -> String {
+    marked(
+        &format!(
+            "SELECT e.sequence, l.status, {ENTRY} FROM events e \
+             LEFT JOIN locations l ON l.location_id = e.location_id AND l.merchant_pk = e.merchant_pk \
+             WHERE e.merchant_pk = $1 AND e.sequence > $2 ORDER BY e.sequence LIMIT $3"
+        ),
+        mark,
+    )
+}
+
+/// An entry read with [`ENTRY`] from column `at` on.
+pub fn read_entry<R: Columns>(r: &R, at: usize) -> Result<IndexEntry, StoreError>
+where
+    StoreError: From<R::Error>,
+{
+    Ok(IndexEntry {
+        seq: r.int(at)?,
+        latitude: r.real(at + 1)?,
+        longitude: r.real(at + 2)?,
+        key: SearchKey {
+            cell: r.int(at + 3)?,
+            flags: r.int(at + 4)?,
+            fit: [r.real(at + 5)?, r.real(at + 6)?, r.real(at + 7)?, r.real(at + 8)?],
+            hours: r.bytes(at + 9)?,
+        },
+    })
+}
+
+/// A row of [`changes`].
+pub fn read_changed<R: Columns>(r: &R) -> Result<ChangedRow, StoreError>
+where
+    StoreError: From<R::Error>,
+{
+    let sequence = r.int(0)?;
+    let location = match r.opt_text(1)? {
+        None => None,
+        Some(status) => {
+            let entry = read_entry(r, 2)?;
+            let active = status == Status::Active.as_str();
+            Some((entry.seq, active.then_some(entry)))
+        }
+    };
+    Ok(ChangedRow { sequence, location })
+}
+
+/// The changes after `after` from the rows of [`changes`] read with at most `limit` rows, and the
+/// log's `head` read in the same snapshot.
+pub fn changes_of(head: LogBounds, after: i64, rows: Vec<ChangedRow>, limit: usize) -> Changes {
+    if after < head.pruned_through {
+        return Changes::Gap;
+    }
+    let more = rows.len() >= limit;
+    let through = match rows.last() {
+        Some(last) if more => last.sequence,
+        _ => head.last.max(after),
+    };
+    Changes::Read {
+        through,
+        changed: rows.into_iter().filter_map(|r| r.location).collect(),
+        more,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(sequence: i64, seq: i64) -> ChangedRow {
+        ChangedRow {
+            sequence,
+            location: Some((seq, None)),
+        }
+    }
+
+    #[test]
+    fn the_changes_end_where_the_log_does_unless_the_step_was_full() {
+        let head = LogBounds {
+            last: 12,
+            pruned_through: 3,
+        };
+        let read = changes_of(head, 10, vec![row(11, 5), row(12, 6)], 5);
+        assert_eq!(
+            read,
+            Changes::Read {
+                through: 12,
+                changed: vec![(5, None), (6, None)],
+                more: false
+            }
+        );
+        let full = changes_of(head, 4, vec![row(5, 1), row(6, 2)], 2);
+        assert!(matches!(
+            full,
+            Changes::Read {
+                through: 6,
+                more: true,
+                ..
+            }
+        ));
+        let none = changes_of(head, 12, Vec::new(), 5);
+        assert!(matches!(
+            none,
+            Changes::Read {
+                through: 12,
+                more: false,
+                ..
+            }
+        ));
+        // An event whose location is gone names nothing.
+        let gone = changes_of(
+            head,
+            11,
+            vec![ChangedRow {
+                sequence: 12,
+                location: None,
+            }],
+            5,
+        );
+        assert!(matches!(gone, Changes::Read { through: 12, ref changed, .. } if changed.is_empty()));
+    }
+
+    #[test]
+    fn a_position_before_what_retention_dropped_is_a_gap() {
+        let head = LogBounds {
+            last: 40,
+            pruned_through: 20,
+        };
+        assert_eq!(changes_of(head, 19, Vec::new(), 5), Changes::Gap);
+        assert!(matches!(changes_of(head, 20, Vec::new(), 5), Changes::Read { .. }));
+    }
+}

@@ -1,0 +1,220 @@
+//! Buyers' searches from the merchants' indexes in memory: byte for byte what the database's walk
+//! answers, through random creates, moves, archives and restores, with both kinds of keys and
+//! every page's cursor; exact on an instance that did not make the writes; correct and bounded
+//! when the bound holds fewer merchants than are searched; and no wait for an index at the start.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use storefront::app::Settings;
+use storefront::rate_limit::Rate;
+use storefront::search_memory::SearchStats;
+
+use crate::helpers::*;
+use crate::search_model::{Rng, random_location, random_question};
+
+const CENTRE: (f64, f64) = (55.75, 37.62);
+
+fn settings(search_memory: usize) -> Settings {
+    Settings {
+        rate: Rate::Off,
+        search_memory,
+        ..Settings::default()
+    }
+}
+
+/// A server whose searches are all made on the database, and one beside it, on the same store,
+/// that answers from memory.
+async fn pair() -> (TestApp, TestApp) {
+    let database = TestApp::spawn_with_settings(settings(0)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(64 << 20)).await;
+    (database, memory)
+}
+
+fn stats(app: &TestApp) -> SearchStats {
+    app.state.search.stats()
+}
+
+/// Every page of `question` (`limit` a page) from both servers, compared byte for byte; the pages.
+async fn same_walk(database: &TestApp, memory: &TestApp, key: &str, question: &Value, limit: u64) -> usize {
+    let mut cursor = Value::Null;
+    for page in 0..200 {
+        let mut body = question.clone();
+        body["pagination"] = json!({"limit": limit, "cursor": cursor});
+        let (status, expected) = database.post_text_as("/v1/location/search", key, &body).await;
+        let (got_status, got) = memory.post_text_as("/v1/location/search", key, &body).await;
+        assert_eq!((got_status, &got), (status, &expected), "page {page} of {body}");
+        let answer: Value = serde_json::from_str(&expected).unwrap();
+        if answer["pagination"]["has_next"] != true {
+            return page + 1;
+        }
+        cursor = answer["pagination"]["next_cursor"].clone();
+    }
+    panic!("the walk did not end");
+}
+
+/// Searches with `key` until one is answered from memory (the index built in the background).
+async fn until_held(app: &TestApp, key: &str) {
+    let before = stats(app).from_memory;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}});
+    while stats(app).from_memory == before {
+        assert!(Instant::now() < deadline, "no index within 20 s: {:?}", stats(app));
+        let answer = app.post_as("/v1/location/search", key, &question).await;
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn change(app: &TestApp, key: &str, action: &str, item: Value) {
+    let answer = app
+        .post_as(&format!("/v1/location/{action}"), key, &json!({ "locations": [item] }))
+        .await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+}
+
+#[tokio::test]
+async fn answers_from_memory_equal_the_database_s_byte_for_byte_through_random_changes() {
+    let (database, memory) = pair().await;
+    let key = database.key.clone();
+    let (storefront, _) = database.storefront_key().await;
+    let mut rng = Rng::new(58);
+    let mut items: Vec<Value> = (0..150).map(|n| random_location(&mut rng, n, CENTRE, 2000.0)).collect();
+    database.create_as(&key, items.clone()).await;
+    until_held(&memory, &key).await;
+    let mut archived = vec![false; items.len()];
+    for round in 0..12 {
+        // Writes through either server: the other learns of them from the log.
+        let writer = if round % 2 == 0 { &database } else { &memory };
+        for _ in 0..6 {
+            let i = rng.below(items.len() as u64) as usize;
+            let id = json!({"merchant_location_id": items[i]["merchant_location_id"].clone()});
+            match rng.below(4) {
+                0 if !archived[i] => {
+                    change(writer, &key, "archive", id).await;
+                    archived[i] = true;
+                }
+                1 if archived[i] => {
+                    change(writer, &key, "restore", id).await;
+                    archived[i] = false;
+                }
+                2 if !archived[i] => {
+                    let mut moved = items[i].clone();
+                    moved["latitude"] = json!(moved["latitude"].as_f64().unwrap() + (rng.unit() - 0.5) * 0.01);
+                    moved["is_accepts_returns"] = json!(rng.chance(0.5));
+                    change(writer, &key, "update", moved.clone()).await;
+                    items[i] = moved;
+                }
+                _ => {
+                    let n = items.len();
+                    let item = random_location(&mut rng, n, CENTRE, 2000.0);
+                    writer.create_as(&key, vec![item.clone()]).await;
+                    items.push(item);
+                    archived.push(false);
+                }
+            }
+        }
+        for _ in 0..4 {
+            let question = random_question(&mut rng, CENTRE);
+            let limit = 1 + rng.below(12);
+            let key = if rng.chance(0.5) { &key } else { &storefront };
+            same_walk(&database, &memory, key, &question, limit).await;
+        }
+    }
+    let served = stats(&memory);
+    assert!(served.from_memory > 40, "{served:?}");
+    assert_eq!(stats(&database).merchants, 0, "a bound of 0 holds nothing");
+    assert!(stats(&database).from_memory == 0);
+}
+
+#[tokio::test]
+async fn a_write_on_another_instance_is_found_at_once_by_a_search_from_memory() {
+    let writer = TestApp::spawn_with_settings(settings(0)).await;
+    let reader = writer.another_instance(settings(64 << 20)).await;
+    let key = writer.key.clone();
+    writer
+        .create_as(&key, vec![with(pickup_point(1), "/latitude", Some(json!(CENTRE.0)))])
+        .await;
+    until_held(&reader, &key).await;
+    let from_memory = stats(&reader).from_memory;
+    let item = with(pickup_point(2), "/latitude", Some(json!(CENTRE.0 + 0.0001)));
+    let item = with(item, "/longitude", Some(json!(CENTRE.1)));
+    writer.create_as(&key, vec![item]).await;
+    let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "radius_m": 50000});
+    let answer = reader.post_as("/v1/location/search", &key, &question).await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    let found: Vec<&str> = answer.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap())
+        .collect();
+    assert!(found.contains(&"pp-2"), "{found:?}");
+    assert_eq!(stats(&reader).from_memory, from_memory + 1, "answered from memory");
+}
+
+#[tokio::test]
+async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
+    let database = TestApp::spawn_with_settings(settings(0)).await;
+    let other = database.merchant_key("other").await;
+    let mut rng = Rng::new(7);
+    let mine: Vec<Value> = (0..400).map(|n| random_location(&mut rng, n, CENTRE, 3000.0)).collect();
+    let theirs: Vec<Value> = (0..400).map(|n| random_location(&mut rng, n, CENTRE, 3000.0)).collect();
+    for chunk in mine.chunks(200) {
+        database.create_as(&database.key, chunk.to_vec()).await;
+    }
+    for chunk in theirs.chunks(200) {
+        database.create_as(&other, chunk.to_vec()).await;
+    }
+    // Room for one merchant's index (measured), not for two.
+    let probe = TestApp::spawn_configured(
+        std::sync::Arc::clone(&database.store),
+        tempfile::tempdir().unwrap(),
+        settings(64 << 20),
+    )
+    .await;
+    until_held(&probe, &database.key).await;
+    let one = stats(&probe).bytes;
+    let bound = one * 3 / 2;
+    let dir = tempfile::tempdir().unwrap();
+    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(bound)).await;
+    until_held(&memory, &database.key).await;
+    assert_eq!(stats(&memory).merchants, 1);
+    for round in 0..6 {
+        let key = if round % 2 == 0 { &other } else { &database.key };
+        until_held(&memory, key).await;
+        let held = stats(&memory);
+        assert!(held.bytes <= bound, "{held:?}");
+        assert_eq!(held.merchants, 1, "{held:?}");
+        let question = random_question(&mut rng, CENTRE);
+        same_walk(&database, &memory, key, &question, 10).await;
+    }
+    assert!(
+        stats(&memory).builds >= 6,
+        "rebuilt after each eviction: {:?}",
+        stats(&memory)
+    );
+}
+
+#[tokio::test]
+async fn the_first_search_after_a_start_is_answered_without_waiting_for_an_index() {
+    let database = TestApp::spawn_with_settings(settings(0)).await;
+    let mut rng = Rng::new(3);
+    let items: Vec<Value> = (0..200).map(|n| random_location(&mut rng, n, CENTRE, 2000.0)).collect();
+    database.create_as(&database.key, items).await;
+    let dir = tempfile::tempdir().unwrap();
+    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(64 << 20)).await;
+    assert_eq!(stats(&memory), SearchStats::default(), "nothing built at the start");
+    let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "pagination": {"limit": 20}});
+    let (status, expected) = database
+        .post_text_as("/v1/location/search", &database.key, &question)
+        .await;
+    assert_eq!(status, 200, "{expected}");
+    let (_, got) = memory
+        .post_text_as("/v1/location/search", &database.key, &question)
+        .await;
+    assert_eq!(got, expected);
+    let first = stats(&memory);
+    assert_eq!((first.from_database, first.from_memory), (1, 0), "{first:?}");
+}
