@@ -363,6 +363,7 @@ def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies,
             body_file = bodies[(kind if kind not in ("ceiling", "base") else "ours", workload)]
             args = lambda tag: [key, str(body_file)]
         wrk(server.base, conns, cfg.warmup, script, args(f"w{time.time_ns()}"))
+        index = index_held(server.base) if workload.startswith("search-") else None
         pids = lambda: server.pids() + (pg.pids() if pg else [])
         cpu0 = cpu_seconds(pids())
         result = wrk(server.base, conns, cfg.duration, script, args(f"m{time.time_ns()}"))
@@ -382,7 +383,38 @@ def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies,
         log(f"   !! {kind} {workload} c={conns}: {result['errors']} of {result['requests']} requests failed or were not 2xx")
     return {"rps": result["requests"] / seconds, "items_per_s": result["requests"] * items / seconds,
             "p50_ms": result["p50_us"] / 1000, "p99_ms": result["p99_us"] / 1000, "cpu_ms_per_req": cpu * 1000 / n,
-            "peak_rss_mib": rss, "anon_rss_mib": anon, "errors": result["errors"], "requests": result["requests"]}
+            "peak_rss_mib": rss, "anon_rss_mib": anon, "errors": result["errors"], "requests": result["requests"],
+            **(index or {})}
+
+
+def scrape(base):
+    """The server's metrics: series name (with its labels) to value."""
+    import urllib.error
+    import urllib.request
+    try:
+        with urllib.request.urlopen(base + "/metrics", timeout=10) as r:
+            lines = r.read().decode().splitlines()
+    except urllib.error.HTTPError:
+        return {}
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in lines if line and not line.startswith("#")}
+
+
+def index_held(base, wait_s=180):
+    """After the warm-up of a search workload: waits until the searched merchant's index is held in
+    memory (a build that the warm-up's first search started), so that the run measures searches from
+    memory; the index's bytes and how long the wait was. None for a build that keeps no index in
+    memory (the base, or --search-memory 0)."""
+    started = time.time()
+    while True:
+        metrics = scrape(base)
+        if not any(k.startswith("searches_total") for k in metrics):
+            return None
+        if metrics.get("search_memory_merchants", 0) >= 1:
+            return {"index_bytes": metrics.get("search_memory_bytes", 0), "index_wait_s": time.time() - started}
+        if time.time() - started > wait_s:
+            log(f"   !! no index held within {wait_s} s")
+            return None
+        time.sleep(0.2)
 
 
 def cold_start(dbs, workdir, times=5):
@@ -524,7 +556,9 @@ def main():
                         r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg)
                         results.setdefault(f"{kind}|{workload}|{conns}", []).append(r)
                         log(f"   {workload:12} {kind:8} c={conns:<3} rep {rep + 1}: {r['rps']:9,.0f} req/s  p99 {r['p99_ms']:7.2f} ms  "
-                            f"cpu {r['cpu_ms_per_req']:.3f} ms/req  rss {r['peak_rss_mib']:.1f} MiB  errors {r['errors']}")
+                            f"cpu {r['cpu_ms_per_req']:.3f} ms/req  rss {r['peak_rss_mib']:.1f} MiB  errors {r['errors']}"
+                            + (f"  index {r['index_bytes'] / 2**20:.1f} MiB (held {r['index_wait_s']:.1f} s after the warm-up)"
+                               if "index_bytes" in r else ""))
         (ROOT / "target/bench").mkdir(parents=True, exist_ok=True)
         (ROOT / "target/bench/results.json").write_text(json.dumps({"results": results, "cold_start_s": cold}, indent=1))
         text = report(results, cfg, cold, command, pin=PIN, base_bin=BASE_BIN)

@@ -90,12 +90,10 @@ impl SearchMemory {
         let merchant_pk = query.merchant_pk();
         if let Some(merchant) = self.held.get(merchant_pk) {
             for _ in 0..TRIES {
-                match self.try_memory(merchant_pk, &merchant, &query).await? {
+                match self.try_memory(merchant_pk, &merchant, &query, from).await? {
                     Some(page) => {
                         metrics::counter!("searches_total", "served" => "memory").increment(1);
                         self.counts.from_memory.fetch_add(1, Ordering::Relaxed);
-                        // Its records were read on the primary.
-                        ReadOn::Primary.count();
                         return Ok(page);
                     }
                     None if !self.catch_up(merchant_pk, &merchant).await? => {
@@ -114,19 +112,29 @@ impl SearchMemory {
         self.store.search_locations(query, from).await
     }
 
-    /// The page from the index, when the log has not moved past it by the time its records are read.
+    /// The page from the index, when its records are read as of the index's own sequence: `None`
+    /// when the log has moved past the index (it catches up, and the search is made again). A
+    /// replica still behind the index is passed over for the primary.
     async fn try_memory(
         &self,
         merchant_pk: i64,
         merchant: &RwLock<Merchant>,
         query: &SearchQuery,
+        from: ReadFrom,
     ) -> Result<Option<SearchPage>, StoreError> {
         let ((hits, has_next), through) = {
             let m = held::read(merchant);
             (m.index.search(query), m.through)
         };
-        let (head, page) = self.source.page(merchant_pk, hits, has_next).await?;
-        Ok((head == through).then_some(page))
+        let mut paged = self.source.page(merchant_pk, hits.clone(), has_next, from).await?;
+        if paged.head < through && paged.on == ReadOn::Replica {
+            paged = self.source.page(merchant_pk, hits, has_next, ReadFrom::Primary).await?;
+        }
+        if paged.head != through {
+            return Ok(None);
+        }
+        paged.on.count();
+        Ok(Some(paged.page))
     }
 
     /// Reads what changed since the index's sequence, up to where the log stands; `false` when the

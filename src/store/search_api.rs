@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 
+use super::api::{ReadFrom, ReadOn};
 use super::error::StoreError;
 use super::event_rows::Columns;
 use super::sql_text::marked;
@@ -22,9 +23,18 @@ pub trait SearchSource: Send + Sync {
     /// What the merchant's log says changed after the sequence `after`, at most `limit` events.
     async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError>;
 
-    /// The records of `hits` (the merchant's), and the sequence its log stands at when they are
-    /// read, on the primary.
-    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool) -> Result<(i64, SearchPage), StoreError>;
+    /// The records of `hits` (the merchant's) and the sequence its log stands at, read in one
+    /// snapshot: on a replica when `from` allows and one is usable, else on the primary.
+    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool, from: ReadFrom)
+    -> Result<Paged, StoreError>;
+}
+
+/// A page's records, read where [`Paged::on`] says when the log stood at [`Paged::head`].
+#[derive(Debug)]
+pub struct Paged {
+    pub head: i64,
+    pub page: SearchPage,
+    pub on: ReadOn,
 }
 
 /// A merchant's entries, as of `through`.

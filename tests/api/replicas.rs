@@ -24,7 +24,12 @@ struct Replicated {
 }
 
 impl Replicated {
+    /// Searches on the database, where the replicas serve storefront keys' searches whole.
     async fn start() -> Replicated {
+        Replicated::start_with(&["--search-memory", "0"]).await
+    }
+
+    async fn start_with(flags: &[&str]) -> Replicated {
         let primary = Cluster::new();
         let standby = primary.standby();
         let issued = merchant_create_at(&primary.url(), "replicated");
@@ -38,15 +43,7 @@ impl Replicated {
         let server = Server::start_binary_with(
             std::path::Path::new(BIN),
             &primary.url(),
-            // Searches on the database: the replicas serve that path.
-            &[
-                "--read-replica",
-                &standby.url(),
-                "--replica-max-lag",
-                MAX_LAG,
-                "--search-memory",
-                "0",
-            ],
+            &[&["--read-replica", &standby.url(), "--replica-max-lag", MAX_LAG], flags].concat(),
         );
         let replicated = Replicated {
             _primary: primary,
@@ -226,6 +223,53 @@ async fn a_storefront_search_reads_the_replica_and_the_primary_once_the_replica_
     let (p, q) = r.reads().await;
     assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1", "wh-2"]);
     assert_eq!(r.reads().await, (p, q + 1.0), "read on the replica again");
+}
+
+/// With the merchant's index in memory, a storefront key's search reads its page's records on the
+/// replica; a replica that has not replayed what the index holds is passed over for the primary, so
+/// a search from memory never answers older than its index.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn searches_from_memory_read_their_records_on_the_replica_unless_it_is_behind_the_index() {
+    let r = Replicated::start_with(&[]).await;
+    let first = point(1);
+    let near = near_of(&first);
+    create(&r.server.base, &r.key, &[first]).await;
+    let from_memory = || r.metric(r#"searches_total{served="memory"}"#);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = r.found(&r.storefront_key, near).await;
+        if found == ["wh-1"] && from_memory().await.unwrap_or(0.0) >= 1.0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no search of wh-1 from memory: {found:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (on_primary, on_replica) = r.reads().await;
+    let served = from_memory().await.unwrap();
+    assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1"]);
+    assert_eq!(
+        r.reads().await,
+        (on_primary, on_replica + 1.0),
+        "records read on the replica"
+    );
+    assert_eq!(from_memory().await, Some(served + 1.0));
+
+    r.standby.execute("SELECT pg_wal_replay_pause()").await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while r.standby.execute("SELECT pg_get_wal_replay_pause_state()").await[0].get::<_, String>(0) != "paused" {
+        assert!(Instant::now() < deadline, "replay did not pause");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let second = with(point(2), "/latitude", Some(json!(near.0 + 0.001)));
+    create(&r.server.base, &r.key, &[second]).await;
+    // A full key's search brings the index up to the log; a storefront key's search then finds
+    // what the index holds, its records read on the primary (the paused replica lacks them).
+    assert_eq!(r.found(&r.key, near).await, ["wh-1", "wh-2"]);
+    let (p, q) = r.reads().await;
+    assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1", "wh-2"]);
+    assert_eq!(r.reads().await, (p + 1.0, q), "read on the primary");
+    r.standby.execute("SELECT pg_wal_replay_resume()").await;
 }
 
 #[tokio::test]

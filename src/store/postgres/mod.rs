@@ -306,6 +306,7 @@ impl Store for PgStore {
     fn search_source(&self) -> Arc<dyn crate::store::search_api::SearchSource> {
         Arc::new(search::PgSearch {
             pool: self.pool.clone(),
+            replicas: self.replicas.clone(),
         })
     }
 

@@ -5,17 +5,19 @@
 //! a search of one ring is two round trips, not four. And what the search index in memory reads.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Object, Pool};
 
 use super::locations::{RECORD, record_of, snapshot};
+use super::replicas::Replicas;
 use super::sql::{GENERIC_PLANS, query};
 use crate::domain::event::LogBounds;
 use crate::domain::location::Status;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
-use crate::store::api::StoreError;
-use crate::store::search_api::{self, Changes, Entries, SearchSource};
+use crate::store::api::{ReadFrom, ReadOn, StoreError};
+use crate::store::search_api::{self, Changes, Entries, Paged, SearchSource};
 
 const M: char = '$';
 
@@ -164,9 +166,25 @@ async fn bounds(tx: &impl GenericClient, merchant_pk: i64) -> Result<LogBounds, 
 
 const BOUNDS: &str = "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1";
 
-/// What the search index in memory reads, on the primary.
+/// What the search index in memory reads: on the primary, a page's records on a replica too.
 pub(super) struct PgSearch {
     pub(super) pool: Pool,
+    pub(super) replicas: Option<Arc<Replicas>>,
+}
+
+/// The rows of the records `seqs` and where the merchant's log stands, in one snapshot on `pool`.
+async fn records_on(
+    pool: &Pool,
+    merchant_pk: i64,
+    seqs: &[i64],
+) -> Result<(i64, Vec<tokio_postgres::Row>), StoreError> {
+    let mut client = pool.get().await?;
+    let tx = snapshot(&mut client).await?;
+    let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
+    let (head, rows) = tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?;
+    tx.commit().await?;
+    Ok((head.last, rows))
 }
 
 #[async_trait]
@@ -199,14 +217,29 @@ impl SearchSource for PgSearch {
         Ok(search_api::changes_of(head, after, rows, limit))
     }
 
-    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool) -> Result<(i64, SearchPage), StoreError> {
-        let mut client = self.pool.get().await?;
-        let tx = snapshot(&mut client).await?;
+    async fn page(
+        &self,
+        merchant_pk: i64,
+        hits: Vec<Hit>,
+        has_next: bool,
+        from: ReadFrom,
+    ) -> Result<Paged, StoreError> {
         let seqs: Vec<i64> = hits.iter().map(|h| h.seq).collect();
-        let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
-        let (head, rows) = tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?;
-        tx.commit().await?;
-        Ok((head.last, page_of(hits, has_next, &rows)?))
+        if let (ReadFrom::Replica, Some(replicas)) = (from, &self.replicas)
+            && let Some((head, rows)) = replicas.read(|pool| records_on(pool, merchant_pk, &seqs)).await
+        {
+            let page = page_of(hits, has_next, &rows)?;
+            return Ok(Paged {
+                head,
+                page,
+                on: ReadOn::Replica,
+            });
+        }
+        let (head, rows) = records_on(&self.pool, merchant_pk, &seqs).await?;
+        Ok(Paged {
+            head,
+            page: page_of(hits, has_next, &rows)?,
+            on: ReadOn::Primary,
+        })
     }
 }

@@ -12,8 +12,8 @@ use super::locations::{RECORD, record_ref};
 use super::readers::ReadPool;
 use crate::domain::location::Status;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
-use crate::store::api::StoreError;
-use crate::store::search_api::{self, Changes, Entries, SearchSource};
+use crate::store::api::{ReadFrom, ReadOn, StoreError};
+use crate::store::search_api::{self, Changes, Entries, Paged, SearchSource};
 
 const M: char = '?';
 
@@ -116,11 +116,15 @@ impl SearchSource for SqliteSearch {
             .await
     }
 
-    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool) -> Result<(i64, SearchPage), StoreError> {
-        let page = self
-            .readers
-            .snapshot(move |tx| Ok((bounds(tx, merchant_pk)?.last, records(tx, hits, has_next)?)))
-            .await?;
-        Ok(page)
+    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool, _: ReadFrom) -> Result<Paged, StoreError> {
+        self.readers
+            .snapshot(move |tx| {
+                Ok(Paged {
+                    head: bounds(tx, merchant_pk)?.last,
+                    page: records(tx, hits, has_next)?,
+                    on: ReadOn::Primary,
+                })
+            })
+            .await
     }
 }
