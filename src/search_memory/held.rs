@@ -6,7 +6,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use super::Merchant;
+use crate::domain::location::search::memory::MemoryIndex;
+
+/// One merchant's index and the sequence of its log it is as of.
+#[derive(Debug)]
+pub(super) struct Merchant {
+    pub(super) index: MemoryIndex,
+    pub(super) through: i64,
+}
 
 /// How long a merchant found too large for the bound is searched on the database before its
 /// index is tried again (it may have shrunk, or the bound been shared by fewer).

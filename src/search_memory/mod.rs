@@ -22,20 +22,13 @@ use crate::domain::location::search::memory::MemoryIndex;
 use crate::domain::location::search::{SearchPage, SearchQuery};
 use crate::store::api::{ReadFrom, ReadOn, Store, StoreError};
 use crate::store::search_api::{Changes, SearchSource};
-use held::Held;
+use held::{Held, Merchant};
 
 /// Events read a step while an index catches up with its log.
 const CHANGES_A_STEP: usize = 1000;
 /// Times a search catches up before it answers from the database instead (a merchant writing
 /// faster than its index can follow).
 const TRIES: usize = 3;
-
-/// One merchant's index and the sequence of its log it is as of.
-#[derive(Debug)]
-pub(crate) struct Merchant {
-    index: MemoryIndex,
-    through: i64,
-}
 
 /// The indexes held, and the store they follow.
 pub struct SearchMemory {

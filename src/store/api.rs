@@ -12,6 +12,7 @@ use async_trait::async_trait;
 
 pub use super::error::StoreError;
 use super::event_signal::EventSignal;
+pub use super::reads::{ReadFrom, ReadOn};
 use super::redelivery_api::RedeliveryStore;
 use super::webhook_api::WebhookStore;
 pub use crate::clock::{millis, now_ms};
@@ -77,15 +78,6 @@ impl KeyScope {
     }
 }
 
-/// Where a read is served.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadFrom {
-    /// The primary: the caller reads its own writes.
-    Primary,
-    /// A replica within the lag bound when there is one, else the primary.
-    Replica,
-}
-
 /// The hot standbys buyers' searches read from. Its `Debug` shows their URLs with
 /// any password replaced.
 #[derive(Clone, Default)]
@@ -103,25 +95,6 @@ impl std::fmt::Debug for ReadReplicas {
             .field("urls", &urls)
             .field("max_lag", &self.max_lag)
             .finish()
-    }
-}
-
-/// Where a read was served, as `db_reads_total` counts it: every request answered
-/// from the database (searches, location lists, feed and deliveries pages).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReadOn {
-    Primary,
-    Replica,
-}
-
-impl ReadOn {
-    /// Counts one read served here.
-    pub fn count(self) {
-        let target = match self {
-            ReadOn::Primary => "primary",
-            ReadOn::Replica => "replica",
-        };
-        metrics::counter!("db_reads_total", "target" => target).increment(1);
     }
 }
 

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use serde_json::json;
 
-use super::api::StoreError;
+use super::error::StoreError;
 use super::group::Written;
 use crate::client::apply::{self, Applier, Sent};
 use crate::client::outcome::{self, ItemAnswer, Known, RowReport, ServiceError};

@@ -3,6 +3,7 @@
 //! share in `migrate`, their group commits' common parts in `group`, and here the database URL and the factory that opens the right engine.
 
 pub mod api;
+pub mod columns;
 pub mod error;
 pub mod event_rows;
 pub mod event_signal;
@@ -16,6 +17,7 @@ pub mod merchant_sql;
 pub mod migrate;
 pub mod pools;
 pub mod postgres;
+pub mod reads;
 mod redact;
 pub mod redelivery_api;
 pub mod redelivery_sql;

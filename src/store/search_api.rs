@@ -5,9 +5,9 @@
 
 use async_trait::async_trait;
 
-use super::api::{ReadFrom, ReadOn};
+use super::columns::Columns;
 use super::error::StoreError;
-use super::event_rows::Columns;
+use super::reads::{ReadFrom, ReadOn};
 use super::sql_text::marked;
 use crate::domain::event::LogBounds;
 use crate::domain::location::Status;

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::{GroupDeadline, Pending, SharedError};
 use crate::domain::event::Change;
-use crate::store::api::StoreError;
+use crate::store::error::StoreError;
 use crate::store::event_signal::EventSignal;
 
 /// Why a commit failed: the server's answer, or no answer at all (it may have committed).

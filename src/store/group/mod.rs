@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::api::StoreError;
+use super::error::StoreError;
 use super::event_signal::EventSignal;
 use crate::domain::event::Change;
 use crate::domain::location::Persist;

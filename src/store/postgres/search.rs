@@ -11,7 +11,6 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Object, Pool};
 
 use super::locations::{RECORD, record_of, snapshot};
-use super::replicas::Replicas;
 use super::sql::{GENERIC_PLANS, query};
 use crate::domain::event::LogBounds;
 use crate::domain::location::Status;
@@ -169,7 +168,7 @@ const BOUNDS: &str = "SELECT last_sequence, pruned_through FROM event_logs WHERE
 /// What the search index in memory reads: on the primary, a page's records on a replica too.
 pub(super) struct PgSearch {
     pub(super) pool: Pool,
-    pub(super) replicas: Option<Arc<Replicas>>,
+    pub(super) replicas: Option<Arc<super::replicas::Replicas>>,
 }
 
 /// The rows of the records `seqs` and where the merchant's log stands, in one snapshot on `pool`.
