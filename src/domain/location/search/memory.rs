@@ -12,6 +12,7 @@
 //! entries' copying.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use super::key::SearchKey;
 use super::query::{Hit, IndexTest, SearchQuery};
@@ -50,24 +51,32 @@ impl Packed {
     }
 }
 
-/// Every distinct opening hours, numbered.
+/// Every distinct opening hours, numbered, each kept once.
 #[derive(Default, Debug)]
 struct Hours {
-    numbers: HashMap<Box<[u8]>, u32>,
+    /// By a hash of their bytes, the number of the hours with that hash (on a collision, the
+    /// first's: the second is kept apart, under no hash).
+    numbers: HashMap<u64, u32>,
     all: Vec<Box<[u8]>>,
     bytes: usize,
 }
 
 impl Hours {
     fn number(&mut self, hours: &[u8]) -> u32 {
-        if let Some(&n) = self.numbers.get(hours) {
+        let hash = {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            hours.hash(&mut h);
+            h.finish()
+        };
+        if let Some(&n) = self.numbers.get(&hash)
+            && self.get(n) == hours
+        {
             return n;
         }
         let n = u32::try_from(self.all.len()).unwrap_or(u32::MAX);
-        let boxed: Box<[u8]> = hours.into();
-        self.bytes += 2 * boxed.len();
-        self.numbers.insert(boxed.clone(), n);
-        self.all.push(boxed);
+        self.bytes += hours.len();
+        self.all.push(hours.into());
+        self.numbers.entry(hash).or_insert(n);
         n
     }
 
@@ -96,6 +105,7 @@ impl MemoryIndex {
         let mut index = MemoryIndex::default();
         index.sorted = entries.into_iter().map(|e| index.pack(e)).collect();
         index.sorted.sort_unstable_by_key(|p| (p.cell, p.seq));
+        index.sorted.shrink_to_fit();
         index
     }
 
@@ -180,7 +190,7 @@ impl MemoryIndex {
             + self.added.len() * (packed + 2 * std::mem::size_of::<i64>() + 16)
             + self.added_cells.capacity() * (2 * std::mem::size_of::<i64>() + 1)
             + self.hours.all.capacity() * std::mem::size_of::<Box<[u8]>>()
-            + self.hours.numbers.capacity() * (std::mem::size_of::<Box<[u8]>>() + std::mem::size_of::<u32>() + 1)
+            + self.hours.numbers.capacity() * (std::mem::size_of::<u64>() + std::mem::size_of::<u32>() + 1)
             + self.hours.bytes
     }
 
@@ -330,6 +340,24 @@ mod tests {
                 prop_assert_eq!(scanned(&index, range, &everything), expected(&model, range, &everything));
             }
         }
+    }
+
+    #[test]
+    fn an_entry_takes_about_eighty_bytes_when_hours_are_shared() {
+        let n = 100_000;
+        let index = MemoryIndex::of((0..n).map(|s| {
+            entry(
+                s,
+                55.0 + (s % 1000) as f64 * 1e-3,
+                37.0 + (s / 1000) as f64 * 1e-3,
+                1,
+                1.0,
+                (s % 8) as u8,
+            )
+        }));
+        assert_eq!(index.len(), n as usize);
+        let per_entry = index.bytes() as f64 / n as f64;
+        assert!((80.0..90.0).contains(&per_entry), "{per_entry} bytes an entry");
     }
 
     #[test]
