@@ -8,11 +8,66 @@ use std::time::{Duration, Instant};
 
 use crate::domain::location::search::memory::MemoryIndex;
 
-/// One merchant's index and the sequence of its log it is as of.
+/// One merchant's index, the sequence of its log it is as of, and the records its searches read
+/// lately (each as its JSON, current as of that sequence: a change drops it).
 #[derive(Debug)]
 pub(super) struct Merchant {
     pub(super) index: MemoryIndex,
     pub(super) through: i64,
+    pub(super) records: Records,
+}
+
+impl Merchant {
+    pub(super) fn new(index: MemoryIndex, through: i64) -> Merchant {
+        Merchant {
+            index,
+            through,
+            records: Records::default(),
+        }
+    }
+
+    pub(super) fn bytes(&self) -> usize {
+        self.index.bytes() + self.records.bytes
+    }
+}
+
+/// The most bytes of records a merchant keeps; past them the kept ones are let go together.
+const RECORDS_BYTES: usize = 4 << 20;
+
+/// Records by seq, as their JSON.
+#[derive(Debug, Default)]
+pub(super) struct Records {
+    json: HashMap<i64, Arc<[u8]>>,
+    bytes: usize,
+}
+
+impl Records {
+    pub(super) fn get(&self, seq: i64) -> Option<Arc<[u8]>> {
+        self.json.get(&seq).cloned()
+    }
+
+    pub(super) fn forget(&mut self, seq: i64) {
+        if let Some(json) = self.json.remove(&seq) {
+            self.bytes -= Self::cost(&json);
+        }
+    }
+
+    pub(super) fn keep(&mut self, seq: i64, json: Vec<u8>) {
+        let json: Arc<[u8]> = json.into();
+        if self.bytes + Self::cost(&json) > RECORDS_BYTES {
+            self.json.clear();
+            self.bytes = 0;
+        }
+        self.bytes += Self::cost(&json);
+        if let Some(was) = self.json.insert(seq, json) {
+            self.bytes -= Self::cost(&was);
+        }
+    }
+
+    /// A record's bytes with its slot and its allocation's counts.
+    fn cost(json: &[u8]) -> usize {
+        json.len() + 48
+    }
 }
 
 /// How long a merchant found too large for the bound is searched on the database before its
@@ -105,7 +160,7 @@ impl Held {
     /// Holds a built index, dropping the least recently searched others to make room; not held
     /// when it alone passes the bound.
     pub(super) fn insert(&self, merchant_pk: i64, merchant: Merchant) {
-        let bytes = merchant.index.bytes();
+        let bytes = merchant.bytes();
         let mut state = self.state();
         state.building.remove(&merchant_pk);
         if bytes > self.bound {
@@ -183,5 +238,28 @@ impl State {
     fn show(&self) {
         metrics::gauge!("search_memory_bytes").set(self.bytes as f64);
         metrics::gauge!("search_memory_merchants").set(self.merchants.len() as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_kept_are_counted_dropped_on_a_change_and_let_go_together_past_their_bound() {
+        let mut records = Records::default();
+        records.keep(1, vec![b'a'; 100]);
+        records.keep(2, vec![b'b'; 100]);
+        assert_eq!(records.bytes, 2 * (100 + 48));
+        records.keep(2, vec![b'c'; 10]);
+        assert_eq!(records.bytes, 100 + 48 + 10 + 48, "a record kept again replaces the old");
+        records.forget(1);
+        assert!(records.get(1).is_none());
+        assert_eq!(records.get(2).as_deref(), Some(&[b'c'; 10][..]));
+        assert_eq!(records.bytes, 10 + 48);
+        for seq in 0..10_000 {
+            records.keep(seq, vec![0; 1000]);
+        }
+        assert!(records.bytes <= RECORDS_BYTES, "{}", records.bytes);
     }
 }

@@ -15,6 +15,7 @@
 
 mod held;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -105,9 +106,10 @@ impl SearchMemory {
         self.store.search_locations(query, from).await
     }
 
-    /// The page from the index, when its records are read as of the index's own sequence: `None`
-    /// when the log has moved past the index (it catches up, and the search is made again). A
-    /// replica still behind the index is passed over for the primary.
+    /// The page from the index, with its records as of the index's own sequence: `None` when the
+    /// log has moved past the index (it catches up, and the search is made again). Records read
+    /// lately are kept (a change drops them), so a search may read no more than where the log
+    /// stands. A replica still behind the index is passed over for the primary.
     async fn try_memory(
         &self,
         merchant_pk: i64,
@@ -115,19 +117,49 @@ impl SearchMemory {
         query: &SearchQuery,
         from: ReadFrom,
     ) -> Result<Option<SearchPage>, StoreError> {
-        let ((hits, has_next), through) = {
+        let ((hits, has_next), through, kept) = {
             let m = held::read(merchant);
-            (m.index.search(query), m.through)
+            let found = m.index.search(query);
+            let kept: Vec<Option<Arc<[u8]>>> = found.0.iter().map(|hit| m.records.get(hit.seq)).collect();
+            (found, m.through, kept)
         };
-        let mut paged = self.source.page(merchant_pk, hits.clone(), has_next, from).await?;
-        if paged.head < through && paged.on == ReadOn::Replica {
-            paged = self.source.page(merchant_pk, hits, has_next, ReadFrom::Primary).await?;
+        let missing: Vec<i64> = hits
+            .iter()
+            .zip(&kept)
+            .filter(|(_, kept)| kept.is_none())
+            .map(|(hit, _)| hit.seq)
+            .collect();
+        let mut read = self.source.records(merchant_pk, missing.clone(), from).await?;
+        if read.head < through && read.on == ReadOn::Replica {
+            read = self.source.records(merchant_pk, missing, ReadFrom::Primary).await?;
         }
-        if paged.head != through {
+        if read.head != through {
             return Ok(None);
         }
-        paged.on.count();
-        Ok(Some(paged.page))
+        read.on.count();
+        let fresh: HashMap<i64, Vec<u8>> = read.json.into_iter().collect();
+        let mut page = SearchPage::new(hits.len());
+        for (hit, kept) in hits.iter().zip(&kept) {
+            match kept.as_deref().or_else(|| fresh.get(&hit.seq).map(Vec::as_slice)) {
+                Some(json) => page.push_json(*hit, json),
+                None => continue,
+            }
+        }
+        page.has_next = has_next;
+        if !fresh.is_empty() {
+            let bytes = {
+                let mut m = held::write(merchant);
+                // Read as of `through`: still current unless the index has moved on since.
+                if m.through == through {
+                    for (seq, json) in fresh {
+                        m.records.keep(seq, json);
+                    }
+                }
+                m.bytes()
+            };
+            self.held.resized(merchant_pk, bytes);
+        }
+        Ok(Some(page))
     }
 
     /// Reads what changed since the index's sequence, up to where the log stands; `false` when the
@@ -146,13 +178,14 @@ impl SearchMemory {
                     return Ok(true);
                 }
                 for (seq, entry) in changed {
+                    m.records.forget(seq);
                     match entry {
                         Some(entry) => m.index.upsert(entry),
                         None => m.index.remove(seq),
                     }
                 }
                 m.through = through;
-                m.index.bytes()
+                m.bytes()
             };
             self.held.resized(merchant_pk, bytes);
             if !more {
@@ -175,13 +208,7 @@ impl SearchMemory {
                     let index = MemoryIndex::of(entries.entries);
                     metrics::counter!("search_memory_builds_total").increment(1);
                     memory.counts.builds.fetch_add(1, Ordering::Relaxed);
-                    memory.held.insert(
-                        merchant_pk,
-                        Merchant {
-                            index,
-                            through: entries.through,
-                        },
-                    );
+                    memory.held.insert(merchant_pk, Merchant::new(index, entries.through));
                 }
                 Err(e) => {
                     tracing::warn!(merchant_pk, error = %e.chain(), "building a search index failed; searches stay on the database");

@@ -13,7 +13,6 @@ use crate::domain::event::LogBounds;
 use crate::domain::location::Status;
 use crate::domain::location::search::key::SearchKey;
 use crate::domain::location::search::memory::IndexEntry;
-use crate::domain::location::search::{Hit, SearchPage};
 
 #[async_trait]
 pub trait SearchSource: Send + Sync {
@@ -23,17 +22,17 @@ pub trait SearchSource: Send + Sync {
     /// What the merchant's log says changed after the sequence `after`, at most `limit` events.
     async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError>;
 
-    /// The records of `hits` (the merchant's) and the sequence its log stands at, read in one
-    /// snapshot: on a replica when `from` allows and one is usable, else on the primary.
-    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool, from: ReadFrom)
-    -> Result<Paged, StoreError>;
+    /// The records `seqs` (the merchant's, as their JSON) and the sequence its log stands at, read
+    /// in one snapshot: on a replica when `from` allows and one is usable, else on the primary.
+    async fn records(&self, merchant_pk: i64, seqs: Vec<i64>, from: ReadFrom) -> Result<Records, StoreError>;
 }
 
-/// A page's records, read where [`Paged::on`] says when the log stood at [`Paged::head`].
+/// Records as their JSON (`RecordRef::write_json`), by seq, read where `on` says when the log stood
+/// at `head`.
 #[derive(Debug)]
-pub struct Paged {
+pub struct Records {
     pub head: i64,
-    pub page: SearchPage,
+    pub json: Vec<(i64, Vec<u8>)>,
     pub on: ReadOn,
 }
 

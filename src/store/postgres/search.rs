@@ -16,7 +16,7 @@ use crate::domain::event::LogBounds;
 use crate::domain::location::Status;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
-use crate::store::search_api::{self, Changes, Entries, Paged, SearchSource};
+use crate::store::search_api::{self, Changes, Entries, Records, SearchSource};
 
 const M: char = '$';
 
@@ -179,9 +179,13 @@ async fn records_on(
 ) -> Result<(i64, Vec<tokio_postgres::Row>), StoreError> {
     let mut client = pool.get().await?;
     let tx = snapshot(&mut client).await?;
-    let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
-    let (head, rows) = tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?;
+    let (head, rows) = if seqs.is_empty() {
+        (bounds(&tx, merchant_pk).await?, Vec::new())
+    } else {
+        let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
+        tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?
+    };
     tx.commit().await?;
     Ok((head.last, rows))
 }
@@ -216,29 +220,27 @@ impl SearchSource for PgSearch {
         Ok(search_api::changes_of(head, after, rows, limit))
     }
 
-    async fn page(
-        &self,
-        merchant_pk: i64,
-        hits: Vec<Hit>,
-        has_next: bool,
-        from: ReadFrom,
-    ) -> Result<Paged, StoreError> {
-        let seqs: Vec<i64> = hits.iter().map(|h| h.seq).collect();
-        if let (ReadFrom::Replica, Some(replicas)) = (from, &self.replicas)
-            && let Some((head, rows)) = replicas.read(|pool| records_on(pool, merchant_pk, &seqs)).await
-        {
-            let page = page_of(hits, has_next, &rows)?;
-            return Ok(Paged {
-                head,
-                page,
-                on: ReadOn::Replica,
-            });
-        }
-        let (head, rows) = records_on(&self.pool, merchant_pk, &seqs).await?;
-        Ok(Paged {
-            head,
-            page: page_of(hits, has_next, &rows)?,
-            on: ReadOn::Primary,
-        })
+    async fn records(&self, merchant_pk: i64, seqs: Vec<i64>, from: ReadFrom) -> Result<Records, StoreError> {
+        let on_replica = match (from, &self.replicas) {
+            (ReadFrom::Replica, Some(replicas)) => replicas.read(|pool| records_on(pool, merchant_pk, &seqs)).await,
+            _ => None,
+        };
+        let (head, rows, on) = match on_replica {
+            Some((head, rows)) => (head, rows, ReadOn::Replica),
+            None => {
+                let (head, rows) = records_on(&self.pool, merchant_pk, &seqs).await?;
+                (head, rows, ReadOn::Primary)
+            }
+        };
+        let json = rows
+            .iter()
+            .map(|row| {
+                let record = record_of(row)?;
+                let mut out = Vec::with_capacity(1024);
+                record.as_ref().write_json(&mut out);
+                Ok((record.seq, out))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Records { head, json, on })
     }
 }

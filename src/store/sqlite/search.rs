@@ -11,9 +11,10 @@ use super::events::bounds;
 use super::locations::{RECORD, record_ref};
 use super::readers::ReadPool;
 use crate::domain::location::Status;
-use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
+use crate::domain::location::record::RecordRef;
+use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
-use crate::store::search_api::{self, Changes, Entries, Paged, SearchSource};
+use crate::store::search_api::{self, Changes, Entries, Records, SearchSource};
 
 const M: char = '?';
 
@@ -62,21 +63,28 @@ pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage,
         }
     }
     let (hits, has_next) = walk.finish();
-    records(tx, hits, has_next)
-}
-
-/// The page of `hits`: their records by `seq`, in the caller's transaction.
-fn records(tx: &Connection, hits: Vec<Hit>, has_next: bool) -> Result<SearchPage, StoreError> {
     let mut page = SearchPage::new(hits.len());
-    let mut by_seq = tx.prepare_cached(&format!("SELECT {RECORD} FROM locations WHERE seq = ?1"))?;
-    for hit in hits {
-        let mut rows = by_seq.query([hit.seq])?;
-        if let Some(row) = rows.next()? {
-            page.push(hit, record_ref(row)?);
-        }
-    }
+    each_record(tx, hits, |hit| hit.seq, |hit, record| page.push(hit, record))?;
     page.has_next = has_next;
     Ok(page)
+}
+
+/// Each of `items`' records (by the `seq` each names, those that exist), in the caller's
+/// transaction.
+fn each_record<T>(
+    tx: &Connection,
+    items: Vec<T>,
+    seq: impl Fn(&T) -> i64,
+    mut take: impl FnMut(T, RecordRef<'_>),
+) -> Result<(), StoreError> {
+    let mut by_seq = tx.prepare_cached(&format!("SELECT {RECORD} FROM locations WHERE seq = ?1"))?;
+    for item in items {
+        let mut rows = by_seq.query([seq(&item)])?;
+        if let Some(row) = rows.next()? {
+            take(item, record_ref(row)?);
+        }
+    }
+    Ok(())
 }
 
 /// What the search index in memory reads, on the read connections.
@@ -116,12 +124,24 @@ impl SearchSource for SqliteSearch {
             .await
     }
 
-    async fn page(&self, merchant_pk: i64, hits: Vec<Hit>, has_next: bool, _: ReadFrom) -> Result<Paged, StoreError> {
+    async fn records(&self, merchant_pk: i64, seqs: Vec<i64>, _: ReadFrom) -> Result<Records, StoreError> {
         self.readers
             .snapshot(move |tx| {
-                Ok(Paged {
-                    head: bounds(tx, merchant_pk)?.last,
-                    page: records(tx, hits, has_next)?,
+                let head = bounds(tx, merchant_pk)?.last;
+                let mut json = Vec::with_capacity(seqs.len());
+                each_record(
+                    tx,
+                    seqs,
+                    |seq| *seq,
+                    |seq, record| {
+                        let mut out = Vec::with_capacity(1024);
+                        record.write_json(&mut out);
+                        json.push((seq, out));
+                    },
+                )?;
+                Ok(Records {
+                    head,
+                    json,
                     on: ReadOn::Primary,
                 })
             })

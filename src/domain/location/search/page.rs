@@ -27,6 +27,19 @@ impl SearchPage {
 
     /// Appends a result.
     pub fn push(&mut self, hit: Hit, record: RecordRef<'_>) {
+        self.open(hit);
+        record.write_json(&mut self.json);
+        self.close(hit);
+    }
+
+    /// Appends a result whose record's JSON was written before (`RecordRef::write_json`).
+    pub fn push_json(&mut self, hit: Hit, record: &[u8]) {
+        self.open(hit);
+        self.json.extend_from_slice(record);
+        self.close(hit);
+    }
+
+    fn open(&mut self, hit: Hit) {
         if self.count > 0 {
             self.json.push(b',');
         }
@@ -34,7 +47,9 @@ impl SearchPage {
         self.json
             .extend_from_slice(itoa::Buffer::new().format(hit.distance_m).as_bytes());
         self.json.extend_from_slice(br#","location":"#);
-        record.write_json(&mut self.json);
+    }
+
+    fn close(&mut self, hit: Hit) {
         self.json.push(b'}');
         self.count += 1;
         self.last = Some(hit);
