@@ -252,7 +252,11 @@ mod tests {
         records.keep(2, vec![b'b'; 100]);
         assert_eq!(records.bytes, 2 * (100 + 48));
         records.keep(2, vec![b'c'; 10]);
-        assert_eq!(records.bytes, 100 + 48 + 10 + 48, "a record kept again replaces the old");
+        assert_eq!(
+            records.bytes,
+            100 + 48 + 10 + 48,
+            "a record kept again replaces the old"
+        );
         records.forget(1);
         assert!(records.get(1).is_none());
         assert_eq!(records.get(2).as_deref(), Some(&[b'c'; 10][..]));
