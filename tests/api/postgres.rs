@@ -283,22 +283,7 @@ async fn a_read_is_never_starved_by_writers() {
         })
         .collect();
     // One write's group waits on its lock inside a transaction, holding a connection.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let waiting: i64 = holder
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront' AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if waiting >= 1 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no write reached its merchant's lock");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    await_lock_waits(&holder, 1, "no write reached its merchant's lock").await;
     // Time for the other merchant's group to take whatever it may take.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let listed = app.list_locations(&json!({})).await;
@@ -355,22 +340,7 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
     let held: Vec<_> = (0..2)
         .map(|_| tokio::spawn(list(app.base.clone(), key.clone())))
         .collect();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let waiting: i64 = holder
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront' AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if waiting >= 2 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the two reads never reached the lock");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    await_lock_waits(&holder, 2, "the two reads never reached the lock").await;
     let busy = list(app.base.clone(), key.clone()).await;
     assert_eq!(busy.status, 500, "{:?}", busy.body);
     assert_eq!(busy.body["error_type"], "ERROR_TYPE_INTERNAL");
@@ -396,5 +366,25 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
     holder.batch_execute("COMMIT").await.unwrap();
     for read in held {
         assert_eq!(read.await.unwrap().status, 200);
+    }
+}
+
+/// Waits (10 s at most) until `n` of the service's sessions wait on a lock, asking on `holder`.
+async fn await_lock_waits(holder: &tokio_postgres::Client, n: i64, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let waiting: i64 = holder
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront' AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if waiting >= n {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

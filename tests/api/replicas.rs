@@ -85,6 +85,16 @@ impl Replicated {
         self.metric(r#"replica_lag_seconds{replica="0"}"#).await
     }
 
+    /// Pauses the standby's replay, and waits until it is paused.
+    async fn pause_replay(&self) {
+        self.standby.execute("SELECT pg_wal_replay_pause()").await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.standby.execute("SELECT pg_get_wal_replay_pause_state()").await[0].get::<_, String>(0) != "paused" {
+            assert!(Instant::now() < deadline, "replay did not pause");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     /// Waits (20 s at most) until the replica's lag passes `test`.
     async fn await_lag(&self, test: impl Fn(f64) -> bool, what: &str) {
         let deadline = Instant::now() + Duration::from_secs(20);
@@ -169,12 +179,7 @@ async fn a_storefront_search_reads_the_replica_and_the_primary_once_the_replica_
     assert!(on_replica >= 1.0, "read on the replica");
     assert_eq!(on_primary, 0.0, "nothing read on the primary yet");
 
-    r.standby.execute("SELECT pg_wal_replay_pause()").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while r.standby.execute("SELECT pg_get_wal_replay_pause_state()").await[0].get::<_, String>(0) != "paused" {
-        assert!(Instant::now() < deadline, "replay did not pause");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    r.pause_replay().await;
     let second = with(point(2), "/latitude", Some(json!(near.0 + 0.001)));
     create(&r.server.base, &r.key, &[second]).await;
     let created = Instant::now();
@@ -255,12 +260,7 @@ async fn searches_from_memory_read_their_records_on_the_replica_unless_it_is_beh
     );
     assert_eq!(from_memory().await, Some(served + 1.0));
 
-    r.standby.execute("SELECT pg_wal_replay_pause()").await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while r.standby.execute("SELECT pg_get_wal_replay_pause_state()").await[0].get::<_, String>(0) != "paused" {
-        assert!(Instant::now() < deadline, "replay did not pause");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    r.pause_replay().await;
     let second = with(point(2), "/latitude", Some(json!(near.0 + 0.001)));
     create(&r.server.base, &r.key, &[second]).await;
     // A full key's search brings the index up to the log; a storefront key's search then finds
