@@ -202,13 +202,18 @@ impl SearchMemory {
         }
         let memory = Arc::clone(self);
         tokio::spawn(async move {
-            let built = memory.source.entries(merchant_pk).await;
+            let built = match memory.source.entries(merchant_pk).await {
+                // Sorting a million entries takes a while: off the threads that answer requests.
+                Ok(entries) => tokio::task::spawn_blocking(move || (MemoryIndex::of(entries.entries), entries.through))
+                    .await
+                    .map_err(StoreError::backend),
+                Err(e) => Err(e),
+            };
             match built {
-                Ok(entries) => {
-                    let index = MemoryIndex::of(entries.entries);
+                Ok((index, through)) => {
                     metrics::counter!("search_memory_builds_total").increment(1);
                     memory.counts.builds.fetch_add(1, Ordering::Relaxed);
-                    memory.held.insert(merchant_pk, Merchant::new(index, entries.through));
+                    memory.held.insert(merchant_pk, Merchant::new(index, through));
                 }
                 Err(e) => {
                     tracing::warn!(merchant_pk, error = %e.chain(), "building a search index failed; searches stay on the database");
