@@ -246,18 +246,7 @@ async fn two_instances_changing_one_location_never_lose_an_update() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn a_read_is_never_starved_by_writers() {
-    use storefront::store::{self, DatabaseUrl, Pools, ReadReplicas};
-    let _ = admin_url();
-    let dir = tempfile::tempdir().unwrap();
-    let url = fresh_database_url(dir.path()).await;
-    let pools = Pools {
-        readers: 4,
-        pg_connections: 2,
-    };
-    let store = store::open_with(&DatabaseUrl::parse(&url).unwrap(), &ReadReplicas::default(), pools)
-        .await
-        .unwrap();
-    let app = TestApp::spawn_with(store, dir).await;
+    let (app, url) = two_connections().await;
     let keys = [app.merchant_key("a").await, app.merchant_key("b").await];
     // Each merchant's writes take its advisory lock (one key: its pk); hold both from outside.
     let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
@@ -308,18 +297,7 @@ async fn a_read_is_never_starved_by_writers() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() {
-    use storefront::store::{self, DatabaseUrl, Pools, ReadReplicas};
-    let _ = admin_url();
-    let dir = tempfile::tempdir().unwrap();
-    let url = fresh_database_url(dir.path()).await;
-    let pools = Pools {
-        readers: 4,
-        pg_connections: 2,
-    };
-    let store = store::open_with(&DatabaseUrl::parse(&url).unwrap(), &ReadReplicas::default(), pools)
-        .await
-        .unwrap();
-    let app = TestApp::spawn_with(store, dir).await;
+    let (app, url) = two_connections().await;
     let key = app.merchant_key("busy").await;
     assert_eq!(app.list_locations(&json!({})).await.status, 200);
     let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
@@ -387,4 +365,20 @@ async fn await_lock_waits(holder: &tokio_postgres::Client, n: i64, what: &str) {
         assert!(Instant::now() < deadline, "{what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A server on a fresh database whose pool has two connections, and the database's URL.
+async fn two_connections() -> (TestApp, String) {
+    use storefront::store::{self, DatabaseUrl, Pools, ReadReplicas};
+    let _ = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let pools = Pools {
+        readers: 4,
+        pg_connections: 2,
+    };
+    let store = store::open_with(&DatabaseUrl::parse(&url).unwrap(), &ReadReplicas::default(), pools)
+        .await
+        .unwrap();
+    (TestApp::spawn_with(store, dir).await, url)
 }
