@@ -106,13 +106,8 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
     let mut client = pool.get().await?;
     let tx = super::locations::snapshot(&mut client).await?;
     let take = q.limit as i64 + 1;
-    let bounds_params: Params<'_> = &[&q.merchant_pk];
     let page_params: Params<'_> = &[&q.merchant_pk, &q.after, &take];
-    let bounds = query(
-        &tx,
-        "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1",
-        bounds_params,
-    );
+    let bounds = bounds(&tx, q.merchant_pk);
     let rows = |rows: Vec<tokio_postgres::Row>| {
         rows.iter()
             .map(|r| {
@@ -144,16 +139,30 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
         (bounds, pages.into_iter().map(rows).collect::<Result<_, _>>()?)
     };
     tx.commit().await?;
-    let bounds = bounds.first().map_or_else(LogBounds::default, |r| LogBounds {
-        last: r.get(0),
-        pruned_through: r.get(1),
-    });
     let (events, has_next) = merge_pages(pages, q.limit);
     Ok(EventPage {
         events,
         has_next,
         bounds,
     })
+}
+
+/// Where the merchant's log stands, read in `tx` (a merchant with no event yet: nothing appended,
+/// nothing pruned).
+pub(super) async fn bounds(tx: &impl GenericClient, merchant_pk: i64) -> Result<LogBounds, StoreError> {
+    let rows = query(
+        tx,
+        "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1",
+        &[&merchant_pk],
+    )
+    .await?;
+    match rows.first() {
+        Some(r) => Ok(LogBounds {
+            last: r.try_get(0)?,
+            pruned_through: r.try_get(1)?,
+        }),
+        None => Ok(LogBounds::default()),
+    }
 }
 
 /// Drops up to `PRUNE_BATCH` events of one merchant appended before `cutoff_ms`, oldest first, in

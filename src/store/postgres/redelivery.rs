@@ -5,9 +5,9 @@
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 
-use super::events::stored_event;
+use super::events::{bounds, stored_event};
 use super::webhooks::{DB_NOW, PgWebhooks};
-use crate::domain::event::EventTypes;
+use crate::domain::event::{EventTypes, LogBounds};
 use crate::domain::webhook::Attempt;
 use crate::store::api::StoreError;
 use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH};
@@ -140,16 +140,14 @@ impl RedeliveryStore for PgWebhooks {
         if !enabled {
             return Ok(Recovered::Disabled);
         }
-        let log = tx
-            .query_opt(
-                "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1",
-                &[&recovery.merchant_pk],
-            )
-            .await?;
-        let Some(log) = log else {
+        // A log's first append makes its row, so a last sequence of 0 is a merchant with no event.
+        let LogBounds {
+            last,
+            pruned_through: pruned,
+        } = bounds(&tx, recovery.merchant_pk).await?;
+        if last == 0 {
             return Ok(Recovered::Pending(0));
-        };
-        let (last, pruned): (i64, i64) = (log.try_get(0)?, log.try_get(1)?);
+        }
         let (from, to) = recovery_bounds(&recovery, created_through.max(pruned) + 1, last + 1);
         let (from, to) = (
             bisect(&tx, recovery.merchant_pk, from).await?,

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Object, Pool};
 
+use super::events::bounds;
 use super::locations::{RECORD, record_of, snapshot};
 use super::sql::{GENERIC_PLANS, query};
-use crate::domain::event::LogBounds;
 use crate::domain::location::Status;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
@@ -153,17 +153,6 @@ fn page_of(hits: Vec<Hit>, has_next: bool, rows: &[tokio_postgres::Row]) -> Resu
     page.has_next = has_next;
     Ok(page)
 }
-
-/// The merchant's log's bounds, read in `tx`.
-async fn bounds(tx: &impl GenericClient, merchant_pk: i64) -> Result<LogBounds, StoreError> {
-    let rows = query(tx, BOUNDS, &[&merchant_pk]).await?;
-    Ok(rows.first().map_or_else(LogBounds::default, |r| LogBounds {
-        last: r.get(0),
-        pruned_through: r.get(1),
-    }))
-}
-
-const BOUNDS: &str = "SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = $1";
 
 /// What the search index in memory reads: on the primary, a page's records on a replica too.
 pub(super) struct PgSearch {

@@ -6,10 +6,10 @@ use async_trait::async_trait;
 use futures_util::FutureExt;
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::events::stored_event;
+use super::events::{bounds, stored_event};
 use super::webhooks::SqliteWebhooks;
 use super::writer::write;
-use crate::domain::event::EventTypes;
+use crate::domain::event::{EventTypes, LogBounds};
 use crate::domain::webhook::Attempt;
 use crate::store::api::StoreError;
 use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH};
@@ -132,13 +132,14 @@ impl RedeliveryStore for SqliteWebhooks {
             if !enabled {
                 return Ok(Recovered::Disabled);
             }
-            let log: Option<(i64, i64)> = tx
-                .prepare_cached("SELECT last_sequence, pruned_through FROM event_logs WHERE merchant_pk = ?1")?
-                .query_row([recovery.merchant_pk], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let Some((last, pruned)) = log else {
+            // A log's first append makes its row, so a last sequence of 0 is a merchant with no event.
+            let LogBounds {
+                last,
+                pruned_through: pruned,
+            } = bounds(tx, recovery.merchant_pk)?;
+            if last == 0 {
                 return Ok(Recovered::Pending(0));
-            };
+            }
             let (from, to) = recovery_bounds(&recovery, created_through.max(pruned) + 1, last + 1);
             let (from, to) = (
                 bisect(tx, recovery.merchant_pk, from)?,
