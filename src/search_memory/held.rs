@@ -29,10 +29,21 @@ impl Merchant {
     pub(super) fn bytes(&self) -> usize {
         self.index.bytes() + self.records.bytes
     }
+
+    /// Keeps a record read as of `through`, within the merchant's room for records: an eighth of
+    /// its index's bytes (a location's entry is about 80 bytes, its record a few hundred: a large
+    /// merchant keeps the records of its busiest few percent), and at least `RECORDS_AT_LEAST`.
+    pub(super) fn keep_record(&mut self, seq: i64, json: Vec<u8>) {
+        self.records.keep(seq, json, records_room(self.index.bytes()));
+    }
 }
 
-/// The most bytes of records a merchant keeps; past them the kept ones are let go together.
-const RECORDS_BYTES: usize = 4 << 20;
+fn records_room(index_bytes: usize) -> usize {
+    (index_bytes / 8).max(RECORDS_AT_LEAST)
+}
+
+/// The bytes of records any merchant may keep, however small its index.
+const RECORDS_AT_LEAST: usize = 4 << 20;
 
 /// Records by seq, as their JSON.
 #[derive(Debug, Default)]
@@ -52,11 +63,21 @@ impl Records {
         }
     }
 
-    pub(super) fn keep(&mut self, seq: i64, json: Vec<u8>) {
+    /// Keeps `json` as `seq`'s record; past `room` bytes, about half of those kept are let go,
+    /// whichever the map's order (randomly seeded) comes to first: records read often are read
+    /// again soon, and letting all go at once would send every search to the database together.
+    pub(super) fn keep(&mut self, seq: i64, json: Vec<u8>, room: usize) {
         let json: Arc<[u8]> = json.into();
-        if self.bytes + Self::cost(&json) > RECORDS_BYTES {
-            self.json.clear();
-            self.bytes = 0;
+        if self.bytes + Self::cost(&json) > room {
+            let mut to_free = self.bytes.saturating_sub(room / 2) + Self::cost(&json);
+            self.json.retain(|_, kept| {
+                if to_free == 0 {
+                    return true;
+                }
+                to_free = to_free.saturating_sub(Self::cost(kept));
+                false
+            });
+            self.bytes = self.json.values().map(|kept| Self::cost(kept)).sum();
         }
         self.bytes += Self::cost(&json);
         if let Some(was) = self.json.insert(seq, json) {
@@ -246,12 +267,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn records_kept_are_counted_dropped_on_a_change_and_let_go_together_past_their_bound() {
+    fn records_kept_are_counted_dropped_on_a_change_and_half_let_go_past_their_room() {
+        const ROOM: usize = 1 << 20;
         let mut records = Records::default();
-        records.keep(1, vec![b'a'; 100]);
-        records.keep(2, vec![b'b'; 100]);
+        records.keep(1, vec![b'a'; 100], ROOM);
+        records.keep(2, vec![b'b'; 100], ROOM);
         assert_eq!(records.bytes, 2 * (100 + 48));
-        records.keep(2, vec![b'c'; 10]);
+        records.keep(2, vec![b'c'; 10], ROOM);
         assert_eq!(
             records.bytes,
             100 + 48 + 10 + 48,
@@ -262,8 +284,23 @@ mod tests {
         assert_eq!(records.get(2).as_deref(), Some(&[b'c'; 10][..]));
         assert_eq!(records.bytes, 10 + 48);
         for seq in 0..10_000 {
-            records.keep(seq, vec![0; 1000]);
+            records.keep(seq, vec![0; 1000], ROOM);
+            assert!(records.bytes <= ROOM, "{}", records.bytes);
+            assert!(records.get(seq).is_some(), "the record just read is kept");
         }
-        assert!(records.bytes <= RECORDS_BYTES, "{}", records.bytes);
+        let kept = records.json.len() * (1000 + 48);
+        assert_eq!(records.bytes, kept);
+        assert!(kept > ROOM / 3, "about half stays when the room is full: {kept}");
+    }
+
+    #[test]
+    fn a_merchant_keeps_records_in_proportion_to_its_index_and_never_less_than_the_floor() {
+        let mut small = Merchant::new(MemoryIndex::of(Vec::new()), 0);
+        for seq in 0..8_000 {
+            small.keep_record(seq, vec![0; 1000]);
+        }
+        assert!(small.records.bytes <= RECORDS_AT_LEAST);
+        assert!(small.records.bytes > RECORDS_AT_LEAST / 3);
+        assert_eq!(records_room(120 << 20), 15 << 20, "a million locations' index");
     }
 }

@@ -152,7 +152,7 @@ impl SearchMemory {
                 // Read as of `through`: still current unless the index has moved on since.
                 if m.through == through {
                     for (seq, json) in fresh {
-                        m.records.keep(seq, json);
+                        m.keep_record(seq, json);
                     }
                 }
                 m.bytes()
