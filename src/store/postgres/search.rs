@@ -167,14 +167,14 @@ async fn records_on(
     seqs: &[i64],
 ) -> Result<(i64, Vec<tokio_postgres::Row>), StoreError> {
     let mut client = pool.get().await?;
+    if seqs.is_empty() {
+        // One statement is its own snapshot: one round trip, not a transaction's three.
+        return Ok((bounds(&client, merchant_pk).await?.last, Vec::new()));
+    }
     let tx = snapshot(&mut client).await?;
-    let (head, rows) = if seqs.is_empty() {
-        (bounds(&tx, merchant_pk).await?, Vec::new())
-    } else {
-        let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
-        tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?
-    };
+    let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
+    let (head, rows) = tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?;
     tx.commit().await?;
     Ok((head.last, rows))
 }

@@ -125,6 +125,15 @@ impl SearchSource for SqliteSearch {
     }
 
     async fn records(&self, merchant_pk: i64, seqs: Vec<i64>, _: ReadFrom) -> Result<Records, StoreError> {
+        if seqs.is_empty() {
+            // One statement is its own snapshot: no transaction to begin and end.
+            let head = self.readers.read(move |conn| bounds(conn, merchant_pk)).await?.last;
+            return Ok(Records {
+                head,
+                json: Vec::new(),
+                on: ReadOn::Primary,
+            });
+        }
         self.readers
             .snapshot(move |tx| {
                 let head = bounds(tx, merchant_pk)?.last;
