@@ -7,6 +7,7 @@ use storefront::telemetry;
 
 /// jemalloc, with its background threads purging freed pages, so that memory a burst of large
 /// requests took goes back to the system once they are answered (glibc's malloc keeps it).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -14,6 +15,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 async fn main() -> ExitCode {
     // Without background threads jemalloc purges only when it allocates: an idle server would keep
     // what a burst left. Failing to start them only costs that.
+    #[cfg(feature = "jemalloc")]
     let _ = tikv_jemalloc_ctl::background_thread::write(true);
     let cli = Cli::parse();
     let _logs = telemetry::init(cli.log_format);
