@@ -277,7 +277,7 @@ def base_capabilities(workdir, workloads):
     for w in workloads:
         if w.startswith("search-") and not searches:
             BASE_SKIPPED[w] = "the base build has no search"
-        elif w == "search-1m-pg":
+        elif w.startswith("search-1m-pg"):
             BASE_SKIPPED[w] = "the base build cannot open a PostgreSQL database of our schema"
     log("== the base build is not measured on: " + (", ".join(f"{w} ({why})" for w, why in BASE_SKIPPED.items()) or "none"))
 
@@ -321,8 +321,10 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=Non
         "search-1k": dbs.get("search-1k.peer" if kind == "peer" else "search-1k"),
         "search-1m": dbs.get("search-1m.peer" if kind == "peer" else "search-1m"),
         "search-1m-pg": dbs.get("search-1m-pg"),
+        "search-1m-sf": dbs.get("search-1m.peer" if kind == "peer" else "search-1m-sf"),
+        "search-1m-pg-sf": dbs.get("search-1m-pg-sf"),
     }[split_attack(workload)[0]]
-    if workload == "search-1m-pg":
+    if workload.startswith("search-1m-pg"):
         return measure_on(kind, workload, conns, cfg, workdir, template, key, page_files, bodies, pg)
     if kind == "base" and workload != "create":
         template = base_schema_copy(template, dbs, workdir)
@@ -492,15 +494,21 @@ def main():
                 finally:
                     server.stop()
         for workload, n in [("search-1k", 1000), ("search-1m", cfg.locations)]:
-            if workload in workloads or (workload == "search-1m" and "search-1m-pg" in workloads):
+            if workload in workloads or (workload == "search-1m" and any(w.startswith("search-1m-") for w in workloads)):
                 db, peer, key = search_bench.database(sys.modules[__name__], n, workdir)
                 dbs[workload], dbs[workload + ".peer"] = (db, key), (peer, key)
                 bodies[("ours", workload)] = search_bench.bodies(workdir, workload)
                 page_files[workload] = search_bench.answer_page(sys.modules[__name__], db, key, bodies[("ours", workload)],
                                                                 workdir, workload)
-        if "search-1m-pg" in workloads:
+        if any(w.startswith("search-1m-pg") for w in workloads):
             dbs["search-1m-pg"] = search_bench.postgres_database(sys.modules[__name__], pg, dbs["search-1m"][0], workdir)
             bodies[("ours", "search-1m-pg")] = bodies[("ours", "search-1m")]
+        # The buyers' searches: the same questions with a storefront key (the key a checkout page has).
+        for workload, on in [("search-1m-sf", "search-1m"), ("search-1m-pg-sf", "search-1m-pg")]:
+            if workload in workloads:
+                db = dbs[on][0]
+                dbs[workload] = (db, search_bench.storefront_key(sys.modules[__name__], db))
+                bodies[("ours", workload)], page_files[workload] = bodies[("ours", on)], page_files.get("search-1m")
         # The ceiling serves the very page ours serves first; bodies are collected from each server.
         for workload, name in [("list-google", "google"), ("list-1m", "big")]:
             if workload not in workloads:
@@ -549,9 +557,10 @@ def main():
                             pass  # the ceiling of a page of that size
                         elif kind not in ("ours", "base") and (workload.startswith("locations-") or workload in ("update", "archive")):
                             continue  # only ours has a location list and changes
-                        if kind in ("ceiling", "peer") and (workload in PG_MERCHANTS or workload == "search-1m-pg"):
+                        if kind in ("ceiling", "peer") and (workload in PG_MERCHANTS or workload.startswith("search-1m-pg")):
                             continue
-                        if kind == "base" and (workload in BASE_SKIPPED or workload not in (*STANDARD, *PG_MERCHANTS)):
+                        if kind == "base" and (workload in BASE_SKIPPED
+                                               or workload not in (*STANDARD, *PG_MERCHANTS, "search-1m-sf")):
                             continue  # the base build is measured where a target compares with it
                         r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg)
                         results.setdefault(f"{kind}|{workload}|{conns}", []).append(r)

@@ -96,7 +96,9 @@ def report(results, cfg, cold, command, pin=None, base_bin=None):
                             ("locations-1m", f"List locations: 100-record pages at random cursors, a merchant with {cfg.locations:,} locations"),
                             ("search-1k", "Search: 20 nearest within 5 km, filter mix, a merchant with 1,000 locations around 20 cities"),
                             ("search-1m", f"Search: the same questions, a merchant with {cfg.locations:,} locations around the same 20 cities"),
-                            ("search-1m-pg", f"Search on PostgreSQL (fsync on, its CPU counted): the same questions, {cfg.locations:,} locations")]:
+                            ("search-1m-pg", f"Search on PostgreSQL (fsync on, its CPU counted): the same questions, {cfg.locations:,} locations"),
+                            ("search-1m-sf", f"Buyers' search: the questions of search-1m with a storefront key, {cfg.locations:,} locations"),
+                            ("search-1m-pg-sf", f"Buyers' search on PostgreSQL: the questions of search-1m-pg with a storefront key")]:
         lines += [f"## {title}", "", "| server | conns | req/s | items/s | p50 ms | p99 ms | server CPU ms/req | peak RSS MiB | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for kind in ("ours", "base", "ceiling", "peer"):
@@ -186,6 +188,14 @@ def report(results, cfg, cold, command, pin=None, base_bin=None):
               get("ours", "search-1m-pg", t), "(report)", lambda v: True, "{:,.0f}")
         check(f"searches/s, PostgreSQL ÷ SQLite, {cfg.locations:,} locations, {t} conns",
               ratio(get("ours", "search-1m-pg", t), get("ours", "search-1m", t)), "≥ 0.4", lambda v: v >= 0.4)
+        check(f"buyers' searches/s (storefront key) ÷ ceiling, {cfg.locations:,} locations, {t} conns",
+              ratio(get("ours", "search-1m-sf", t), get("ceiling", "search-1m", t)), "≥ 0.35", lambda v: v >= 0.35)
+        check(f"buyers' search p99, SQLite, {cfg.locations:,} locations, {t} conns (ms)",
+              get("ours", "search-1m-sf", t, "p99_ms"), "≤ 3 ms", lambda v: v <= 3)
+        check(f"buyers' searches/s, PostgreSQL ÷ SQLite, {cfg.locations:,} locations, {t} conns",
+              ratio(get("ours", "search-1m-pg-sf", t), get("ours", "search-1m-sf", t)), "≥ 0.9", lambda v: v >= 0.9)
+        check(f"buyers' search p99, PostgreSQL, {cfg.locations:,} locations, {t} conns (ms)",
+              get("ours", "search-1m-pg-sf", t, "p99_ms"), "≤ 5 ms", lambda v: v <= 5)
         check(f"create on PostgreSQL, one merchant, req/s ÷ create on SQLite, ours, {t} conns",
               ratio(get("ours", "create-pg", t), get("ours", "create", t)), "≥ 0.8", lambda v: v >= 0.8)
         check(f"create on PostgreSQL, eight merchants ÷ one merchant, req/s, ours, {t} conns",

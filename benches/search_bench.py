@@ -126,6 +126,14 @@ def database(bench, n, workdir):
     return bench.migrated(db), peer, json.loads(meta.read_text())["api_key"]
 
 
+def storefront_key(bench, db):
+    """A storefront key of the search merchant of `db` (SQLite file or PostgreSQL URL), issued by
+    the operator's command: the key a checkout page's searches are made with."""
+    merchant = json.loads(bench.storefront(db, "merchant", "list", "--json").splitlines()[0])["merchant_id"]
+    issued = bench.storefront(db, "key", "issue", "--merchant", merchant, "--scope", "storefront", "--json")
+    return json.loads(issued)["api_key"]
+
+
 COLUMNS = ("seq, location_id, merchant_location_id, status, types, latitude, longitude, body, created_at, "
            "version, updated_at, quarantined_by, approved, cell, flags, fit_a, fit_b, fit_c, fit_w, hours")
 

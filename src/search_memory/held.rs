@@ -3,26 +3,32 @@
 //! whose index alone passes the bound is not held, and not built again for a while.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use super::fresh::Fresh;
 use crate::domain::location::search::memory::MemoryIndex;
 
-/// One merchant's index, the sequence of its log it is as of, and the records its searches read
-/// lately (each as its JSON, current as of that sequence: a change drops it).
+/// One merchant's index, the sequence of its log it is as of, the records its searches read
+/// lately (each as its JSON, current as of that sequence: a change drops it), and whether the
+/// index was found current lately.
 #[derive(Debug)]
 pub(super) struct Merchant {
     pub(super) index: MemoryIndex,
     pub(super) through: i64,
     pub(super) records: Records,
+    pub(super) fresh: Fresh,
 }
 
 impl Merchant {
-    pub(super) fn new(index: MemoryIndex, through: i64) -> Merchant {
+    /// `rings`: the merchant's count of rings (`EventSignal::rings`).
+    pub(super) fn new(index: MemoryIndex, through: i64, rings: Arc<AtomicU64>) -> Merchant {
         Merchant {
             index,
             through,
             records: Records::default(),
+            fresh: Fresh::new(rings),
         }
     }
 
@@ -295,7 +301,7 @@ mod tests {
 
     #[test]
     fn a_merchant_keeps_records_in_proportion_to_its_index_and_never_less_than_the_floor() {
-        let mut small = Merchant::new(MemoryIndex::of(Vec::new()), 0);
+        let mut small = Merchant::new(MemoryIndex::of(Vec::new()), 0, Arc::default());
         for seq in 0..8_000 {
             small.keep_record(seq, vec![0; 1000]);
         }

@@ -10,9 +10,16 @@
 //! database's own walk would: the same entries, tested the same way, read by the same walk. When
 //! retention has dropped events the index has not read, the merchant's index is built again.
 //!
+//! **Storefront keys without a read.** A storefront key's search may be served a little behind the
+//! primary (from a replica, within a bound of lag); its page is answered from the index and the
+//! records kept without reading the log at all while the index is known current (`fresh`): every
+//! commit of this instance makes its merchant's next such search read first, before the commit's
+//! request is answered, and so does a notice of another instance's.
+//!
 //! **Bounded.** A merchant not held is searched on the database as before, and its index is built
 //! in the background when it fits the bound (`--search-memory`); none is built at start.
 
+mod fresh;
 mod held;
 
 use std::collections::HashMap;
@@ -22,6 +29,7 @@ use std::sync::{Arc, RwLock};
 use crate::domain::location::search::memory::MemoryIndex;
 use crate::domain::location::search::{SearchPage, SearchQuery};
 use crate::store::api::{ReadFrom, ReadOn, Store, StoreError};
+use crate::store::event_signal::EventSignal;
 use crate::store::search_api::{Changes, SearchSource};
 use held::{Held, Merchant};
 
@@ -35,6 +43,7 @@ const TRIES: usize = 3;
 pub struct SearchMemory {
     store: Arc<dyn Store>,
     source: Arc<dyn SearchSource>,
+    signal: Arc<EventSignal>,
     held: Held,
     counts: Counts,
 }
@@ -61,6 +70,7 @@ impl SearchMemory {
     pub fn new(store: Arc<dyn Store>, bytes: usize) -> Arc<SearchMemory> {
         Arc::new(SearchMemory {
             source: store.search_source(),
+            signal: store.event_signal(),
             store,
             held: Held::new(bytes),
             counts: Counts::default(),
@@ -109,7 +119,8 @@ impl SearchMemory {
     /// The page from the index, with its records as of the index's own sequence: `None` when the
     /// log has moved past the index (it catches up, and the search is made again). Records read
     /// lately are kept (a change drops them), so a search may read no more than where the log
-    /// stands. A replica still behind the index is passed over for the primary.
+    /// stands, and a storefront key's search nothing while the index is known current. A replica
+    /// still behind the index is passed over for the primary.
     async fn try_memory(
         &self,
         merchant_pk: i64,
@@ -117,11 +128,14 @@ impl SearchMemory {
         query: &SearchQuery,
         from: ReadFrom,
     ) -> Result<Option<SearchPage>, StoreError> {
-        let ((hits, has_next), through, kept) = {
+        let ((hits, has_next), through, kept, rings, current) = {
             let m = held::read(merchant);
+            // Counted before the walk: a ring after it sends the next search to the log.
+            let rings = m.fresh.rings();
+            let current = from == ReadFrom::Replica && m.fresh.current();
             let found = m.index.search(query);
             let kept: Vec<Option<Arc<[u8]>>> = found.0.iter().map(|hit| m.records.get(hit.seq)).collect();
-            (found, m.through, kept)
+            (found, m.through, kept, rings, current)
         };
         let missing: Vec<i64> = hits
             .iter()
@@ -129,15 +143,20 @@ impl SearchMemory {
             .filter(|(_, kept)| kept.is_none())
             .map(|(hit, _)| hit.seq)
             .collect();
-        let mut read = self.source.records(merchant_pk, missing.clone(), from).await?;
-        if read.head < through && read.on == ReadOn::Replica {
-            read = self.source.records(merchant_pk, missing, ReadFrom::Primary).await?;
-        }
-        if read.head != through {
-            return Ok(None);
-        }
-        read.on.count();
-        let fresh: HashMap<i64, Vec<u8>> = read.json.into_iter().collect();
+        let fresh: HashMap<i64, Vec<u8>> = if current && missing.is_empty() {
+            HashMap::new()
+        } else {
+            let mut read = self.source.records(merchant_pk, missing.clone(), from).await?;
+            if read.head < through && read.on == ReadOn::Replica {
+                read = self.source.records(merchant_pk, missing, ReadFrom::Primary).await?;
+            }
+            if read.head != through {
+                return Ok(None);
+            }
+            read.on.count();
+            held::read(merchant).fresh.found_current(rings);
+            read.json.into_iter().collect()
+        };
         let mut page = SearchPage::new(hits.len());
         for (hit, kept) in hits.iter().zip(&kept) {
             match kept.as_deref().or_else(|| fresh.get(&hit.seq).map(Vec::as_slice)) {
@@ -213,7 +232,8 @@ impl SearchMemory {
                 Ok((index, through)) => {
                     metrics::counter!("search_memory_builds_total").increment(1);
                     memory.counts.builds.fetch_add(1, Ordering::Relaxed);
-                    memory.held.insert(merchant_pk, Merchant::new(index, through));
+                    let rings = memory.signal.rings(merchant_pk);
+                    memory.held.insert(merchant_pk, Merchant::new(index, through, rings));
                 }
                 Err(e) => {
                     tracing::warn!(merchant_pk, error = %e.chain(), "building a search index failed; searches stay on the database");

@@ -1,4 +1,5 @@
-//! Waking the feed requests that wait for a merchant's next event.
+//! Waking the feed requests that wait for a merchant's next event, and telling the search indexes
+//! held in memory that a merchant's log moved.
 //!
 //! A waiting request takes a place among its merchant's waiters (at most [`WAITERS_PER_MERCHANT`]
 //! on this instance), then sleeps on the merchant's signal without a database connection. A commit
@@ -8,6 +9,7 @@
 //! approval from another process on a SQLite file, is seen within that time.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -27,10 +29,12 @@ struct Waiting {
     count: usize,
 }
 
-/// The merchants whose feed requests wait, and the signal each waits on.
+/// The merchants whose feed requests wait, and the signal each waits on; and for each merchant
+/// whose log is followed without waiting (a search index held in memory), how many times it rang.
 #[derive(Default)]
 pub struct EventSignal {
     merchants: Mutex<HashMap<i64, Waiting>>,
+    rings: Mutex<HashMap<i64, Arc<AtomicU64>>>,
 }
 
 /// A waiter's place: given back when dropped.
@@ -62,8 +66,7 @@ impl Drop for Place {
 
 impl EventSignal {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Waiting>> {
-        // The map is only counted and looked up under the lock, which cannot panic half-way.
-        self.merchants.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.merchants)
     }
 
     /// A place among the merchant's waiters, or `None` when it has `WAITERS_PER_MERCHANT` already.
@@ -86,19 +89,37 @@ impl EventSignal {
         self.lock().get(&merchant_pk).map_or(0, |w| w.count)
     }
 
-    /// The merchant's log grew: its waiters look again.
+    /// The merchant's count of rings, from now on (the same count for every caller): a reader
+    /// that finds it unchanged since it last looked at the log knows that no commit of this
+    /// instance, and no notice from another, has moved the log since.
+    pub fn rings(&self, merchant_pk: i64) -> Arc<AtomicU64> {
+        Arc::clone(lock(&self.rings).entry(merchant_pk).or_default())
+    }
+
+    /// The merchant's log grew: its waiters look again, and its count of rings moves on.
     pub fn ring(&self, merchant_pk: i64) {
+        if let Some(count) = lock(&self.rings).get(&merchant_pk) {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
         if let Some(waiting) = self.lock().get(&merchant_pk) {
             waiting.notify.notify_waiters();
         }
     }
 
-    /// Every waiter looks again (notices may have been missed).
+    /// Every waiter looks again, and every count moves on (notices may have been missed).
     pub fn ring_all(&self) {
+        for count in lock(&self.rings).values() {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
         for waiting in self.lock().values() {
             waiting.notify.notify_waiters();
         }
     }
+}
+
+/// The maps are only looked up and added to under their locks, which cannot panic half-way.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -123,5 +144,17 @@ mod tests {
         }
         drop(places);
         assert!(signal.lock().is_empty(), "places are given back");
+    }
+
+    #[test]
+    fn a_ring_moves_the_merchant_s_count_and_a_ring_of_all_moves_every_count() {
+        let signal = EventSignal::default();
+        let (one, two) = (signal.rings(1), signal.rings(2));
+        assert!(Arc::ptr_eq(&one, &signal.rings(1)), "one count a merchant");
+        signal.ring(1);
+        signal.ring(3);
+        assert_eq!((one.load(Ordering::SeqCst), two.load(Ordering::SeqCst)), (1, 0));
+        signal.ring_all();
+        assert_eq!((one.load(Ordering::SeqCst), two.load(Ordering::SeqCst)), (2, 1));
     }
 }

@@ -154,6 +154,68 @@ async fn a_write_on_another_instance_is_found_at_once_by_a_search_from_memory() 
     assert_eq!(stats(&reader).from_memory, from_memory + 1, "answered from memory");
 }
 
+/// Searches answered by reading the database, as `/metrics` counts them.
+async fn reads(app: &TestApp) -> f64 {
+    let metrics = reqwest::get(format!("{}/metrics", app.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    metrics
+        .lines()
+        .filter(|l| l.starts_with("db_reads_total{"))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+/// The `merchant_location_id`s a search with `key` finds within 50 km of the centre.
+async fn found(app: &TestApp, key: &str) -> Vec<String> {
+    let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "radius_m": 50000});
+    let answer = app.post_as("/v1/location/search", key, &question).await;
+    assert_eq!(answer.status, 200, "{:#}", answer.body);
+    answer.body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_storefront_key_s_search_reads_nothing_while_its_index_is_current_and_still_finds_every_write() {
+    let app = TestApp::spawn_with_settings(settings(64 << 20)).await;
+    let (storefront, _) = app.storefront_key().await;
+    let at = |n: u32, dlat: f64| {
+        let item = with(pickup_point(n), "/latitude", Some(json!(CENTRE.0 + dlat)));
+        with(item, "/longitude", Some(json!(CENTRE.1)))
+    };
+    app.create(vec![at(1, 0.0)]).await;
+    until_held(&app, &storefront).await;
+    // Back to back, the same page: its record is kept, and the index was found current by the
+    // search before, so most of them read nothing at all.
+    let before = reads(&app).await;
+    for _ in 0..20 {
+        assert_eq!(found(&app, &storefront).await, ["pp-1"]);
+    }
+    let read = reads(&app).await - before;
+    assert!(read < 20.0, "every one of 20 searches read the database");
+    // A write on this instance is found by the very next search.
+    app.create(vec![at(2, 0.001)]).await;
+    assert_eq!(found(&app, &storefront).await, ["pp-1", "pp-2"]);
+    // A write on another instance: found once its notice comes (PostgreSQL), or once the index's
+    // last look at the log is a little old (nothing tells this instance of a SQLite file's other
+    // writers).
+    let other = app.another_instance(settings(0)).await;
+    other.create_as(&app.key, vec![at(3, 0.002)]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while found(&app, &storefront).await.len() < 3 {
+        assert!(Instant::now() < deadline, "another instance's write not found in 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(found(&app, &storefront).await, ["pp-1", "pp-2", "pp-3"]);
+}
+
 #[tokio::test]
 async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
     let database = TestApp::spawn_with_settings(settings(0)).await;
