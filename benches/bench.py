@@ -56,7 +56,8 @@ class Server:
         if kind in ("ours", "base"):
             binary = BIN if kind == "ours" else BASE_BIN
             url = db if str(db).startswith("postgres://") else f"sqlite://{db}"
-            cmd = [str(binary), "--database", url, "serve", "--addr", f"127.0.0.1:{self.port}", "--rate-limit", "0"]
+            cmd = [str(binary), "--database", url, "serve", "--addr", f"127.0.0.1:{self.port}", "--rate-limit", "0",
+                   "--storefront-rate-limit", "0"]
             ready = self.base + "/readyz"
         elif kind == "ceiling":
             cmd = [str(CEILING), f"127.0.0.1:{self.port}", str(page_file)]
@@ -557,10 +558,11 @@ def main():
                             pass  # the ceiling of a page of that size
                         elif kind not in ("ours", "base") and (workload.startswith("locations-") or workload in ("update", "archive")):
                             continue  # only ours has a location list and changes
-                        if kind in ("ceiling", "peer") and (workload in PG_MERCHANTS or workload.startswith("search-1m-pg")):
+                        # The ceiling and the peer have no keys: search-1m's figures stand for the buyers' too.
+                        if kind in ("ceiling", "peer") and (workload in PG_MERCHANTS or workload.startswith("search-1m-pg")
+                                                            or workload.endswith("-sf")):
                             continue
-                        if kind == "base" and (workload in BASE_SKIPPED
-                                               or workload not in (*STANDARD, *PG_MERCHANTS, "search-1m-sf")):
+                        if kind == "base" and (workload in BASE_SKIPPED or workload not in (*STANDARD, *PG_MERCHANTS)):
                             continue  # the base build is measured where a target compares with it
                         r = measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg)
                         results.setdefault(f"{kind}|{workload}|{conns}", []).append(r)
