@@ -91,7 +91,8 @@ impl EventSignal {
 
     /// The merchant's count of rings, from now on (the same count for every caller): a reader
     /// that finds it unchanged since it last looked at the log knows that no commit of this
-    /// instance, and no notice from another, has moved the log since.
+    /// instance, and no notice from another, has moved the log since. A count is kept once asked
+    /// for (a few dozen bytes for each merchant whose index was ever held).
     pub fn rings(&self, merchant_pk: i64) -> Arc<AtomicU64> {
         Arc::clone(lock(&self.rings).entry(merchant_pk).or_default())
     }

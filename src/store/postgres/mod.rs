@@ -31,6 +31,7 @@ mod changes;
 mod events;
 mod groups;
 mod imports;
+mod key_reads;
 mod keys;
 mod locations;
 mod merchants;
@@ -125,6 +126,8 @@ pub struct PgStore {
     /// Woken after each commit that appended events (`store::group::after_commit`), and by the
     /// other instances' notices.
     events: Arc<EventSignal>,
+    /// Each key's lookups, shared by the requests that present it at the same time.
+    key_reads: key_reads::SharedLookups<Option<StoredKey>>,
 }
 
 impl PgStore {
@@ -154,6 +157,7 @@ impl PgStore {
             groups: MerchantGroups::new(pool.clone(), pools.pg_writers(), Arc::clone(&events)),
             heavy: Arc::new(crate::store::heavy::HeavyWork::new(pools.pg_heavy())),
             events,
+            key_reads: key_reads::SharedLookups::default(),
             pool,
             ledger,
             config,
@@ -382,7 +386,7 @@ impl Store for PgStore {
     }
 
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
-        keys::lookup(&self.pool, key_id).await
+        self.key_reads.get(key_id, || keys::lookup(&self.pool, key_id)).await
     }
 
     async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError> {

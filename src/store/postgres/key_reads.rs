@@ -1,0 +1,251 @@
+//! Lookups of one key shared by the requests that present it at the same time. Every request is
+//! authenticated on the primary (a key revoked on any instance is refused from the next request
+//! on, on every instance), and a storefront key is presented by every buyer of a shop at once.
+//!
+//! A request never takes the answer of a lookup that was already under way when it arrived: that
+//! lookup may have read the key before a revocation that was answered before the request came.
+//! It waits for a lookup begun after it arrived, and every request that arrived while one lookup
+//! was under way shares the next. So each request sees what a lookup of its own would have seen,
+//! and under load a key is looked up about once a round trip, however many requests present it.
+//!
+//! A lookup that fails (or whose request goes away) answers no one else: the others look up again.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+
+use crate::store::api::StoreError;
+
+/// The lookups of each name under way, and the last one's answer.
+pub(super) struct SharedLookups<V> {
+    flights: Mutex<HashMap<String, Flight<V>>>,
+}
+
+struct Flight<V> {
+    /// Lookups begun, and the one whose answer `answer` is.
+    begun: u64,
+    answered: u64,
+    /// `None` when that lookup failed.
+    answer: Option<V>,
+    running: bool,
+    /// Requests waiting for this name: the entry goes when none is left.
+    waiting: usize,
+    done: Arc<Notify>,
+}
+
+impl<V> Default for SharedLookups<V> {
+    fn default() -> Self {
+        SharedLookups {
+            flights: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<V: Clone> SharedLookups<V> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Flight<V>>> {
+        // Only counters and an answer are read and written under the lock, which cannot panic
+        // half-way.
+        self.flights.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What `lookup` answers for `name`, from a lookup begun after this call (this one's own, or
+    /// another request's begun meanwhile).
+    pub(super) async fn get<F, Fut>(&self, name: &str, lookup: F) -> Result<V, StoreError>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<V, StoreError>>,
+    {
+        let place = Place::enter(self, name);
+        loop {
+            let notified = place.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let step = {
+                let mut flights = self.lock();
+                match flights.get_mut(name) {
+                    // The place keeps the entry while it waits.
+                    None => Step::Own,
+                    Some(flight) if flight.answered >= place.after => match &flight.answer {
+                        Some(answer) => return Ok(answer.clone()),
+                        None => Step::Own,
+                    },
+                    Some(flight) if flight.running => Step::Wait,
+                    Some(flight) => {
+                        flight.running = true;
+                        flight.begun += 1;
+                        Step::Lead(flight.begun)
+                    }
+                }
+            };
+            match step {
+                Step::Wait => notified.await,
+                Step::Own => return lookup().await,
+                Step::Lead(number) => {
+                    let mut leading = Leading {
+                        lookups: self,
+                        name,
+                        number,
+                        ended: false,
+                    };
+                    let answer = lookup().await;
+                    leading.end(answer.as_ref().ok().cloned());
+                    return answer;
+                }
+            }
+        }
+    }
+}
+
+/// What a request does next.
+enum Step {
+    /// Waits for the lookup under way to end.
+    Wait,
+    /// Makes the next lookup, for itself and those waiting (its number).
+    Lead(u64),
+    /// Looks up for itself alone (the lookup it waited for failed).
+    Own,
+}
+
+/// A request's place among those waiting for a name.
+struct Place<'a, V: Clone> {
+    lookups: &'a SharedLookups<V>,
+    name: &'a str,
+    /// The lookups begun before it arrived: it takes the answer of a later one.
+    after: u64,
+    done: Arc<Notify>,
+}
+
+impl<'a, V: Clone> Place<'a, V> {
+    fn enter(lookups: &'a SharedLookups<V>, name: &'a str) -> Self {
+        let mut flights = lookups.lock();
+        let flight = flights.entry(name.to_owned()).or_insert_with(|| Flight {
+            begun: 0,
+            answered: 0,
+            answer: None,
+            running: false,
+            waiting: 0,
+            done: Arc::new(Notify::new()),
+        });
+        flight.waiting += 1;
+        Place {
+            lookups,
+            name,
+            after: flight.begun + 1,
+            done: Arc::clone(&flight.done),
+        }
+    }
+}
+
+impl<V: Clone> Drop for Place<'_, V> {
+    fn drop(&mut self) {
+        let mut flights = self.lookups.lock();
+        if let Some(flight) = flights.get_mut(self.name) {
+            flight.waiting -= 1;
+            if flight.waiting == 0 && !flight.running {
+                flights.remove(self.name);
+            }
+        }
+    }
+}
+
+/// The lookup a request makes for those waiting: its answer is theirs when it ends; when the
+/// request goes away first, the others look up again.
+struct Leading<'a, V: Clone> {
+    lookups: &'a SharedLookups<V>,
+    name: &'a str,
+    number: u64,
+    ended: bool,
+}
+
+impl<V: Clone> Leading<'_, V> {
+    fn end(&mut self, answer: Option<V>) {
+        self.ended = true;
+        let mut flights = self.lookups.lock();
+        if let Some(flight) = flights.get_mut(self.name) {
+            flight.running = false;
+            flight.answered = self.number;
+            flight.answer = answer;
+            flight.done.notify_waiters();
+        }
+    }
+}
+
+impl<V: Clone> Drop for Leading<'_, V> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let mut flights = self.lookups.lock();
+        if let Some(flight) = flights.get_mut(self.name) {
+            flight.running = false;
+            flight.done.notify_waiters();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A lookup that takes a while and answers how many lookups began before it.
+    async fn counted(count: &AtomicU64) -> Result<u64, StoreError> {
+        let n = count.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(n)
+    }
+
+    #[tokio::test]
+    async fn requests_arriving_during_a_lookup_share_the_next_one_begun_after_them() {
+        let lookups = SharedLookups::<u64>::default();
+        let count = AtomicU64::new(0);
+        let first = lookups.get("k", || counted(&count));
+        let later = async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            futures_util::future::join_all((0..10).map(|_| lookups.get("k", || counted(&count)))).await
+        };
+        let (first, later) = tokio::join!(first, later);
+        assert_eq!(first.unwrap(), 0);
+        let later: Vec<u64> = later.into_iter().map(Result::unwrap).collect();
+        assert_eq!(later, vec![1; 10], "none takes the lookup under way when it came");
+        assert_eq!(count.load(Ordering::SeqCst), 2, "the ten shared one lookup");
+        assert!(lookups.lock().is_empty(), "nothing kept once no one waits");
+    }
+
+    #[tokio::test]
+    async fn a_failed_or_abandoned_lookup_makes_the_others_look_up_again() {
+        let lookups = SharedLookups::<u64>::default();
+        let count = AtomicU64::new(0);
+        let failing = lookups.get("k", || async {
+            count.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            Err::<u64, _>(StoreError::Unavailable)
+        });
+        let after = async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            lookups.get("k", || counted(&count)).await
+        };
+        let (failed, after) = tokio::join!(failing, after);
+        assert!(failed.is_err());
+        assert_eq!(after.unwrap(), 1, "its own lookup, after the failed one");
+
+        // A request that goes away during its lookup: the one waiting on it looks up itself.
+        let never = || async {
+            count.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<Result<u64, StoreError>>().await
+        };
+        let abandoned = tokio::time::timeout(Duration::from_millis(5), lookups.get("k", never));
+        let waiting = async {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            lookups.get("k", || counted(&count)).await
+        };
+        let (abandoned, waited) = tokio::join!(abandoned, waiting);
+        assert!(abandoned.is_err(), "timed out");
+        assert_eq!(waited.unwrap(), 3);
+        assert!(lookups.lock().is_empty());
+    }
+}
