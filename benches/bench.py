@@ -258,7 +258,7 @@ def base_schema_copy(template, dbs, workdir):
     return db
 
 
-def base_capabilities(workdir, workloads):
+def base_capabilities(workdir, workloads, same_schema=False):
     """Which of `workloads` the base build cannot be measured on, into BASE_SKIPPED: a build from
     before the search has none (404), and no earlier build can open a PostgreSQL database of our
     newer schema (its migrations refuse it), so search-1m-pg is ours alone."""
@@ -278,7 +278,7 @@ def base_capabilities(workdir, workloads):
     for w in workloads:
         if w.startswith("search-") and not searches:
             BASE_SKIPPED[w] = "the base build has no search"
-        elif w.startswith("search-1m-pg"):
+        elif w.startswith("search-1m-pg") and not same_schema:
             BASE_SKIPPED[w] = "the base build cannot open a PostgreSQL database of our schema"
     log("== the base build is not measured on: " + (", ".join(f"{w} ({why})" for w, why in BASE_SKIPPED.items()) or "none"))
 
@@ -448,6 +448,8 @@ def main():
     p.add_argument("--cores", help="LIST (e.g. 1,2): each run's server pinned to that many cores with taskset, the "
                    "load generator to the others (a count that leaves it none is refused); one report per count")
     p.add_argument("--ours-bin", help="the build measured as ours (default target/release/storefront)")
+    p.add_argument("--base-same-schema", action="store_true",
+                   help="the base build has our database schema (a build of this turn's work): measure it on PostgreSQL too")
     p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create, the category "
                    "list and search (server 'base'; it reads copies of our databases at its own schema version)")
     cfg = p.parse_args()
@@ -532,7 +534,7 @@ def main():
                 finally:
                     server.stop()
         if BASE_BIN:
-            base_capabilities(workdir, workloads)
+            base_capabilities(workdir, workloads, cfg.base_same_schema)
         csv_path = push_file(workdir) if "push" in workloads else None
         cold = cold_start(dbs, workdir) if "ours" in servers else None
         log(f"== cold start with the Google taxonomy: {cold:.3f} s" if cold else "")

@@ -8,7 +8,8 @@
 //! was under way shares the next. So each request sees what a lookup of its own would have seen,
 //! and under load a key is looked up about once a round trip, however many requests present it.
 //!
-//! A lookup that fails (or whose request goes away) answers no one else: the others look up again.
+//! A lookup that fails (or whose request goes away) answers no one else: those that waited for it
+//! look up on their own (or, when it went away, the next one does for the others).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -71,6 +72,13 @@ impl<V: Clone> SharedLookups<V> {
                         Some(answer) => return Ok(answer.clone()),
                         None => Step::Own,
                     },
+                    // The lookup under way when it came failed: rather than wait behind another
+                    // (a database that fails may take its timeout again), it looks up itself.
+                    Some(flight)
+                        if flight.answer.is_none() && flight.answered + 1 == place.after && flight.answered > 0 =>
+                    {
+                        Step::Own
+                    }
                     Some(flight) if flight.running => Step::Wait,
                     Some(flight) => {
                         flight.running = true;
@@ -104,7 +112,8 @@ enum Step {
     Wait,
     /// Makes the next lookup, for itself and those waiting (its number).
     Lead(u64),
-    /// Looks up for itself alone (the lookup it waited for failed).
+    /// Looks up for itself alone (the lookup it waited for, or the one under way when it came,
+    /// failed).
     Own,
 }
 
@@ -227,11 +236,20 @@ mod tests {
         });
         let after = async {
             tokio::time::sleep(Duration::from_millis(5)).await;
-            lookups.get("k", || counted(&count)).await
+            tokio::join!(
+                lookups.get("k", || counted(&count)),
+                lookups.get("k", || counted(&count))
+            )
         };
-        let (failed, after) = tokio::join!(failing, after);
+        let (failed, (one, two)) = tokio::join!(failing, after);
         assert!(failed.is_err());
-        assert_eq!(after.unwrap(), 1, "its own lookup, after the failed one");
+        let mut after = [one.unwrap(), two.unwrap()];
+        after.sort_unstable();
+        assert_eq!(
+            after,
+            [1, 2],
+            "each its own lookup once the one under way when they came failed"
+        );
 
         // A request that goes away during its lookup: the one waiting on it looks up itself.
         let never = || async {
@@ -245,7 +263,7 @@ mod tests {
         };
         let (abandoned, waited) = tokio::join!(abandoned, waiting);
         assert!(abandoned.is_err(), "timed out");
-        assert_eq!(waited.unwrap(), 3);
+        assert_eq!(waited.unwrap(), 4);
         assert!(lookups.lock().is_empty());
     }
 }
