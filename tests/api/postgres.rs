@@ -330,12 +330,7 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
     );
     assert!(busy.body["details"]["request_id"].is_string(), "{:?}", busy.body);
     assert_eq!(busy.headers["retry-after"], "1");
-    let metrics = reqwest::get(format!("{}/metrics", app.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&app.base).await;
     let counted = metrics
         .lines()
         .find_map(|l| l.strip_prefix("database_busy_total "))

@@ -57,12 +57,7 @@ impl Replicated {
     }
 
     async fn metrics(&self) -> String {
-        reqwest::get(format!("{}/metrics", self.server.base))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
+        metrics_text(&self.server.base).await
     }
 
     /// The value of the metric line starting `name{labels} `, if there is one.
@@ -136,7 +131,7 @@ impl Replicated {
     /// The `merchant_location_id`s a storefront search around `near` finds.
     async fn found(&self, key: &str, near: (f64, f64)) -> Vec<String> {
         let body = self.search(key, near, json!({"limit": 100})).await;
-        ids(&body)
+        result_ids(&body)
     }
 }
 
@@ -147,15 +142,6 @@ fn point(n: u32) -> Value {
     let p = with(pickup_point(n), "/latitude", Some(w["latitude"].clone()));
     let p = with(p, "/longitude", Some(w["longitude"].clone()));
     with(p, "/merchant_location_id", Some(w["merchant_location_id"].clone()))
-}
-
-fn ids(page: &Value) -> Vec<String> {
-    page["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn near_of(item: &Value) -> (f64, f64) {
@@ -306,14 +292,7 @@ async fn every_replica_s_lag_is_shown_from_the_first_scrape_even_when_one_is_lis
             .find_map(|l| l.strip_prefix(name.as_str()))
             .map(|v| if v == "inf" { f64::INFINITY } else { v.parse().unwrap() })
     };
-    let scrape = || async {
-        reqwest::get(format!("{}/metrics", server.base))
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap()
-    };
+    let scrape = || metrics_text(&server.base);
     // Not yet known to be within the bound is +Inf, never absent.
     let first = scrape().await;
     assert!(series(&first, "0").is_some(), "{first}");
@@ -348,7 +327,7 @@ async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_si
     let mut cursor = Value::Null;
     loop {
         let page = r.search(&r.key, near, json!({"limit": 7, "cursor": cursor})).await;
-        expected.push(ids(&page));
+        expected.push(result_ids(&page));
         cursor = page["pagination"]["next_cursor"].clone();
         if cursor.is_null() {
             break;
@@ -359,7 +338,7 @@ async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_si
     // A page read on the replica, the next ones on the primary while the replica is stopped.
     let (p, q) = r.reads().await;
     let page = r.search(&r.storefront_key, near, json!({"limit": 7})).await;
-    assert_eq!(ids(&page), expected[0]);
+    assert_eq!(result_ids(&page), expected[0]);
     assert_eq!(r.reads().await, (p, q + 1.0), "page 1 read on the replica");
     r.standby.stop();
     let mut cursor = page["pagination"]["next_cursor"].clone();
@@ -367,7 +346,7 @@ async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_si
         let page = r
             .search(&r.storefront_key, near, json!({"limit": 7, "cursor": cursor}))
             .await;
-        assert_eq!(&ids(&page), expected_page);
+        assert_eq!(&result_ids(&page), expected_page);
         cursor = page["pagination"]["next_cursor"].clone();
     }
     assert!(cursor.is_null());
@@ -384,7 +363,7 @@ async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_si
 
     // A page read on the primary, the next on the replica once it is back.
     let page = r.search(&r.storefront_key, near, json!({"limit": 7})).await;
-    assert_eq!(ids(&page), expected[0]);
+    assert_eq!(result_ids(&page), expected[0]);
     let cursor = page["pagination"]["next_cursor"].clone();
     r.standby.start();
     r.await_lag(|lag| lag == 0.0, "back and caught up").await;
@@ -392,7 +371,7 @@ async fn a_stopped_replica_costs_a_buyer_nothing_and_pages_continue_on_either_si
     let page = r
         .search(&r.storefront_key, near, json!({"limit": 7, "cursor": cursor}))
         .await;
-    assert_eq!(ids(&page), expected[1]);
+    assert_eq!(result_ids(&page), expected[1]);
     assert_eq!(r.reads().await, (p, q + 1.0), "page 2 read on the replica");
 }
 

@@ -36,12 +36,7 @@ async fn search(app: &TestApp, body: Value) -> Answer {
 async fn found(app: &TestApp, body: Value) -> Vec<String> {
     let answer = search(app, body).await;
     assert_eq!(answer.status, StatusCode::OK, "{:#}", answer.body);
-    answer.body["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
-        .collect()
+    result_ids(&answer.body)
 }
 
 #[tokio::test]
@@ -499,13 +494,7 @@ async fn merchants_see_only_their_own_and_cursors_are_bound_to_the_question() {
         json!({"near": near(), "pagination": {"limit": 3, "cursor": cursor}}),
     )
     .await;
-    let ids: Vec<&str> = next.body["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, ["w2", "w3", "w4"]);
+    assert_eq!(result_ids(&next.body), ["w2", "w3", "w4"]);
     assert_eq!(next.body["pagination"], json!({"next_cursor": null, "has_next": false}));
 
     let other_question = |body: Value| {

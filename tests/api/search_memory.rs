@@ -144,25 +144,15 @@ async fn a_write_on_another_instance_is_found_at_once_by_a_search_from_memory() 
     let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "radius_m": 50000});
     let answer = reader.post_as("/v1/location/search", &key, &question).await;
     assert_eq!(answer.status, 200, "{:#}", answer.body);
-    let found: Vec<&str> = answer.body["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap())
-        .collect();
-    assert!(found.contains(&"pp-2"), "{found:?}");
+    let found = result_ids(&answer.body);
+    assert!(found.iter().any(|id| id == "pp-2"), "{found:?}");
     assert_eq!(stats(&reader).from_memory, from_memory + 1, "answered from memory");
 }
 
 /// Searches answered by reading the database, as `/metrics` counts them.
 async fn reads(app: &TestApp) -> f64 {
-    let metrics = reqwest::get(format!("{}/metrics", app.base))
+    metrics_text(&app.base)
         .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    metrics
         .lines()
         .filter(|l| l.starts_with("db_reads_total{"))
         .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
@@ -174,12 +164,7 @@ async fn found(app: &TestApp, key: &str) -> Vec<String> {
     let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "radius_m": 50000});
     let answer = app.post_as("/v1/location/search", key, &question).await;
     assert_eq!(answer.status, 200, "{:#}", answer.body);
-    answer.body["results"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
-        .collect()
+    result_ids(&answer.body)
 }
 
 #[tokio::test]

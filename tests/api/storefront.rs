@@ -316,12 +316,7 @@ async fn a_storefront_key_never_finds_a_warehouse() {
     let (key, _) = app.storefront_key().await;
     let ids = |answer: &Answer| -> Vec<String> {
         assert_eq!(answer.status, 200, "{:#}", answer.body);
-        answer.body["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
-            .collect()
+        result_ids(&answer.body)
     };
     let buyer = app.post_as(SEARCH, &key, &near()).await;
     assert_eq!(ids(&buyer), ["pp-2"], "the warehouse is the nearer, and not shown");

@@ -48,6 +48,26 @@ pub struct Answer {
     pub body: Value,
 }
 
+/// The `merchant_location_id`s of a search page's results, in order.
+pub fn result_ids(page: &Value) -> Vec<String> {
+    page["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The service's `/metrics` page, as text.
+pub async fn metrics_text(base: &str) -> String {
+    reqwest::get(format!("{base}/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Where the test suite's databases live: SQLite files, or PostgreSQL when
 /// `STOREFRONT_TEST_POSTGRES` names a server (an admin URL such as
 /// `postgres://postgres@127.0.0.1:55432/postgres`; `scripts/test` starts one and sets it).
