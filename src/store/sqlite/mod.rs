@@ -89,6 +89,10 @@ pub struct SqliteStore {
 /// create holds its parsed items), not parallelism: 1,024 is many groups of `MAX_GROUP` ahead.
 const QUEUED_WRITES: usize = 1024;
 
+/// What readiness writes after a failed write: twice the pages a one-location create commits
+/// (about sixteen, indexes and its event included), so "ready" means a small create fits.
+const WRITE_PROBE_BYTES: i64 = 128 * 1024;
+
 impl SqliteStore {
     /// The webhook tables' SQL, on the writer and the read connections.
     fn webhook_sql(&self) -> webhooks::SqliteWebhooks {
@@ -216,12 +220,16 @@ impl Store for SqliteStore {
             .read(|c| Ok(c.query_row("SELECT count(*) FROM meta", [], |r| r.get::<_, i64>(0))?))
             .await?;
         if self.health.write_failed.load(Ordering::SeqCst) {
-            // Writes failed last time: ready only once one commits again.
+            // Writes failed last time: ready only once one as large as a small create commits
+            // again. A tiny write can still fit the room a full disk's WAL file already holds
+            // while creates no longer do.
+            // The row is kept (and replaced next time): pages that one transaction both fills
+            // and frees need not reach the WAL at all.
             self.write(|tx| {
                 tx.execute(
-                    "INSERT INTO meta (key, value) VALUES ('write_probe', ?1) \
+                    "INSERT INTO meta (key, value) VALUES ('write_probe', zeroblob(?1)) \
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [now_ms()],
+                    [WRITE_PROBE_BYTES],
                 )?;
                 Ok(())
             })
