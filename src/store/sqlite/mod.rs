@@ -14,8 +14,8 @@
 //! Other processes (the CLI) may write to the same file; `busy_timeout` makes them wait their turn.
 //!
 //! A file a job: `writer` (the thread and its group commit), `checkpoint` (WAL checkpoints off the
-//! writer's path), `readers`, `keys` (the key cache), `schema` (opening and migrating),
-//! `locations`, `changes` and `categories` (their SQL).
+//! writer's path), `readers`, `keys` (the key cache), `schema` (opening and migrating), `room`
+//! (the disk's free room, for readiness), `locations`, `changes` and `categories` (their SQL).
 
 mod categories;
 mod changes;
@@ -30,6 +30,7 @@ mod locations;
 mod merchants;
 mod readers;
 mod redelivery;
+mod room;
 mod schema;
 mod search;
 mod text;
@@ -47,7 +48,7 @@ use schema::open_writer;
 use writer::{Job, Jobs, WriterHealth, sender, write, writer_loop};
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -82,16 +83,14 @@ pub struct SqliteStore {
     events: Arc<EventSignal>,
     /// One writer: one heavy transaction at a time, merchants taking turns.
     heavy: Arc<HeavyWork>,
+    /// The database file's directory, whose free room readiness weighs after a failed write.
+    directory: PathBuf,
 }
 
 /// Most writes queued for the one writer thread; a request past it waits (within its deadline)
 /// for a place. A SQLite file has one writer whatever the cores, so this bounds memory (a queued
 /// create holds its parsed items), not parallelism: 1,024 is many groups of `MAX_GROUP` ahead.
 const QUEUED_WRITES: usize = 1024;
-
-/// What readiness writes after a failed write: twice the pages a one-location create commits
-/// (about sixteen, indexes and its event included), so "ready" means a small create fits.
-const WRITE_PROBE_BYTES: i64 = 128 * 1024;
 
 impl SqliteStore {
     /// The webhook tables' SQL, on the writer and the read connections.
@@ -129,6 +128,7 @@ impl SqliteStore {
             .spawn(move || writer_loop(conn, rx, &writer_health, &signal))
             .map_err(StoreError::backend)?;
         let checkpointer = Checkpointer::spawn(&path)?;
+        let directory = room::directory_of(&path);
         Ok(SqliteStore {
             jobs: Arc::new(Mutex::new(Some(tx))),
             writer: Mutex::new(Some(writer)),
@@ -139,6 +139,7 @@ impl SqliteStore {
             readers: Arc::new(ReadPool::new(path, readers)),
             health,
             heavy: Arc::new(HeavyWork::new(1)),
+            directory,
         })
     }
 
@@ -220,16 +221,16 @@ impl Store for SqliteStore {
             .read(|c| Ok(c.query_row("SELECT count(*) FROM meta", [], |r| r.get::<_, i64>(0))?))
             .await?;
         if self.health.write_failed.load(Ordering::SeqCst) {
-            // Writes failed last time: ready only once one as large as a small create commits
-            // again. A tiny write can still fit the room a full disk's WAL file already holds
-            // while creates no longer do.
-            // The row is kept (and replaced next time): pages that one transaction both fills
-            // and frees need not reach the WAL at all.
+            // Writes failed last time: ready only once the disk has room again and a write commits.
+            let dir = self.directory.clone();
+            tokio::task::spawn_blocking(move || room::require_room(&dir))
+                .await
+                .map_err(StoreError::backend)??;
             self.write(|tx| {
                 tx.execute(
-                    "INSERT INTO meta (key, value) VALUES ('write_probe', zeroblob(?1)) \
+                    "INSERT INTO meta (key, value) VALUES ('write_probe', ?1) \
                      ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                    [WRITE_PROBE_BYTES],
+                    [now_ms()],
                 )?;
                 Ok(())
             })
