@@ -1,6 +1,8 @@
 //! Imports on PostgreSQL: the statements of `store::import_sql` on the pool. A batch is one
 //! transaction on a connection of the merchant's turn at heavy work, under the merchant's lock
-//! (its writes through the API take turns with it, across every instance); a dry run is one
+//! (its writes through the API take turns with it, across every instance), on generic plans as the
+//! API's writes are (a custom plan of the neighbour search, made from the statistics of a table
+//! growing under the import, read several times the index entries); a dry run is one
 //! transaction for the whole file, rolled back at the end, its rows' outcomes stored a batch at a
 //! time on another connection.
 
@@ -10,7 +12,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::mpsc;
 
-use super::sql::{execute, lock_merchant, query};
+use super::sql::{execute, generic_plans, lock_merchant, query};
 use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
@@ -234,6 +236,7 @@ impl ImportStore for PgImports {
         if !fence(&tx, claim, batch.first).await? {
             return Ok(Applied::Lost);
         }
+        generic_plans(&tx).await?;
         lock_merchant(&tx, claim.merchant_pk).await?;
         let (mut words, mut changes) = (Vec::new(), Vec::new());
         let first = batch.first;
@@ -265,6 +268,7 @@ impl ImportStore for PgImports {
         else {
             return Ok(Archived::Lost);
         };
+        generic_plans(&tx).await?;
         lock_merchant(&tx, claim.merchant_pk).await?;
         let limit = BATCH_ROWS as i64;
         let candidates = query(
@@ -301,6 +305,7 @@ impl ImportStore for PgImports {
         // merchant's own writes go on beside it (only a write of a location it touched waits).
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
+        generic_plans(&tx).await?;
         let mut words = Vec::new();
         while let Some(batch) = rows.recv().await {
             let steps = Steps {

@@ -36,6 +36,13 @@ pub(super) async fn execute(client: &impl GenericClient, sql: &str, params: Para
     Ok(client.execute(&statement, params).await?)
 }
 
+/// Keeps `tx`'s statements on their generic plans (see [`GENERIC_PLANS`]): every transaction that
+/// runs the write path's statements outside a group (an import's) begins with it.
+pub(super) async fn generic_plans(tx: &impl GenericClient) -> Result<(), StoreError> {
+    tx.batch_execute(GENERIC_PLANS).await?;
+    Ok(())
+}
+
 /// Takes the merchant's lock until the end of `tx`: a merchant's writes (its groups, an operator's
 /// approval) take turns across every instance.
 pub(super) async fn lock_merchant(tx: &impl GenericClient, merchant_pk: i64) -> Result<(), StoreError> {
