@@ -213,11 +213,12 @@ pub fn progress(mark: char) -> String {
     )
 }
 
-/// One row's outcome (import, ordinal, row, merchant_location_id, location_id, outcome, errors).
+/// One row's outcome (import, ordinal, row, merchant_location_id, location_id, outcome, errors,
+/// whether the import archives what its file does not name).
 pub fn insert_row(mark: char) -> String {
     marked(
-        "INSERT INTO import_rows (import_pk, ordinal, file_row, merchant_location_id, location_id, outcome, errors) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO import_rows (import_pk, ordinal, file_row, merchant_location_id, location_id, outcome, errors, \
+         for_archive) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         mark,
     )
 }
@@ -233,9 +234,11 @@ pub fn archive_fence(mark: char) -> String {
 }
 
 /// The condition that a location `l` is named by no row of the import (3).
-const UNNAMED: &str = "NOT EXISTS (SELECT 1 FROM import_rows r WHERE r.import_pk = $3 AND r.location_id = l.location_id) \
+/// (An import that archives writes its rows `for_archive`, which its indexes by name hold.)
+const UNNAMED: &str = "NOT EXISTS (SELECT 1 FROM import_rows r WHERE r.import_pk = $3 AND r.for_archive \
+     AND r.location_id = l.location_id) \
      AND (l.merchant_location_id IS NULL OR NOT EXISTS (SELECT 1 FROM import_rows r WHERE r.import_pk = $3 \
-     AND r.merchant_location_id = l.merchant_location_id))";
+     AND r.for_archive AND r.merchant_location_id = l.merchant_location_id))";
 
 /// The merchant's (1) next locations after the seq (2) that are not archived, at most (4), each
 /// with whether the import (3) named it.

@@ -383,6 +383,10 @@ async fn an_import_queued_before_files_had_a_table_of_their_own_runs_after_the_u
         ),
         None => (
             "ALTER TABLE imports ADD COLUMN content BYTEA NOT NULL DEFAULT ''; DROP TABLE import_files; \
+             ALTER TABLE import_rows DROP COLUMN for_archive; \
+             CREATE INDEX import_rows_by_location ON import_rows (import_pk, location_id); \
+             CREATE INDEX import_rows_by_name ON import_rows (import_pk, merchant_location_id); \
+             ALTER TABLE import_rows ADD FOREIGN KEY (import_pk) REFERENCES imports (import_pk) ON DELETE CASCADE; \
              DELETE FROM schema_migrations WHERE version >= 18",
             "'\\x6d65726368616e745f6c6f636174696f6e5f69642c6e616d650a6f6c642d312c4f6c64206f6e650a'::bytea",
         ),

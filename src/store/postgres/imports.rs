@@ -2,7 +2,8 @@
 //! transaction on a connection of the merchant's turn at heavy work, under the merchant's lock
 //! (its writes through the API take turns with it, across every instance), on generic plans as the
 //! API's writes are (a custom plan of the neighbour search, made from the statistics of a table
-//! growing under the import, read several times the index entries); a dry run is one
+//! growing under the import, read several times the index entries; the statements that weigh an
+//! import's own rows are planned as PostgreSQL chooses, for the rows there are); a dry run is one
 //! transaction for the whole file, rolled back at the end, its rows' outcomes stored a batch at a
 //! time on another connection.
 
@@ -12,7 +13,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::mpsc;
 
-use super::sql::{execute, generic_plans, lock_merchant, query};
+use super::sql::{custom_plans, execute, generic_plans, lock_merchant, query};
 use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
@@ -77,10 +78,11 @@ impl<C: GenericClient + Sync> TxSteps for Steps<'_, C> {
     }
 }
 
-/// Stores the reports of the rows from `first` on (one statement), and the import's progress.
+/// Stores the reports of the rows from `first` on (one statement), and the import's progress;
+/// `for_archive`: the import archives the locations its rows do not name.
 async fn save(
     tx: &impl GenericClient,
-    import_pk: i64,
+    (import_pk, for_archive): (i64, bool),
     first: i64,
     reports: &[RowReport],
 ) -> Result<Vec<String>, StoreError> {
@@ -93,9 +95,10 @@ async fn save(
     let errors: Vec<&str> = rows.iter().map(|r| r.errors.as_str()).collect();
     execute(
         tx,
-        "INSERT INTO import_rows (import_pk, ordinal, file_row, merchant_location_id, location_id, outcome, errors) \
-         SELECT $1, * FROM UNNEST($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[])",
-        &[&import_pk, &ordinals, &file_rows, &names, &ids, &outcomes, &errors],
+        "INSERT INTO import_rows (import_pk, ordinal, file_row, merchant_location_id, location_id, outcome, errors, \
+         for_archive) \
+         SELECT $1, u.*, $8 FROM UNNEST($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u",
+        &[&import_pk, &ordinals, &file_rows, &names, &ids, &outcomes, &errors, &for_archive],
     )
     .await?;
     let n = rows.len() as i64;
@@ -249,7 +252,15 @@ impl ImportStore for PgImports {
             if !changed.is_empty() {
                 events::append(&tx, claim.merchant_pk, &changed).await?;
             }
-            words.extend(save(&tx, claim.import_pk, first + words.len() as i64, &reports).await?);
+            words.extend(
+                save(
+                    &tx,
+                    (claim.import_pk, claim.options.archive_missing),
+                    first + words.len() as i64,
+                    &reports,
+                )
+                .await?,
+            );
             changes.extend(changed);
         }
         tx.commit().await?;
@@ -268,7 +279,6 @@ impl ImportStore for PgImports {
         else {
             return Ok(Archived::Lost);
         };
-        generic_plans(&tx).await?;
         lock_merchant(&tx, claim.merchant_pk).await?;
         let limit = BATCH_ROWS as i64;
         let candidates = query(
@@ -321,10 +331,20 @@ impl ImportStore for PgImports {
             if !fence(&stored, claim, first).await? {
                 return Ok(Applied::Lost);
             }
-            words.extend(save(&stored, claim.import_pk, first, &reports).await?);
+            words.extend(
+                save(
+                    &stored,
+                    (claim.import_pk, claim.options.archive_missing),
+                    first,
+                    &reports,
+                )
+                .await?,
+            );
             stored.commit().await?;
         }
         if claim.options.archive_missing {
+            // Its count is planned for the rows the run stored, as `archive_missing`'s steps are.
+            custom_plans(&tx).await?;
             let zero = 0i64;
             let would: i64 = query(
                 &tx,

@@ -43,6 +43,13 @@ pub(super) async fn generic_plans(tx: &impl GenericClient) -> Result<(), StoreEr
     Ok(())
 }
 
+/// Lets `tx`'s statements from here on be planned as PostgreSQL chooses again (after
+/// [`generic_plans`]).
+pub(super) async fn custom_plans(tx: &impl GenericClient) -> Result<(), StoreError> {
+    tx.batch_execute("SET LOCAL plan_cache_mode = auto").await?;
+    Ok(())
+}
+
 /// Takes the merchant's lock until the end of `tx`: a merchant's writes (its groups, an operator's
 /// approval) take turns across every instance.
 pub(super) async fn lock_merchant(tx: &impl GenericClient, merchant_pk: i64) -> Result<(), StoreError> {

@@ -59,6 +59,7 @@ pub(super) fn run(
     let conn = scratch(dir.path(), live, claim.merchant_pk)?;
     let no_failpoint = AtomicU64::new(0);
     let held = (claim.import_pk, claim.owner.clone());
+    let for_archive = claim.options.archive_missing;
     let mut words = Vec::new();
     while let Some(batch) = rows.blocking_recv() {
         let (reports, _) = apply_now(
@@ -69,13 +70,13 @@ pub(super) fn run(
             Persist::ValidateOnly,
         )?;
         // The scratch database keeps the rows too: `archive_missing` counts what they do not name.
-        save(&conn, claim.import_pk, words.len() as i64, &reports)?;
+        save(&conn, (claim.import_pk, for_archive), words.len() as i64, &reports)?;
         let (first, held) = (words.len() as i64, held.clone());
         let stored = handle.block_on(write(jobs, move |tx| {
             if !fence(tx, &held, first)? {
                 return Ok(None);
             }
-            save(tx, held.0, first, &reports).map(Some)
+            save(tx, (held.0, for_archive), first, &reports).map(Some)
         }))?;
         match stored {
             Some(done) => words.extend(done),

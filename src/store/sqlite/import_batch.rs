@@ -84,10 +84,11 @@ pub(super) fn apply_now(
         .unwrap_or_else(|| Err(StoreError::Backend("a batch's write waited on this connection".into())))
 }
 
-/// Stores the reports of the rows from `first` on, and the import's progress.
+/// Stores the reports of the rows from `first` on, and the import's progress; `for_archive`: the
+/// import archives the locations its rows do not name.
 pub(super) fn save(
     tx: &Connection,
-    import_pk: i64,
+    (import_pk, for_archive): (i64, bool),
     first: i64,
     reports: &[RowReport],
 ) -> Result<Vec<String>, StoreError> {
@@ -101,7 +102,8 @@ pub(super) fn save(
             r.merchant_location_id,
             r.location_id,
             r.outcome,
-            r.errors
+            r.errors,
+            for_archive
         ])?;
     }
     tx.prepare_cached(&sql::progress(M))?.execute(params![

@@ -175,6 +175,7 @@ impl ImportStore for SqliteImports {
         let held = (claim.import_pk, claim.owner.clone());
         let (merchant_pk, update, first, batches) =
             (claim.merchant_pk, claim.options.update, batch.first, batch.batches);
+        let for_archive = claim.options.archive_missing;
         let health = Arc::clone(&self.health);
         let done = write(&self.jobs, move |tx| {
             if !fence(tx, &held, first)? {
@@ -187,7 +188,7 @@ impl ImportStore for SqliteImports {
                 if !changed.is_empty() {
                     events::append(tx, merchant_pk, &changed)?;
                 }
-                words.extend(save(tx, held.0, first + words.len() as i64, &reports)?);
+                words.extend(save(tx, (held.0, for_archive), first + words.len() as i64, &reports)?);
                 changes.extend(changed);
             }
             Ok(Some((words, changes)))

@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0013_key_origins.sql"),
     include_str!("../../../migrations/sqlite/0014_location_text.sql"),
     include_str!("../../../migrations/sqlite/0015_import_files.sql"),
+    include_str!("../../../migrations/sqlite/0016_import_rows_lighter.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;
