@@ -4,7 +4,7 @@
 use deadpool_postgres::{GenericClient, Pool};
 
 use super::locations::{count, neighbours_of};
-use super::sql::{execute, query};
+use super::sql::{by_names, execute, query};
 use crate::domain::cells;
 use crate::domain::location::Status;
 use crate::domain::location::change::{self, ChangePlan, Current, Decision, Write};
@@ -98,11 +98,13 @@ pub(super) async fn change_in_tx(
     plan: ChangePlan,
 ) -> Result<Written<Decision>, StoreError> {
     let (by_id, by_merchant_id) = plan.lookups();
+    // A location named both ways is read once.
     let targets = query(
         tx,
         &format!(
-            "SELECT {CURRENT} FROM locations WHERE merchant_pk = $1 \
-                 AND (location_id = ANY($2) OR merchant_location_id = ANY($3))"
+            "({}) UNION ({})",
+            by_names(CURRENT, "location_id", "$2"),
+            by_names(CURRENT, "merchant_location_id", "$3")
         ),
         &[&merchant_pk, &by_id, &by_merchant_id],
     )

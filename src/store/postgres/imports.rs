@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::mpsc;
 
-use super::sql::{custom_plans, execute, generic_plans, lock_merchant, query};
+use super::sql::{by_names, custom_plans, execute, generic_plans, lock_merchant, query};
 use super::{changes, events, locations};
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
@@ -49,10 +49,7 @@ impl<C: GenericClient + Sync> TxSteps for Steps<'_, C> {
             if names.is_empty() {
                 continue;
             }
-            let sql = format!(
-                "SELECT location_id, version, status, merchant_location_id FROM locations \
-                 WHERE merchant_pk = $1 AND {column} = ANY($2)"
-            );
+            let sql = by_names("location_id, version, status, merchant_location_id", column, "$2");
             for r in query(self.tx, &sql, &[&self.merchant_pk, &names]).await? {
                 let stored = Stored {
                     location_id: r.try_get(0)?,

@@ -17,7 +17,7 @@ use crate::store::api::{StoreError, now_ms};
 use crate::store::group::Written;
 use crate::store::migrate;
 
-use super::sql::{Params, execute, query};
+use super::sql::{Params, by_names, execute, query};
 
 /// The merchant's live locations near one point (see `neighbours_of`).
 pub(super) async fn neighbours(
@@ -330,14 +330,12 @@ pub(super) async fn create_in_tx(
         .collect();
     let mut stored = HashMap::new();
     if !ids.is_empty() {
-        for row in query(
-            tx,
-            "SELECT merchant_location_id, location_id, status, body FROM locations \
-             WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)",
-            &[&merchant_pk, &ids],
-        )
-        .await?
-        {
+        let sql = by_names(
+            "merchant_location_id, location_id, status, body",
+            "merchant_location_id",
+            "$2",
+        );
+        for row in query(tx, &sql, &[&merchant_pk, &ids]).await? {
             let status_text: String = row.get(2);
             stored.insert(
                 row.get::<_, String>(0),

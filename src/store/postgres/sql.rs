@@ -36,6 +36,25 @@ pub(super) async fn execute(client: &impl GenericClient, sql: &str, params: Para
     Ok(client.execute(&statement, params).await?)
 }
 
+/// The statement reading `columns` of the merchant's (`$1`) locations whose `column`
+/// (`merchant_location_id` or `location_id`) is one of the names in the array parameter `names`
+/// (`"$2"`): one probe of the column's index per name, whatever the plan's statistics. (With
+/// `column = ANY($2)`, a generic plan made while the merchant had few locations reads every one of
+/// them, as a filter, at each use: a batch's lookups grew with the merchant.) A location id is
+/// unique across merchants: its own index finds it, and its merchant is checked after, so that no
+/// plan takes the merchant's index instead.
+pub(super) fn by_names(columns: &str, column: &str, names: &str) -> String {
+    let (probe, after) = if column == "location_id" {
+        ("location_id = n.wanted".to_owned(), " WHERE l.merchant_pk = $1")
+    } else {
+        (format!("merchant_pk = $1 AND {column} = n.wanted"), "")
+    };
+    format!(
+        "SELECT {columns} FROM UNNEST({names}::text[]) AS n(wanted) \
+         CROSS JOIN LATERAL (SELECT * FROM locations WHERE {probe} OFFSET 0) l{after}"
+    )
+}
+
 /// Keeps `tx`'s statements on their generic plans (see [`GENERIC_PLANS`]): every transaction that
 /// runs the write path's statements outside a group (an import's) begins with it.
 pub(super) async fn generic_plans(tx: &impl GenericClient) -> Result<(), StoreError> {
