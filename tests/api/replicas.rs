@@ -237,21 +237,26 @@ async fn searches_from_memory_read_their_records_on_the_replica_unless_it_is_beh
         assert!(Instant::now() < deadline, "no search of wh-1 from memory: {found:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let (on_primary, on_replica) = r.reads().await;
+    // Nothing read: no write since the index was found current, its record kept. (A search that
+    // comes more than a moment after the index was found current, on a loaded machine, reads once
+    // and vouches for it again: one of a few searches in a row reads nothing.)
     let served = from_memory().await.unwrap();
-    assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1"]);
-    assert_eq!(
-        r.reads().await,
-        (on_primary, on_replica),
-        "nothing read: no write since the index was found current, its record kept"
-    );
-    assert_eq!(from_memory().await, Some(served + 1.0));
+    let (mut searches, mut quiet) = (0.0, false);
+    while !quiet && searches < 5.0 {
+        let before = r.reads().await;
+        assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1"]);
+        searches += 1.0;
+        quiet = r.reads().await == before;
+    }
+    assert!(quiet, "every search read the database though nothing was written");
+    assert_eq!(from_memory().await, Some(served + searches));
+    let (on_primary, on_replica) = r.reads().await;
     // A write (far from the buyer) makes the next search read where the log stands, on the replica.
     let far = with(point(3), "/latitude", Some(json!(near.0 + 1.0)));
     create(&r.server.base, &r.key, &[far]).await;
     assert_eq!(r.found(&r.storefront_key, near).await, ["wh-1"]);
     assert_eq!(r.reads().await, (on_primary, on_replica + 1.0), "read on the replica");
-    assert_eq!(from_memory().await, Some(served + 2.0));
+    assert_eq!(from_memory().await, Some(served + searches + 1.0));
 
     r.pause_replay().await;
     let second = with(point(2), "/latitude", Some(json!(near.0 + 0.001)));

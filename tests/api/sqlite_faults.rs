@@ -202,12 +202,13 @@ async fn a_full_disk_is_a_500_with_nothing_half_stored_and_the_service_recovers(
     while ready(&app).await == 200 {
         small += 1;
         assert!(small <= 2000, "still ready after 2,000 small writes on a full disk");
-        let answer = app
-            .post(
-                "/v1/location/create",
-                &json!({"locations": batch(&format!("s{small}-"), 1)}),
-            )
-            .await;
+        // Far from the refused batch's places, which it stores at the end.
+        let far = with(
+            batch(&format!("s{small}-"), 1).remove(0),
+            "/latitude",
+            Some(json!(-40.0)),
+        );
+        let answer = app.post("/v1/location/create", &json!({"locations": [far]})).await;
         if answer.status != 200 {
             assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
             assert_eq!(ready(&app).await, 503, "not ready while writes fail");
