@@ -149,6 +149,15 @@ impl Drop for SmallDisk {
     }
 }
 
+/// The full disk's batch of a round: 200 warehouses a degree of longitude from the other rounds'
+/// (no round's locations near another's, which would be quarantined).
+fn round_batch(round: u32) -> Vec<Value> {
+    batch(&format!("d{round}-"), 200)
+        .into_iter()
+        .map(|item| with(item, "/longitude", Some(json!(37.6 + f64::from(round)))))
+        .collect()
+}
+
 async fn ready(app: &TestApp) -> u16 {
     read(app.request(Method::GET, "/readyz")).await.status.as_u16()
 }
@@ -176,10 +185,7 @@ async fn a_full_disk_is_a_500_with_nothing_half_stored_and_the_service_recovers(
     let mut refused = None;
     for round in 0..20 {
         let answer = app
-            .post(
-                "/v1/location/create",
-                &json!({"locations": batch(&format!("d{round}-"), 200)}),
-            )
+            .post("/v1/location/create", &json!({"locations": round_batch(round)}))
             .await;
         if answer.status == 500 {
             refused = Some(round);
@@ -219,8 +225,8 @@ async fn a_full_disk_is_a_500_with_nothing_half_stored_and_the_service_recovers(
     std::fs::remove_file(&filler).unwrap();
     std::fs::remove_file(&topped).unwrap();
     wait_ready(&app).await;
-    let results = app.create(batch(&format!("d{round}-"), 200)).await;
-    assert!(results.iter().all(|r| r["status"] == "ACTIVE"));
+    let results = app.create(round_batch(round)).await;
+    assert!(results.iter().all(|r| r["status"] == "ACTIVE"), "{results:#?}");
 }
 
 fn rss_kib(pid: u32) -> u64 {
