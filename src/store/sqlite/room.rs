@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::store::api::StoreError;
 
 /// The least free room that counts as room to write: a few batches of creates' pages.
-pub(super) const ENOUGH_BYTES: u64 = 1 << 20;
+const ENOUGH_BYTES: u64 = 1 << 20;
 
 /// The directory of the database file, whose filesystem its WAL and journal files share.
 pub(super) fn directory_of(path: &Path) -> PathBuf {
@@ -23,7 +23,7 @@ pub(super) fn directory_of(path: &Path) -> PathBuf {
 }
 
 /// Bytes an unprivileged writer may still use on the filesystem holding `dir`.
-pub(super) fn free_bytes(dir: &Path) -> Result<u64, StoreError> {
+fn free_bytes(dir: &Path) -> Result<u64, StoreError> {
     let stat = rustix::fs::statvfs(dir).map_err(StoreError::backend)?;
     Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
