@@ -377,3 +377,45 @@ async fn two_connections() -> (TestApp, String) {
         .unwrap();
     (TestApp::spawn_with(store, dir).await, url)
 }
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_new_database_s_locations_get_statistics_once_they_are_a_thousand() {
+    let _ = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let key = merchant_create_at(&url, "first-statistics")["api_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let server = Server::start_at(&url);
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    // Statistics of the service's own taking are those of a plain ANALYZE, not autovacuum's.
+    let analyzed = || async {
+        client
+            .query_one(
+                "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'locations'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get::<_, bool>(0)
+    };
+    create(&server.base, &key, &(1..=10).map(warehouse).collect::<Vec<_>>()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(!analyzed().await, "ten rows are not worth statistics");
+    for batch in 0..5u32 {
+        let items: Vec<Value> = (1..=200).map(|n| warehouse(1000 + batch * 200 + n)).collect();
+        let answers = create(&server.base, &key, &items).await;
+        assert!(answers.iter().all(|a| a["status"] == "ACTIVE"), "{answers:#?}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !analyzed().await {
+        assert!(
+            Instant::now() < deadline,
+            "a thousand locations and still no statistics"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
