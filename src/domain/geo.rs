@@ -49,6 +49,19 @@ impl Origin {
         let a = (d_phi / 2.0).sin().powi(2) + self.cos_phi * phi2.cos() * (d_lambda / 2.0).sin().powi(2);
         2.0 * EARTH_RADIUS_M * a.sqrt().min(1.0).asin()
     }
+
+    /// Bounds of `distance_m` to (`lat2`, `lon2`) made without trigonometry, each a metre wide of
+    /// the truth (far beyond either computation's rounding): at least the arc of a meridian
+    /// between the two latitudes, at most that arc plus the arc of this point's parallel between
+    /// the two longitudes (a path from one point to the other, so no shorter than the great circle).
+    pub fn distance_bounds_m(&self, lat2: f64, lon2: f64) -> (f64, f64) {
+        const SLACK_M: f64 = 1.0;
+        let meridian = (lat2 - self.latitude).abs().to_radians() * EARTH_RADIUS_M;
+        let d_lon = (lon2 - self.longitude).abs();
+        let d_lon = if d_lon > 180.0 { 360.0 - d_lon } else { d_lon };
+        let parallel = d_lon.to_radians() * self.cos_phi * EARTH_RADIUS_M;
+        (meridian - SLACK_M, meridian + parallel + SLACK_M)
+    }
 }
 
 /// A stored location near a new one, as the store found it in the search box.
@@ -112,6 +125,29 @@ pub fn quarantining_neighbour(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn the_cheap_bounds_hold_the_distance(
+            lat1 in -90.0f64..=90.0,
+            lon1 in -180.0f64..180.0,
+            lat2 in -90.0f64..=90.0,
+            lon2 in -180.0f64..180.0,
+            near in proptest::bool::ANY,
+        ) {
+            // Points near each other too, where a search's rings are.
+            let (lat2, lon2) = if near {
+                ((lat1 + (lat2 / 9000.0)).clamp(-90.0, 90.0), lon1 + lon2 / 9000.0)
+            } else {
+                (lat2, lon2)
+            };
+            let origin = Origin::new(lat1, lon1);
+            let d = origin.distance_m(lat2, lon2);
+            let (least, most) = origin.distance_bounds_m(lat2, lon2);
+            proptest::prop_assert!(least < d && d < most, "{least} {d} {most}");
+            proptest::prop_assert!(d - least > 0.5 && most - d > 0.5, "a bound within half a metre: {least} {d} {most}");
+        }
+    }
 
     #[test]
     fn haversine_matches_known_distances() {

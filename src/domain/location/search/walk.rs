@@ -85,6 +85,13 @@ impl<'q> Walk<'q> {
     /// kept when it lies in the ring, after the cursor, and is open when asked (`hours` is read
     /// only when [`Walk::needs_hours`]).
     pub fn consider(&mut self, seq: i64, latitude: f64, longitude: f64, hours: Option<&[u8]>) {
+        // Most entries read lie outside the ring (a ring's cells reach beyond both its edges),
+        // and bounds without trigonometry tell most of them: a distance rounds into the ring when
+        // it is at least `inner + ½` and below `outer + ½`.
+        let (least, most) = self.origin.distance_bounds_m(latitude, longitude);
+        if least >= self.outer as f64 + 0.5 || most < self.inner as f64 + 0.5 {
+            return;
+        }
         let distance = self.origin.distance_m(latitude, longitude).round();
         if !(distance > self.inner as f64 && distance <= self.outer as f64) {
             return;
