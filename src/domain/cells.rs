@@ -115,6 +115,24 @@ impl Rect {
             || (self.west..=self.east).contains(&(longitude + 360.0))
     }
 
+    /// Bounds of `least_distance` and `greatest_distance` made without trigonometry: the least is
+    /// at least the meridian arc to the nearer latitude edge (no point is nearer than its
+    /// latitude), the greatest at most the corners' bounds of [`Origin::distance_bounds_m`] (which
+    /// grow with the differences of latitude and of longitude, greatest at a corner unless the
+    /// rectangle holds the meridian opposite the point: then no bound).
+    fn distance_bounds(&self, from: &Seen) -> (f64, f64) {
+        let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
+        let least = (self.south - latitude).max(latitude - self.north).max(0.0).to_radians() * EARTH_RADIUS_M;
+        if self.holds_longitude(wrap(longitude + 180.0)) {
+            return (least, f64::INFINITY);
+        }
+        let greatest = [self.south, self.north]
+            .into_iter()
+            .flat_map(|p| [self.west, self.east].map(|m| from.origin.distance_bounds_m(p, m).1))
+            .fold(0.0, f64::max);
+        (least, greatest)
+    }
+
     /// The least great-circle distance from the point to the rectangle. Along a parallel the
     /// distance grows with the difference of longitude, so the nearest point lies on the
     /// point's own meridian (then it is the difference of latitude) or on the nearer meridian
@@ -261,6 +279,15 @@ pub fn cover(latitude: f64, longitude: f64, inner: f64, outer: f64, max_cells: u
     };
     let crosses = |cell: Cell| -> Option<bool> {
         let rect = cell.rect();
+        // Bounds without trigonometry settle most cells as the exact distances below would (each
+        // test on a bound implies the same test on the distance it bounds); the rest are measured.
+        let (least_at_least, greatest_at_most) = rect.distance_bounds(&from);
+        if least_at_least > outer + MARGIN_M || greatest_at_most < inner - MARGIN_M {
+            return None;
+        }
+        if greatest_at_most <= outer - MARGIN_M && least_at_least >= inner + MARGIN_M {
+            return Some(false);
+        }
         let least = rect.least_distance(&from);
         if least > outer + MARGIN_M {
             return None;
