@@ -171,16 +171,9 @@ impl Rect {
     /// holds it.
     fn greatest_distance(&self, from: &Seen) -> f64 {
         let opposite = wrap(from.origin.longitude + 180.0);
-        let meridians = [
-            Some(self.west),
-            Some(self.east),
-            self.holds_longitude(opposite).then_some(opposite),
-        ];
-        meridians
-            .into_iter()
-            .flatten()
-            .flat_map(|m| [self.south, self.north].map(|p| from.origin.distance_m(p, m)))
-            .fold(0.0, f64::max)
+        let meridians = [self.west, self.east, opposite];
+        let n = if self.holds_longitude(opposite) { 3 } else { 2 };
+        from.origin.farthest_m(&[self.south, self.north], &meridians[..n])
     }
 }
 

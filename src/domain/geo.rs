@@ -50,6 +50,23 @@ impl Origin {
         2.0 * EARTH_RADIUS_M * a.sqrt().min(1.0).asin()
     }
 
+    /// The greatest `distance_m` to the points at each of `latitudes` on each of `longitudes`, to
+    /// the last bit, with each latitude's and each longitude's trigonometry done once (not once
+    /// for every point) and one arcsine: the distance grows with haversine's `a`.
+    pub fn farthest_m(&self, latitudes: &[f64], longitudes: &[f64]) -> f64 {
+        let mut a = 0.0f64;
+        for &lat2 in latitudes {
+            let phi2 = lat2.to_radians();
+            let d_phi = (lat2 - self.latitude).to_radians();
+            let (along, across) = ((d_phi / 2.0).sin().powi(2), self.cos_phi * phi2.cos());
+            for &lon2 in longitudes {
+                let d_lambda = (lon2 - self.longitude).to_radians();
+                a = a.max(along + across * (d_lambda / 2.0).sin().powi(2));
+            }
+        }
+        2.0 * EARTH_RADIUS_M * a.sqrt().min(1.0).asin()
+    }
+
     /// Bounds of `distance_m` to (`lat2`, `lon2`) made without trigonometry, each a metre wide of
     /// the truth (far beyond either computation's rounding): at least the arc of a meridian
     /// between the two latitudes, at most that arc plus the arc of this point's parallel between
@@ -146,6 +163,24 @@ mod tests {
             let (least, most) = origin.distance_bounds_m(lat2, lon2);
             proptest::prop_assert!(least < d && d < most, "{least} {d} {most}");
             proptest::prop_assert!(d - least > 0.5 && most - d > 0.5, "a bound within half a metre: {least} {d} {most}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_farthest_is_the_greatest_distance_to_the_last_bit(
+            lat1 in -90.0f64..=90.0,
+            lon1 in -180.0f64..180.0,
+            latitudes in proptest::collection::vec(-90.0f64..=90.0, 1..3),
+            longitudes in proptest::collection::vec(-180.0f64..180.0, 1..4),
+        ) {
+            let origin = Origin::new(lat1, lon1);
+            let greatest = latitudes
+                .iter()
+                .flat_map(|&p| longitudes.iter().map(move |&m| (p, m)))
+                .map(|(p, m)| origin.distance_m(p, m))
+                .fold(0.0, f64::max);
+            proptest::prop_assert_eq!(origin.farthest_m(&latitudes, &longitudes).to_bits(), greatest.to_bits());
         }
     }
 
