@@ -65,3 +65,18 @@ pg_stop() {
     bin=$(pg_bin) || return 0
     pg_as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null 2>&1 || true
 }
+
+# pg_report DIR: what the server in DIR said went wrong (a backend killed or crashed, a PANIC, a
+# full disk), the end of its log, and the kernel's word on processes it killed for memory, so that
+# a failed run shows why the server stopped answering before the directory is removed.
+pg_report() {
+    local dir=$1
+    echo "!! PostgreSQL's log ($dir/server.log): its errors, then its last 40 lines"
+    grep -E 'PANIC|FATAL|terminated by signal|was terminated|No space left|out of memory' "$dir/server.log" | head -n 40 || true
+    echo "   ..."
+    tail -n 40 "$dir/server.log" || true
+    echo "!! the kernel's out-of-memory kills, if it lets us read them"
+    dmesg 2>/dev/null | grep -iE 'out of memory|killed process|oom' | tail -n 20 || true
+    df -h "$dir" || true
+    free -m || true
+}
