@@ -269,3 +269,60 @@ async fn a_pulled_workbook_imports_unchanged_and_archive_missing_archives_the_re
         .await;
     assert_eq!(twice["counts"]["archived"], 0);
 }
+
+/// Batches written in one transaction, the second naming the first's locations again: the second
+/// reads back what the first stored, so each of its rows is push's retry (`unchanged`), never a
+/// second create of its name. Through the store, so that both batches are certainly in one write.
+#[tokio::test]
+async fn a_batch_written_behind_another_in_one_transaction_reads_back_what_it_stored() {
+    use storefront::client::table::rows::{Format, ReadOptions, scan_bytes};
+    use storefront::domain::import::ImportOptions;
+    use storefront::store::import_api::{Applied, Batch, NewImport};
+    use storefront::store::import_apply::RowBatch;
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&fresh_database_url(dir.path()).await).await;
+    let merchant = store.create_merchant("two batches").await.unwrap();
+    let content = std::fs::read(many_warehouses(dir.path(), 200)).unwrap();
+    let rows = || {
+        let mut rows = Vec::new();
+        scan_bytes(&content, Format::Jsonl, &ReadOptions::default(), |row| {
+            rows.push(row);
+            true
+        })
+        .unwrap();
+        rows
+    };
+    let imports = store.imports();
+    for (n, update) in [(0, false), (1, true)] {
+        let new = NewImport {
+            merchant_pk: merchant.pk,
+            import_id: format!("imp_{n}"),
+            file_name: "many.jsonl".into(),
+            content: content.clone(),
+            options: ImportOptions {
+                update,
+                ..ImportOptions::default()
+            },
+            created_at_ms: 1,
+        };
+        imports.create_import(new).await.unwrap().unwrap();
+        let claim = imports.claim_import("test", 2, i64::MAX).await.unwrap().unwrap();
+        assert!(imports.set_rows_total(&claim, 400).await.unwrap());
+        let batches = vec![RowBatch::checked(rows(), update), RowBatch::checked(rows(), update)];
+        let applied = imports
+            .apply_batch(Batch {
+                claim: &claim,
+                first: 0,
+                batches,
+            })
+            .await
+            .unwrap();
+        let first = if update { "unchanged" } else { "created" };
+        let expected: Vec<String> = [first, "unchanged"]
+            .iter()
+            .flat_map(|word| std::iter::repeat_n(word.to_string(), 200))
+            .collect();
+        assert_eq!(applied, Applied::Done(expected), "update: {update}");
+    }
+}

@@ -7,18 +7,20 @@
 //! transaction for the whole file, rolled back at the end, its rows' outcomes stored a batch at a
 //! time on another connection.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::mpsc;
 
-use super::sql::{by_names, custom_plans, execute, generic_plans, lock_merchant, query};
+use super::sql::{Params, by_names, custom_plans, execute, generic_plans, lock_merchant, query};
 use super::{changes, events, locations};
+use crate::client::apply;
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
 use crate::domain::location::Persist;
-use crate::domain::location::batch::{NewLocation, Outcome};
+use crate::domain::location::batch::{self, NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::store::api::StoreError;
 use crate::store::event_signal::EventSignal;
@@ -36,38 +38,82 @@ pub(super) struct PgImports {
     pub(super) signal: Arc<EventSignal>,
 }
 
-/// The store's create and change in the batch's open transaction.
+/// The store's create and change in the batch's open transaction, with what is stored under the
+/// batch's names read ahead in it (the names the rows are read back by are the batch's).
 struct Steps<'c, C> {
     tx: &'c C,
     merchant_pk: i64,
+    ahead: Ahead,
+}
+
+/// What is stored under a batch's names, read in its transaction before the batch is applied (on
+/// the connection, behind the statements that end the batch before it): what the rows' outcomes
+/// are decided by, and, for the store's create, the bodies of the locations found by
+/// `merchant_location_id`.
+#[derive(Default)]
+struct Ahead {
+    known: Known,
+    bodies: HashMap<String, batch::Stored>,
+}
+
+/// Reads what is stored under the names of `rows` (one statement by `merchant_location_id`, and
+/// when updating one by `location_id`, sent together).
+async fn read_ahead(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    rows: &RowBatch,
+    update: bool,
+) -> Result<Ahead, StoreError> {
+    let (mlids, ids) = apply::names(&rows.rows, update);
+    let by_name = async {
+        if mlids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let columns = format!("{}, version", locations::STORED);
+        query(
+            tx,
+            &by_names(&columns, "merchant_location_id", "$2"),
+            &[&merchant_pk, &mlids],
+        )
+        .await
+    };
+    let by_id = async {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = by_names("location_id, version, status", "location_id", "$2");
+        query(tx, &sql, &[&merchant_pk, &ids]).await
+    };
+    let (by_name, by_id) = tokio::try_join!(by_name, by_id)?;
+    let mut ahead = Ahead::default();
+    for r in &by_name {
+        let (mlid, found) = locations::stored_of(r, 0)?;
+        let stored = as_stored(&found.location_id, r.try_get(4)?, r.try_get(2)?);
+        ahead.known.by_mlid.insert(mlid.clone(), stored);
+        ahead.bodies.insert(mlid, found);
+    }
+    for r in &by_id {
+        let stored = as_stored(&r.try_get::<_, String>(0)?, r.try_get(1)?, r.try_get(2)?);
+        ahead.known.by_id.insert(stored.location_id.clone(), stored);
+    }
+    Ok(ahead)
+}
+
+fn as_stored(location_id: &str, version: i64, status: &str) -> Stored {
+    Stored {
+        location_id: location_id.to_owned(),
+        version: version.try_into().unwrap_or(0),
+        archived: status == "ARCHIVED",
+    }
 }
 
 impl<C: GenericClient + Sync> TxSteps for Steps<'_, C> {
-    async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError> {
-        let mut known = Known::default();
-        for (column, names) in [("merchant_location_id", mlids), ("location_id", ids)] {
-            if names.is_empty() {
-                continue;
-            }
-            let sql = by_names("location_id, version, status, merchant_location_id", column, "$2");
-            for r in query(self.tx, &sql, &[&self.merchant_pk, &names]).await? {
-                let stored = Stored {
-                    location_id: r.try_get(0)?,
-                    version: r.try_get::<_, i64>(1)?.try_into().unwrap_or(0),
-                    archived: r.try_get::<_, &str>(2)? == "ARCHIVED",
-                };
-                if column == "location_id" {
-                    known.by_id.insert(stored.location_id.clone(), stored);
-                } else if let Some(mlid) = r.try_get::<_, Option<String>>(3)? {
-                    known.by_mlid.insert(mlid, stored);
-                }
-            }
-        }
-        Ok(known)
+    async fn stored(&mut self, _mlids: &[&str], _ids: &[&str]) -> Result<Known, StoreError> {
+        Ok(std::mem::take(&mut self.ahead.known))
     }
 
     async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError> {
-        locations::create_in_tx(self.tx, self.merchant_pk, items).await
+        locations::create_known(self.tx, self.merchant_pk, items, &self.ahead.bodies).await
     }
 
     async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError> {
@@ -90,29 +136,36 @@ async fn save(
     let ids: Vec<Option<&str>> = rows.iter().map(|r| r.location_id).collect();
     let outcomes: Vec<&str> = rows.iter().map(|r| r.outcome).collect();
     let errors: Vec<&str> = rows.iter().map(|r| r.errors.as_str()).collect();
-    execute(
+    let insert_params: Params<'_> = &[
+        &import_pk,
+        &ordinals,
+        &file_rows,
+        &names,
+        &ids,
+        &outcomes,
+        &errors,
+        &for_archive,
+    ];
+    let insert = execute(
         tx,
         "INSERT INTO import_rows (import_pk, ordinal, file_row, merchant_location_id, location_id, outcome, errors, \
          for_archive) \
          SELECT $1, u.*, $8 FROM UNNEST($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[]) AS u",
-        &[&import_pk, &ordinals, &file_rows, &names, &ids, &outcomes, &errors, &for_archive],
-    )
-    .await?;
+        insert_params,
+    );
     let n = rows.len() as i64;
-    execute(
-        tx,
-        &sql::progress(M),
-        &[
-            &import_pk,
-            &n,
-            &counts.created,
-            &counts.updated,
-            &counts.unchanged,
-            &counts.quarantined,
-            &counts.failed,
-        ],
-    )
-    .await?;
+    let progress_params: Params<'_> = &[
+        &import_pk,
+        &n,
+        &counts.created,
+        &counts.updated,
+        &counts.unchanged,
+        &counts.quarantined,
+        &counts.failed,
+    ];
+    // Sent together: neither waits for the other's answer.
+    let progress = sql::progress(M);
+    tokio::try_join!(insert, execute(tx, &progress, progress_params))?;
     Ok(rows.iter().map(|r| r.outcome.to_owned()).collect())
 }
 
@@ -230,34 +283,50 @@ impl ImportStore for PgImports {
 
     async fn apply_batch(&self, batch: Batch<'_>) -> Result<Applied, StoreError> {
         let claim = batch.claim;
+        let update = claim.options.update;
         let _turn = self.heavy.turn(claim.merchant_pk).await?;
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        if !fence(&tx, claim, batch.first).await? {
+        // The transaction's first statements, sent together; each batch's rows are then read
+        // back by name behind the statements that end the batch before it, so that a batch waits
+        // for one answer fewer and the connection is not left idle while the service decides.
+        let (held, ..) = tokio::try_join!(
+            fence(&tx, claim, batch.first),
+            generic_plans(&tx),
+            lock_merchant(&tx, claim.merchant_pk)
+        )?;
+        if !held {
             return Ok(Applied::Lost);
         }
-        generic_plans(&tx).await?;
-        lock_merchant(&tx, claim.merchant_pk).await?;
+        let mut batches = batch.batches.into_iter().peekable();
+        let mut ahead = match batches.peek() {
+            Some(rows) => read_ahead(&tx, claim.merchant_pk, rows, update).await?,
+            None => Ahead::default(),
+        };
         let (mut words, mut changes) = (Vec::new(), Vec::new());
-        let first = batch.first;
-        for rows in batch.batches {
+        while let Some(rows) = batches.next() {
             let steps = Steps {
                 tx: &tx,
                 merchant_pk: claim.merchant_pk,
+                ahead,
             };
-            let (reports, changed) = apply_rows(steps, rows, claim.options.update, Persist::Commit).await?;
-            if !changed.is_empty() {
-                events::append(&tx, claim.merchant_pk, &changed).await?;
-            }
-            words.extend(
-                save(
-                    &tx,
-                    (claim.import_pk, claim.options.archive_missing),
-                    first + words.len() as i64,
-                    &reports,
-                )
-                .await?,
-            );
+            let (reports, changed) = apply_rows(steps, rows, update, Persist::Commit).await?;
+            let first = batch.first + words.len() as i64;
+            let end = async {
+                if !changed.is_empty() {
+                    events::append(&tx, claim.merchant_pk, &changed).await?;
+                }
+                save(&tx, (claim.import_pk, claim.options.archive_missing), first, &reports).await
+            };
+            let next = async {
+                match batches.peek() {
+                    Some(rows) => read_ahead(&tx, claim.merchant_pk, rows, update).await,
+                    None => Ok(Ahead::default()),
+                }
+            };
+            let (saved, next) = tokio::try_join!(end, next)?;
+            words.extend(saved);
+            ahead = next;
             changes.extend(changed);
         }
         tx.commit().await?;
@@ -318,6 +387,7 @@ impl ImportStore for PgImports {
             let steps = Steps {
                 tx: &tx,
                 merchant_pk: claim.merchant_pk,
+                ahead: read_ahead(&tx, claim.merchant_pk, &batch, claim.options.update).await?,
             };
             let (reports, _) = apply_rows(steps, batch, claim.options.update, Persist::ValidateOnly).await?;
             let first = words.len() as i64;

@@ -318,43 +318,65 @@ pub(super) async fn create_in_tx(
     merchant_pk: i64,
     items: &[NewLocation],
 ) -> Result<Written<Vec<Outcome>>, StoreError> {
-    if items.is_empty() {
-        return Ok(Written {
-            value: Vec::new(),
-            changes: Vec::new(),
-        });
-    }
     let ids: Vec<&str> = items
         .iter()
         .filter_map(|i| i.location.merchant_location_id.as_deref())
         .collect();
     let mut stored = HashMap::new();
     if !ids.is_empty() {
-        let sql = by_names(
-            "merchant_location_id, location_id, status, body",
-            "merchant_location_id",
-            "$2",
-        );
-        for row in query(tx, &sql, &[&merchant_pk, &ids]).await? {
-            let status_text: String = row.get(2);
-            stored.insert(
-                row.get::<_, String>(0),
-                Stored {
-                    location_id: row.get(1),
-                    status: status(&status_text)?,
-                    canonical: row.get(3),
-                },
-            );
+        for row in query(
+            tx,
+            &by_names(STORED, "merchant_location_id", "$2"),
+            &[&merchant_pk, &ids],
+        )
+        .await?
+        {
+            let (name, found) = stored_of(&row, 0)?;
+            stored.insert(name, found);
         }
     }
+    create_known(tx, merchant_pk, items, &stored).await
+}
+
+/// The columns a stored location is read back by name with, for [`stored_of`].
+pub(super) const STORED: &str = "merchant_location_id, location_id, status, body";
+
+/// The `merchant_location_id` and the stored location of a row whose columns from `at` on are
+/// [`STORED`]'s.
+pub(super) fn stored_of(row: &tokio_postgres::Row, at: usize) -> Result<(String, Stored), StoreError> {
+    let status_text: &str = row.try_get(at + 2)?;
+    Ok((
+        row.try_get(at)?,
+        Stored {
+            location_id: row.try_get(at + 1)?,
+            status: status(status_text)?,
+            canonical: row.try_get(at + 3)?,
+        },
+    ))
+}
+
+/// [`create_in_tx`] with what is stored under the items' names read already (in this transaction,
+/// under the merchant's lock): `stored` holds at least every item's `merchant_location_id` found.
+pub(super) async fn create_known(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    items: &[NewLocation],
+    stored: &HashMap<String, Stored>,
+) -> Result<Written<Vec<Outcome>>, StoreError> {
+    if items.is_empty() {
+        return Ok(Written {
+            value: Vec::new(),
+            changes: Vec::new(),
+        });
+    }
     // Items that are retries need no neighbours; the rest are searched in one statement.
-    let mut nearby = batch::searched(items, &stored);
+    let mut nearby = batch::searched(items, stored);
     let ranges: Vec<Vec<(i64, i64)>> = nearby.iter().map(|near| near.ranges.clone()).collect();
     for (near, found) in nearby.iter_mut().zip(neighbours_of(tx, merchant_pk, &ranges).await?) {
         near.stored = found;
     }
 
-    let (outcomes, inserts) = batch::decide(items, &stored, nearby, || uuid::Uuid::now_v7().to_string());
+    let (outcomes, inserts) = batch::decide(items, stored, nearby, || uuid::Uuid::now_v7().to_string());
     let now = now_ms();
     if !inserts.is_empty() {
         let location_ids: Vec<&str> = inserts.iter().map(|i| i.location_id.as_str()).collect();
