@@ -7,7 +7,8 @@ the plan of every statement over 4 ms (to `target/bench/import-slow-plans.log`).
 
 For each binary: the seconds of the import and of push, the server's CPU seconds, the other
 merchant's create p99 meanwhile, and the statements by their total time (calls, total ms, ms a
-call, the slowest call's ms, the statement). `MODES=import` measures the import alone.
+call, the slowest call's ms, the statement). `MODES=import` measures the import alone; `QUIET=1` leaves out the other
+merchant's creates.
 """
 
 import os
