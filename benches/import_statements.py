@@ -5,10 +5,10 @@ the plan of every statement over 4 ms (to `target/bench/import-slow-plans.log`).
 
     python3 benches/import_statements.py ROWS BINARY[:LABEL] [BINARY[:LABEL] ...]
 
-For each binary: the seconds of the import and of push, the server's CPU seconds, the other
-merchant's create p99 meanwhile, and the statements by their total time (calls, total ms, ms a
-call, the slowest call's ms, the statement). `MODES=import` measures the import alone; `QUIET=1` leaves out the other
-merchant's creates.
+For each binary: the seconds of the import and of push, the server's CPU seconds (and push's
+CLI's), the other merchant's create p99 meanwhile, and the statements by their total time (calls,
+total ms, ms a call, the slowest call's ms, the statement). `MODES=import` measures the import
+alone; `QUIET=1` leaves out the other merchant's creates.
 """
 
 import os
@@ -64,7 +64,8 @@ def main():
                         r = run(Path(binary), work, path)
                     finally:
                         import_bench.events_bench.stop = stop
-                    print(f"== {label or binary} {mode}: {r['seconds']:.2f} s, server CPU {cpu.get('server', 0):.1f} s, "
+                    cli = f", the CLI's CPU {r['cli_cpu_s']:.1f} s" if "cli_cpu_s" in r else ""
+                    print(f"== {label or binary} {mode}: {r['seconds']:.2f} s, server CPU {cpu.get('server', 0):.1f} s{cli}, "
                           f"the other merchant's create p99 {r['p99_ms']:.0f} ms", flush=True)
                     print(psql(pg, TOP), flush=True)
         finally:
