@@ -287,9 +287,11 @@ impl ImportStore for PgImports {
         let _turn = self.heavy.turn(claim.merchant_pk).await?;
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        // The transaction's first statements, sent together; each batch's rows are then read
-        // back by name behind the statements that end the batch before it, so that a batch waits
-        // for one answer fewer and the connection is not left idle while the service decides.
+        // The transaction's first statements, sent together. Each batch's rows are then read back
+        // by name behind the statements that end the batch before it (its events, its rows'
+        // outcomes, the progress), all sent together: they run in the order sent, so the read
+        // sees every write before it, and the transaction waits for one answer where it waited
+        // for several.
         let (held, ..) = tokio::try_join!(
             fence(&tx, claim, batch.first),
             generic_plans(&tx),
@@ -312,19 +314,20 @@ impl ImportStore for PgImports {
             };
             let (reports, changed) = apply_rows(steps, rows, update, Persist::Commit).await?;
             let first = batch.first + words.len() as i64;
-            let end = async {
-                if !changed.is_empty() {
-                    events::append(&tx, claim.merchant_pk, &changed).await?;
+            let appended = async {
+                match changed.is_empty() {
+                    true => Ok(()),
+                    false => events::append(&tx, claim.merchant_pk, &changed).await,
                 }
-                save(&tx, (claim.import_pk, claim.options.archive_missing), first, &reports).await
             };
+            let saved = save(&tx, (claim.import_pk, claim.options.archive_missing), first, &reports);
             let next = async {
                 match batches.peek() {
                     Some(rows) => read_ahead(&tx, claim.merchant_pk, rows, update).await,
                     None => Ok(Ahead::default()),
                 }
             };
-            let (saved, next) = tokio::try_join!(end, next)?;
+            let ((), saved, next) = tokio::try_join!(appended, saved, next)?;
             words.extend(saved);
             ahead = next;
             changes.extend(changed);
