@@ -26,8 +26,9 @@ use crate::domain::location::change::{ChangePlan, Decision, Operation};
 pub(crate) trait TxSteps {
     /// What is stored under these names.
     async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError>;
-    /// The store's create of these valid items.
-    async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError>;
+    /// The store's create of these valid items; `rows` holds the place in the batch of each item's
+    /// row.
+    async fn create(&mut self, items: Vec<NewLocation>, rows: &[usize]) -> Result<Written<Vec<Outcome>>, StoreError>;
     /// The store's change.
     async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError>;
 }
@@ -53,7 +54,11 @@ impl RowBatch {
             .map(|(i, row)| {
                 outcome::may_create(row, update).then(|| {
                     let item = serde_json::from_str(&row.item).unwrap_or(Value::Null);
-                    NewLocation::checked(&item, &root.index(i))
+                    let checked = NewLocation::checked(&item, &root.index(i));
+                    if let Ok(new) = &checked {
+                        new.neighbour_ranges();
+                    }
+                    checked
                 })
             })
             .collect();
@@ -67,13 +72,21 @@ impl RowBatch {
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
+
+    /// The rows validated as new locations: each row's place in the batch and its location.
+    pub fn creatable(&self) -> impl Iterator<Item = (usize, &NewLocation)> {
+        self.checked
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| Some((i, c.as_ref()?.as_ref().ok()?)))
+    }
 }
 
 /// Applies `batch` with the engine's `steps` in its open transaction: the rows' reports and the
 /// changes whose events the engine appends. `persist` says whether the transaction is to be kept
 /// (a dry run's is not: a location it would create has no id, as `validate_only` answers).
 pub(crate) async fn apply_rows<S: TxSteps>(
-    steps: S,
+    steps: &mut S,
     batch: RowBatch,
     update: bool,
     persist: Persist,
@@ -88,8 +101,8 @@ pub(crate) async fn apply_rows<S: TxSteps>(
     Ok((reports, applier.changes))
 }
 
-struct InTx<S> {
-    steps: S,
+struct InTx<'s, S> {
+    steps: &'s mut S,
     persist: Persist,
     checked: Vec<Option<Checked>>,
     changes: Vec<Change>,
@@ -113,7 +126,7 @@ fn checked_as(checked: &mut [Option<Checked>], row: usize, path: &Path<'_>) -> O
     }))
 }
 
-impl<S: TxSteps> Applier for InTx<S> {
+impl<S: TxSteps> Applier for InTx<'_, S> {
     type Error = StoreError;
 
     async fn stored(&mut self, mlids: &[&str], ids: &[&str]) -> Result<Known, StoreError> {
@@ -132,10 +145,11 @@ impl<S: TxSteps> Applier for InTx<S> {
         });
         drop(values);
         let to_store = plan.take_to_store();
+        let rows: Vec<usize> = plan.to_store_indexes().into_iter().map(|k| items[k].0).collect();
         let outcomes = if to_store.is_empty() {
             Vec::new()
         } else {
-            let written = self.steps.create(&to_store).await?;
+            let written = self.steps.create(to_store, &rows).await?;
             self.changes.extend(written.changes);
             written.value
         };

@@ -270,59 +270,105 @@ async fn a_pulled_workbook_imports_unchanged_and_archive_missing_archives_the_re
     assert_eq!(twice["counts"]["archived"], 0);
 }
 
-/// Batches written in one transaction, the second naming the first's locations again: the second
-/// reads back what the first stored, so each of its rows is push's retry (`unchanged`), never a
-/// second create of its name. Through the store, so that both batches are certainly in one write.
-#[tokio::test]
-async fn a_batch_written_behind_another_in_one_transaction_reads_back_what_it_stored() {
+/// The rows of `files` (JSON Lines), a batch a file, applied by the store as the first batches
+/// of a new import of `merchant_pk`, all in one transaction: their rows' outcomes.
+async fn applied_in_one_transaction(
+    imports: &dyn storefront::store::import_api::ImportStore,
+    (merchant_pk, import_id): (i64, &str),
+    files: &[&str],
+    update: bool,
+) -> storefront::store::import_api::Applied {
     use storefront::client::table::rows::{Format, ReadOptions, scan_bytes};
     use storefront::domain::import::ImportOptions;
-    use storefront::store::import_api::{Applied, Batch, NewImport};
+    use storefront::store::import_api::{Batch, NewImport};
     use storefront::store::import_apply::RowBatch;
 
-    let dir = tempfile::tempdir().unwrap();
-    let store = open_store(&fresh_database_url(dir.path()).await).await;
-    let merchant = store.create_merchant("two batches").await.unwrap();
-    let content = std::fs::read(many_warehouses(dir.path(), 200)).unwrap();
-    let rows = || {
+    let rows = |text: &str| {
         let mut rows = Vec::new();
-        scan_bytes(&content, Format::Jsonl, &ReadOptions::default(), |row| {
+        scan_bytes(text.as_bytes(), Format::Jsonl, &ReadOptions::default(), |row| {
             rows.push(row);
             true
         })
         .unwrap();
         rows
     };
-    let imports = store.imports();
+    let new = NewImport {
+        merchant_pk,
+        import_id: import_id.to_owned(),
+        file_name: "many.jsonl".into(),
+        content: files.concat().into_bytes(),
+        options: ImportOptions {
+            update,
+            ..ImportOptions::default()
+        },
+        created_at_ms: 1,
+    };
+    imports.create_import(new).await.unwrap().unwrap();
+    let claim = imports.claim_import("test", 2, i64::MAX).await.unwrap().unwrap();
+    let total: usize = files.iter().map(|f| f.lines().count()).sum();
+    assert!(imports.set_rows_total(&claim, total as i64).await.unwrap());
+    let batches = files.iter().map(|f| RowBatch::checked(rows(f), update)).collect();
+    imports
+        .apply_batch(Batch {
+            claim: &claim,
+            first: 0,
+            batches,
+        })
+        .await
+        .unwrap()
+}
+
+/// Batches written in one transaction, the second naming the first's locations again: the second
+/// reads back what the first stored, so each of its rows is push's retry (`unchanged`), never a
+/// second create of its name. Through the store, so that both batches are certainly in one write.
+#[tokio::test]
+async fn a_batch_written_behind_another_in_one_transaction_reads_back_what_it_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&fresh_database_url(dir.path()).await).await;
+    let merchant = store.create_merchant("two batches").await.unwrap();
+    let content = std::fs::read_to_string(many_warehouses(dir.path(), 200)).unwrap();
     for (n, update) in [(0, false), (1, true)] {
-        let new = NewImport {
-            merchant_pk: merchant.pk,
-            import_id: format!("imp_{n}"),
-            file_name: "many.jsonl".into(),
-            content: content.clone(),
-            options: ImportOptions {
-                update,
-                ..ImportOptions::default()
-            },
-            created_at_ms: 1,
-        };
-        imports.create_import(new).await.unwrap().unwrap();
-        let claim = imports.claim_import("test", 2, i64::MAX).await.unwrap().unwrap();
-        assert!(imports.set_rows_total(&claim, 400).await.unwrap());
-        let batches = vec![RowBatch::checked(rows(), update), RowBatch::checked(rows(), update)];
-        let applied = imports
-            .apply_batch(Batch {
-                claim: &claim,
-                first: 0,
-                batches,
-            })
-            .await
-            .unwrap();
+        let import_id = format!("imp_{n}");
+        let files = [content.as_str(), content.as_str()];
+        let applied = applied_in_one_transaction(&*store.imports(), (merchant.pk, &import_id), &files, update).await;
         let first = if update { "unchanged" } else { "created" };
         let expected: Vec<String> = [first, "unchanged"]
             .iter()
             .flat_map(|word| std::iter::repeat_n(word.to_string(), 200))
             .collect();
-        assert_eq!(applied, Applied::Done(expected), "update: {update}");
+        assert_eq!(
+            applied,
+            storefront::store::import_api::Applied::Done(expected),
+            "update: {update}"
+        );
     }
+}
+
+/// Batches written in one transaction, the second's new locations each within a metre of one the
+/// first created: each is quarantined by it, as push's second request would be (the neighbours a
+/// batch's new locations are weighed against include every location written before it).
+#[tokio::test]
+async fn a_batch_written_behind_another_in_one_transaction_is_weighed_against_its_new_locations() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open_store(&fresh_database_url(dir.path()).await).await;
+    let merchant = store.create_merchant("near").await.unwrap();
+    let first = std::fs::read_to_string(many_warehouses(dir.path(), 200)).unwrap();
+    // The same places a few centimetres east, under other names.
+    let second: String = first
+        .lines()
+        .map(|line| {
+            let mut item: Value = serde_json::from_str(line).unwrap();
+            let name = item["merchant_location_id"].as_str().unwrap().replace("w-", "n-");
+            item["merchant_location_id"] = json!(name);
+            item["longitude"] = json!(item["longitude"].as_f64().unwrap() + 0.000_001);
+            format!("{item}\n")
+        })
+        .collect();
+    let files = [first.as_str(), second.as_str()];
+    let applied = applied_in_one_transaction(&*store.imports(), (merchant.pk, "imp_near"), &files, false).await;
+    let expected: Vec<String> = ["created", "quarantined"]
+        .iter()
+        .flat_map(|word| std::iter::repeat_n(word.to_string(), 200))
+        .collect();
+    assert_eq!(applied, storefront::store::import_api::Applied::Done(expected));
 }

@@ -6,6 +6,7 @@
 //! `Plan::finish` turns those outcomes into the answer.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use serde::Serialize;
 
@@ -22,14 +23,31 @@ pub struct NewLocation {
     pub location: Location,
     /// `Location::canonical_json`, compared byte for byte to recognise a safe retry.
     pub canonical: String,
+    /// The key ranges of its quarantine disk, once asked for: an import's reader computes them
+    /// beside the transaction that writes the batch before, not in it.
+    ranges: OnceLock<Vec<(i64, i64)>>,
 }
 
 impl NewLocation {
     /// The create item `item` at `path` validated: the location, or every error it has.
     pub fn checked(item: &Value, path: &Path<'_>) -> Result<NewLocation, Vec<FieldError>> {
-        let location = validate::parse(item, path)?;
+        validate::parse(item, path).map(NewLocation::new)
+    }
+
+    /// A valid `location`.
+    pub fn new(location: Location) -> NewLocation {
         let canonical = location.canonical_json();
-        Ok(NewLocation { location, canonical })
+        NewLocation {
+            location,
+            canonical,
+            ranges: OnceLock::new(),
+        }
+    }
+
+    /// The key ranges of the cells within the quarantine radius of the location (computed once).
+    pub fn neighbour_ranges(&self) -> &[(i64, i64)] {
+        self.ranges
+            .get_or_init(|| crate::domain::cells::neighbour_ranges(self.location.latitude, self.location.longitude))
     }
 }
 
@@ -152,7 +170,7 @@ pub fn searched(items: &[NewLocation], stored: &HashMap<String, Stored>) -> Vec<
             Neighbourhood {
                 ranges: match retried {
                     true => Vec::new(),
-                    false => crate::domain::cells::neighbour_ranges(location.latitude, location.longitude),
+                    false => item.neighbour_ranges().to_vec(),
                 },
                 stored: Vec::new(),
             }
@@ -312,6 +330,12 @@ impl Plan {
     /// Moves the valid items, in request order, out for the store.
     pub fn take_to_store(&mut self) -> Vec<NewLocation> {
         std::mem::take(&mut self.to_store)
+    }
+
+    /// Where each valid item stands among the request's items, in the order `take_to_store` gives
+    /// them.
+    pub fn to_store_indexes(&self) -> Vec<usize> {
+        self.pending.iter().map(|p| p.index).collect()
     }
 
     /// The answer, given the store's outcome for each valid item (same order). `None` when the

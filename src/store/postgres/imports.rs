@@ -14,13 +14,14 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio::sync::mpsc;
 
-use super::sql::{Params, by_names, custom_plans, execute, generic_plans, lock_merchant, query};
+use super::sql::{LOCK_MERCHANT, Params, by_names, custom_plans, execute, generic_plans, lock_merchant, query};
 use super::{changes, events, locations};
 use crate::client::apply;
 use crate::client::outcome::{Known, RowReport, Stored};
+use crate::domain::geo::Neighbour;
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
 use crate::domain::location::Persist;
-use crate::domain::location::batch::{self, NewLocation, Outcome};
+use crate::domain::location::batch::{self, Neighbourhood, NewLocation, Outcome};
 use crate::domain::location::change::{ChangePlan, Decision};
 use crate::store::api::StoreError;
 use crate::store::event_signal::EventSignal;
@@ -44,25 +45,66 @@ struct Steps<'c, C> {
     tx: &'c C,
     merchant_pk: i64,
     ahead: Ahead,
+    /// The batch's new locations, decided and not written yet: sent with the statements that end
+    /// the batch, or before the batch's next statement.
+    unsent: Option<(Vec<NewLocation>, locations::Inserts)>,
+}
+
+impl<'c, C: GenericClient + Sync> Steps<'c, C> {
+    fn new(tx: &'c C, merchant_pk: i64, ahead: Ahead) -> Self {
+        Steps {
+            tx,
+            merchant_pk,
+            ahead,
+            unsent: None,
+        }
+    }
+
+    /// Writes the new locations not written yet.
+    async fn flush(&mut self) -> Result<(), StoreError> {
+        if let Some((items, inserts)) = self.unsent.take() {
+            let statement = locations::prepare_insert(self.tx).await?;
+            locations::insert_new(self.tx, &statement, self.merchant_pk, &items, &inserts).await?;
+        }
+        Ok(())
+    }
 }
 
 /// What is stored under a batch's names, read in its transaction before the batch is applied (on
 /// the connection, behind the statements that end the batch before it): what the rows' outcomes
 /// are decided by, and, for the store's create, the bodies of the locations found by
-/// `merchant_location_id`.
+/// `merchant_location_id` and the live neighbours of the rows' new locations.
 #[derive(Default)]
 struct Ahead {
     known: Known,
     bodies: HashMap<String, batch::Stored>,
+    /// By the batch's row: the stored live locations within the quarantine radius of the row's
+    /// new location, for the rows validated as new locations (when they were read ahead).
+    near: Vec<Option<Vec<Neighbour>>>,
+}
+
+impl Ahead {
+    /// The neighbourhoods of `items` (the new locations of the batch's `rows`) as
+    /// `locations::nearby` finds them, when every one that needs its neighbours had them read.
+    fn nearby(&mut self, items: &[NewLocation], rows: &[usize]) -> Option<Vec<Neighbourhood>> {
+        let mut nearby = batch::searched(items, &self.bodies);
+        for (near, &row) in nearby.iter_mut().zip(rows) {
+            if !near.ranges.is_empty() {
+                near.stored = self.near.get_mut(row)?.take()?;
+            }
+        }
+        Some(nearby)
+    }
 }
 
 /// Reads what is stored under the names of `rows` (one statement by `merchant_location_id`, and
-/// when updating one by `location_id`, sent together).
+/// when updating one by `location_id`), and, with `near`, the stored live neighbours of the rows'
+/// new locations (one statement): sent together.
 async fn read_ahead(
     tx: &impl GenericClient,
     merchant_pk: i64,
     rows: &RowBatch,
-    update: bool,
+    (update, near): (bool, bool),
 ) -> Result<Ahead, StoreError> {
     let (mlids, ids) = apply::names(&rows.rows, update);
     let by_name = async {
@@ -84,8 +126,22 @@ async fn read_ahead(
         let sql = by_names("location_id, version, status", "location_id", "$2");
         query(tx, &sql, &[&merchant_pk, &ids]).await
     };
-    let (by_name, by_id) = tokio::try_join!(by_name, by_id)?;
-    let mut ahead = Ahead::default();
+    let creatable: Vec<(usize, &[(i64, i64)])> = match near {
+        true => rows.creatable().map(|(i, new)| (i, new.neighbour_ranges())).collect(),
+        false => Vec::new(),
+    };
+    let neighbours = async {
+        let points: Vec<&[(i64, i64)]> = creatable.iter().map(|(_, ranges)| *ranges).collect();
+        locations::neighbours_of(tx, merchant_pk, &points).await
+    };
+    let (by_name, by_id, neighbours) = tokio::try_join!(by_name, by_id, neighbours)?;
+    let mut ahead = Ahead {
+        near: vec![None; rows.len()],
+        ..Ahead::default()
+    };
+    for ((row, _), found) in creatable.iter().zip(neighbours) {
+        ahead.near[*row] = Some(found);
+    }
     for r in &by_name {
         let (mlid, found) = locations::stored_of(r, 0)?;
         let stored = as_stored(&found.location_id, r.try_get(4)?, r.try_get(2)?);
@@ -112,11 +168,19 @@ impl<C: GenericClient + Sync> TxSteps for Steps<'_, C> {
         Ok(std::mem::take(&mut self.ahead.known))
     }
 
-    async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError> {
-        locations::create_known(self.tx, self.merchant_pk, items, &self.ahead.bodies).await
+    async fn create(&mut self, items: Vec<NewLocation>, rows: &[usize]) -> Result<Written<Vec<Outcome>>, StoreError> {
+        self.flush().await?;
+        let nearby = match self.ahead.nearby(&items, rows) {
+            Some(nearby) => nearby,
+            None => locations::nearby(self.tx, self.merchant_pk, &items, &self.ahead.bodies).await?,
+        };
+        let (written, inserts) = locations::decide(&items, &self.ahead.bodies, nearby);
+        self.unsent = Some((items, inserts));
+        Ok(written)
     }
 
     async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError> {
+        self.flush().await?;
         changes::change_in_tx(self.tx, self.merchant_pk, plan).await
     }
 }
@@ -287,32 +351,51 @@ impl ImportStore for PgImports {
         let _turn = self.heavy.turn(claim.merchant_pk).await?;
         let mut client = self.pool.get().await?;
         let tx = client.transaction().await?;
-        // The transaction's first statements, sent together. Each batch's rows are then read back
-        // by name behind the statements that end the batch before it (its events, its rows'
-        // outcomes, the progress), all sent together: they run in the order sent, so the read
-        // sees every write before it, and the transaction waits for one answer where it waited
-        // for several.
-        let (held, ..) = tokio::try_join!(
+        // Statements sent together run in the order sent, each seeing the writes before it, and
+        // the transaction waits for one answer where it waited for several. A statement is sent
+        // at its future's first poll only when it was prepared on the connection before, so the
+        // statements a later one must follow are prepared first. The transaction's first
+        // statements go together, the first batch's reads behind the merchant's lock; then each
+        // batch's new locations, its events, its rows' outcomes and the progress go with the
+        // next batch's reads behind them.
+        let lock = tx.prepare_cached(LOCK_MERCHANT).await?;
+        let mut batches = batch.batches.into_iter().peekable();
+        // A batch's neighbours are read ahead while the batches create locations (a batch whose
+        // rows are stored already would read them for nothing).
+        let mut near = true;
+        let first_read = async {
+            match batches.peek() {
+                Some(rows) => read_ahead(&tx, claim.merchant_pk, rows, (update, near)).await,
+                None => Ok(Ahead::default()),
+            }
+        };
+        let (held, (), _, mut ahead) = tokio::try_join!(
             fence(&tx, claim, batch.first),
             generic_plans(&tx),
-            lock_merchant(&tx, claim.merchant_pk)
+            async { Ok::<_, StoreError>(tx.execute(&lock, &[&claim.merchant_pk]).await?) },
+            first_read
         )?;
         if !held {
             return Ok(Applied::Lost);
         }
-        let mut batches = batch.batches.into_iter().peekable();
-        let mut ahead = match batches.peek() {
-            Some(rows) => read_ahead(&tx, claim.merchant_pk, rows, update).await?,
-            None => Ahead::default(),
-        };
         let (mut words, mut changes) = (Vec::new(), Vec::new());
         while let Some(rows) = batches.next() {
-            let steps = Steps {
-                tx: &tx,
-                merchant_pk: claim.merchant_pk,
-                ahead,
+            let mut steps = Steps::new(&tx, claim.merchant_pk, ahead);
+            let (reports, changed) = apply_rows(&mut steps, rows, update, Persist::Commit).await?;
+            let unsent = steps.unsent.take();
+            near = unsent.as_ref().is_some_and(|(_, inserts)| !inserts.is_empty());
+            let statement = match unsent {
+                Some(_) => Some(locations::prepare_insert(&tx).await?),
+                None => None,
             };
-            let (reports, changed) = apply_rows(steps, rows, update, Persist::Commit).await?;
+            let inserted = async {
+                match (&unsent, &statement) {
+                    (Some((items, inserts)), Some(statement)) => {
+                        locations::insert_new(&tx, statement, claim.merchant_pk, items, inserts).await
+                    }
+                    _ => Ok(()),
+                }
+            };
             let first = batch.first + words.len() as i64;
             let appended = async {
                 match changed.is_empty() {
@@ -323,11 +406,11 @@ impl ImportStore for PgImports {
             let saved = save(&tx, (claim.import_pk, claim.options.archive_missing), first, &reports);
             let next = async {
                 match batches.peek() {
-                    Some(rows) => read_ahead(&tx, claim.merchant_pk, rows, update).await,
+                    Some(rows) => read_ahead(&tx, claim.merchant_pk, rows, (update, near)).await,
                     None => Ok(Ahead::default()),
                 }
             };
-            let ((), saved, next) = tokio::try_join!(appended, saved, next)?;
+            let ((), (), saved, next) = tokio::try_join!(inserted, appended, saved, next)?;
             words.extend(saved);
             ahead = next;
             changes.extend(changed);
@@ -387,12 +470,11 @@ impl ImportStore for PgImports {
         generic_plans(&tx).await?;
         let mut words = Vec::new();
         while let Some(batch) = rows.recv().await {
-            let steps = Steps {
-                tx: &tx,
-                merchant_pk: claim.merchant_pk,
-                ahead: read_ahead(&tx, claim.merchant_pk, &batch, claim.options.update).await?,
-            };
-            let (reports, _) = apply_rows(steps, batch, claim.options.update, Persist::ValidateOnly).await?;
+            let ahead = read_ahead(&tx, claim.merchant_pk, &batch, (claim.options.update, true)).await?;
+            let mut steps = Steps::new(&tx, claim.merchant_pk, ahead);
+            let (reports, _) = apply_rows(&mut steps, batch, claim.options.update, Persist::ValidateOnly).await?;
+            // Written before the next batch is read, which sees them.
+            steps.flush().await?;
             let first = words.len() as i64;
             // Committed at once: the batches' transaction reads them back when `archive_missing`
             // counts the locations no row names.

@@ -4,10 +4,11 @@
 use std::collections::HashMap;
 
 use deadpool_postgres::{GenericClient, Pool};
+use tokio_postgres::Statement;
 
 use crate::domain::cells;
 use crate::domain::geo::{self, Neighbour};
-use crate::domain::location::batch::{self, NewLocation, Outcome, Stored};
+use crate::domain::location::batch::{self, Neighbourhood, NewLocation, Outcome, Stored};
 use crate::domain::location::listing::{self, Candidate, Group, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::search::key::SearchKey;
@@ -43,7 +44,7 @@ pub(super) async fn neighbours(
 pub(super) async fn neighbours_of(
     client: &impl GenericClient,
     merchant_pk: i64,
-    points: &[Vec<(i64, i64)>],
+    points: &[impl AsRef<[(i64, i64)]>],
 ) -> Result<Vec<Vec<Neighbour>>, StoreError> {
     let mut found = vec![Vec::new(); points.len()];
     if points.is_empty() {
@@ -51,11 +52,14 @@ pub(super) async fn neighbours_of(
     }
     let (mut point, mut firsts, mut lasts) = (Vec::new(), Vec::new(), Vec::new());
     for (i, ranges) in points.iter().enumerate() {
-        for &(first, last) in ranges {
+        for &(first, last) in ranges.as_ref() {
             point.push(i32::try_from(i).unwrap_or(i32::MAX));
             firsts.push(first);
             lasts.push(last);
         }
+    }
+    if point.is_empty() {
+        return Ok(found);
     }
     let live = Status::LIVE.map(Status::as_str);
     let rows = query(
@@ -369,80 +373,137 @@ pub(super) async fn create_known(
             changes: Vec::new(),
         });
     }
-    // Items that are retries need no neighbours; the rest are searched in one statement.
+    let nearby = nearby(tx, merchant_pk, items, stored).await?;
+    let (written, inserts) = decide(items, stored, nearby);
+    let statement = prepare_insert(tx).await?;
+    insert_new(tx, &statement, merchant_pk, items, &inserts).await?;
+    Ok(written)
+}
+
+/// The neighbourhoods `batch::decide` needs: none for items that are retries, the stored live
+/// neighbours of the rest, searched in one statement.
+pub(super) async fn nearby(
+    tx: &impl GenericClient,
+    merchant_pk: i64,
+    items: &[NewLocation],
+    stored: &HashMap<String, Stored>,
+) -> Result<Vec<Neighbourhood>, StoreError> {
     let mut nearby = batch::searched(items, stored);
-    let ranges: Vec<Vec<(i64, i64)>> = nearby.iter().map(|near| near.ranges.clone()).collect();
-    for (near, found) in nearby.iter_mut().zip(neighbours_of(tx, merchant_pk, &ranges).await?) {
+    let ranges: Vec<&[(i64, i64)]> = nearby.iter().map(|near| near.ranges.as_slice()).collect();
+    let found = neighbours_of(tx, merchant_pk, &ranges).await?;
+    for (near, found) in nearby.iter_mut().zip(found) {
         near.stored = found;
     }
+    Ok(nearby)
+}
 
-    let (outcomes, inserts) = batch::decide(items, stored, nearby, || uuid::Uuid::now_v7().to_string());
-    let now = now_ms();
-    if !inserts.is_empty() {
-        let location_ids: Vec<&str> = inserts.iter().map(|i| i.location_id.as_str()).collect();
-        let statuses: Vec<&str> = inserts.iter().map(|i| i.status.as_str()).collect();
-        let new = |i: &batch::ToInsert| &items[i.item];
-        let mlids: Vec<Option<&str>> = inserts
-            .iter()
-            .map(|i| new(i).location.merchant_location_id.as_deref())
-            .collect();
-        let types: Vec<i32> = inserts
-            .iter()
-            .map(|i| i32::try_from(new(i).location.location_types.bits()).unwrap_or(0))
-            .collect();
-        let lats: Vec<f64> = inserts.iter().map(|i| new(i).location.latitude).collect();
-        let lons: Vec<f64> = inserts.iter().map(|i| new(i).location.longitude).collect();
-        let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
-        let by: Vec<Option<&str>> = inserts.iter().map(|i| i.quarantined_by.as_deref()).collect();
-        let keys: Vec<SearchKey> = inserts.iter().map(|i| SearchKey::of(&new(i).location)).collect();
-        let cells: Vec<i64> = keys.iter().map(|k| k.cell).collect();
-        let flags: Vec<i64> = keys.iter().map(|k| k.flags).collect();
-        let fit = |n: usize| keys.iter().map(|k| k.fit[n]).collect::<Vec<f64>>();
-        let (fit_a, fit_b, fit_c, fit_w) = (fit(0), fit(1), fit(2), fit(3));
-        let hours: Vec<&[u8]> = keys.iter().map(|k| k.hours.as_slice()).collect();
-        let texts: Vec<String> = inserts
-            .iter()
-            .map(|i| text::indexed(&new(i).location.name, new(i).location.merchant_location_id.as_deref()))
-            .collect();
-        let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
-        // Sent together: the counts' update does not wait for the insert's answer.
-        let params: Params<'_> = &[
-            &location_ids,
-            &merchant_pk,
-            &mlids,
-            &statuses,
-            &types,
-            &lats,
-            &lons,
-            &bodies,
-            &now,
-            &by,
-            &cells,
-            &flags,
-            &fit_a,
-            &fit_b,
-            &fit_c,
-            &fit_w,
-            &hours,
-            &texts,
-        ];
-        let insert = execute(
-            tx,
-            "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
-             longitude, body, created_at, updated_at, quarantined_by, cell, flags, fit_a, fit_b, fit_c, fit_w, \
-             hours, search_text) \
-             SELECT l, $2, m, s, t, la, lo, bo, $9, $9, q, c, f, fa, fb, fc, fw, h, st \
-             FROM UNNEST($1::text[], $3::text[], $4::text[], $5::int4[], $6::float8[], $7::float8[], \
-             $8::text[], $10::text[], $11::int8[], $12::int8[], $13::float8[], $14::float8[], $15::float8[], \
-             $16::float8[], $17::bytea[], $18::text[]) AS u(l, m, s, t, la, lo, bo, q, c, f, fa, fb, fc, fw, h, st)",
-            params,
-        );
-        tokio::try_join!(insert, count(tx, merchant_pk, &counted))?;
+/// The rows a create decided to insert, and its time.
+pub(super) struct Inserts {
+    rows: Vec<batch::ToInsert>,
+    now: i64,
+}
+
+impl Inserts {
+    pub(super) fn is_empty(&self) -> bool {
+        self.rows.is_empty()
     }
-    Ok(Written {
+}
+
+/// A create decided (`batch::decide`), nothing written yet: each item's outcome and its changes,
+/// and the rows for [`insert_new`].
+pub(super) fn decide(
+    items: &[NewLocation],
+    stored: &HashMap<String, Stored>,
+    nearby: Vec<Neighbourhood>,
+) -> (Written<Vec<Outcome>>, Inserts) {
+    let (outcomes, rows) = batch::decide(items, stored, nearby, || uuid::Uuid::now_v7().to_string());
+    let now = now_ms();
+    let written = Written {
         value: outcomes,
-        changes: inserts.iter().map(|new| new.change(items, now)).collect(),
-    })
+        changes: rows.iter().map(|new| new.change(items, now)).collect(),
+    };
+    (written, Inserts { rows, now })
+}
+
+const INSERT: &str = "INSERT INTO locations (location_id, merchant_pk, merchant_location_id, status, types, latitude, \
+     longitude, body, created_at, updated_at, quarantined_by, cell, flags, fit_a, fit_b, fit_c, fit_w, hours, \
+     search_text) \
+     SELECT l, $2, m, s, t, la, lo, bo, $9, $9, q, c, f, fa, fb, fc, fw, h, st \
+     FROM UNNEST($1::text[], $3::text[], $4::text[], $5::int4[], $6::float8[], $7::float8[], $8::text[], \
+     $10::text[], $11::int8[], $12::int8[], $13::float8[], $14::float8[], $15::float8[], $16::float8[], \
+     $17::bytea[], $18::text[]) AS u(l, m, s, t, la, lo, bo, q, c, f, fa, fb, fc, fw, h, st)";
+
+/// The statement [`insert_new`] runs, prepared on `tx`'s connection (at once when it was before).
+pub(super) async fn prepare_insert(tx: &impl GenericClient) -> Result<Statement, StoreError> {
+    Ok(tx.prepare_cached(INSERT).await?)
+}
+
+/// Writes the rows `inserts` of `items` decided, and the merchant's counts, with `statement` from
+/// [`prepare_insert`]: the insert is sent at the first poll, so a statement polled after it (the
+/// next batch's reads of an import) runs after it.
+pub(super) async fn insert_new(
+    tx: &impl GenericClient,
+    statement: &Statement,
+    merchant_pk: i64,
+    items: &[NewLocation],
+    inserts: &Inserts,
+) -> Result<(), StoreError> {
+    let (inserts, now) = (&inserts.rows, inserts.now);
+    if inserts.is_empty() {
+        return Ok(());
+    }
+    let location_ids: Vec<&str> = inserts.iter().map(|i| i.location_id.as_str()).collect();
+    let statuses: Vec<&str> = inserts.iter().map(|i| i.status.as_str()).collect();
+    let new = |i: &batch::ToInsert| &items[i.item];
+    let mlids: Vec<Option<&str>> = inserts
+        .iter()
+        .map(|i| new(i).location.merchant_location_id.as_deref())
+        .collect();
+    let types: Vec<i32> = inserts
+        .iter()
+        .map(|i| i32::try_from(new(i).location.location_types.bits()).unwrap_or(0))
+        .collect();
+    let lats: Vec<f64> = inserts.iter().map(|i| new(i).location.latitude).collect();
+    let lons: Vec<f64> = inserts.iter().map(|i| new(i).location.longitude).collect();
+    let bodies: Vec<&str> = inserts.iter().map(|i| new(i).canonical.as_str()).collect();
+    let by: Vec<Option<&str>> = inserts.iter().map(|i| i.quarantined_by.as_deref()).collect();
+    let keys: Vec<SearchKey> = inserts.iter().map(|i| SearchKey::of(&new(i).location)).collect();
+    let cells: Vec<i64> = keys.iter().map(|k| k.cell).collect();
+    let flags: Vec<i64> = keys.iter().map(|k| k.flags).collect();
+    let fit = |n: usize| keys.iter().map(|k| k.fit[n]).collect::<Vec<f64>>();
+    let (fit_a, fit_b, fit_c, fit_w) = (fit(0), fit(1), fit(2), fit(3));
+    let hours: Vec<&[u8]> = keys.iter().map(|k| k.hours.as_slice()).collect();
+    let texts: Vec<String> = inserts
+        .iter()
+        .map(|i| text::indexed(&new(i).location.name, new(i).location.merchant_location_id.as_deref()))
+        .collect();
+    let counted = listing::tally(inserts.iter().map(|i| (i.status, new(i).location.location_types, 1)));
+    let params: Params<'_> = &[
+        &location_ids,
+        &merchant_pk,
+        &mlids,
+        &statuses,
+        &types,
+        &lats,
+        &lons,
+        &bodies,
+        &now,
+        &by,
+        &cells,
+        &flags,
+        &fit_a,
+        &fit_b,
+        &fit_c,
+        &fit_w,
+        &hours,
+        &texts,
+    ];
+    // Sent together: the counts' update does not wait for the insert's answer.
+    tokio::try_join!(
+        async { Ok::<_, StoreError>(tx.execute(statement, params).await?) },
+        count(tx, merchant_pk, &counted)
+    )?;
+    Ok(())
 }
 
 pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<LocationPage, StoreError> {

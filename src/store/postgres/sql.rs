@@ -69,10 +69,13 @@ pub(super) async fn custom_plans(tx: &impl GenericClient) -> Result<(), StoreErr
     Ok(())
 }
 
+/// The statement of [`lock_merchant`].
+pub(super) const LOCK_MERCHANT: &str = "SELECT pg_advisory_xact_lock($1)";
+
 /// Takes the merchant's lock until the end of `tx`: a merchant's writes (its groups, an operator's
 /// approval) take turns across every instance.
 pub(super) async fn lock_merchant(tx: &impl GenericClient, merchant_pk: i64) -> Result<(), StoreError> {
-    execute(tx, "SELECT pg_advisory_xact_lock($1)", &[&merchant_pk]).await?;
+    execute(tx, LOCK_MERCHANT, &[&merchant_pk]).await?;
     Ok(())
 }
 

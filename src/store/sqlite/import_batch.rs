@@ -56,8 +56,8 @@ impl TxSteps for Steps<'_> {
         Ok(known)
     }
 
-    async fn create(&mut self, items: &[NewLocation]) -> Result<Written<Vec<Outcome>>, StoreError> {
-        locations::create_in_tx(self.tx, self.merchant_pk, items, self.failpoint)
+    async fn create(&mut self, items: Vec<NewLocation>, _rows: &[usize]) -> Result<Written<Vec<Outcome>>, StoreError> {
+        locations::create_in_tx(self.tx, self.merchant_pk, &items, self.failpoint)
     }
 
     async fn change(&mut self, plan: ChangePlan) -> Result<Written<Decision>, StoreError> {
@@ -74,12 +74,12 @@ pub(super) fn apply_now(
     update: bool,
     persist: Persist,
 ) -> Result<(Vec<RowReport>, Vec<Change>), StoreError> {
-    let steps = Steps {
+    let mut steps = Steps {
         tx,
         merchant_pk: claim.0,
         failpoint: claim.1,
     };
-    apply_rows(steps, rows, update, persist)
+    apply_rows(&mut steps, rows, update, persist)
         .now_or_never()
         .unwrap_or_else(|| Err(StoreError::Backend("a batch's write waited on this connection".into())))
 }

@@ -115,10 +115,7 @@ pub(super) fn plan_item(
         Operation::Update => {
             let checked = validate::check(value, path, &UPDATE_KEYS, errors);
             let content = match checked.location {
-                Some(location) => {
-                    let canonical = location.canonical_json();
-                    Ok(Some(NewLocation { location, canonical }))
-                }
+                Some(location) => Ok(Some(NewLocation::new(location))),
                 None => Err(checked.errors.into_vec()),
             };
             (content, checked.types, Some(item_name().unwrap_or_default()))
