@@ -154,10 +154,11 @@ async fn run_claimed(
         sheet: claim.options.sheet.clone(),
         ..ReadOptions::default()
     };
+    // One copy of the file (up to 6 MiB), shared by the check and the batches' pass.
+    let content = Arc::new(std::mem::take(&mut claim.content));
     if claim.rows_total.is_none() {
-        let content = claim.content.clone();
         let read = {
-            let options = options.clone();
+            let (content, options) = (Arc::clone(&content), options.clone());
             tokio::task::spawn_blocking(move || check_bytes(&content, format, &options))
         };
         match read.await.map_err(crate::store::StoreError::backend)? {
@@ -175,7 +176,6 @@ async fn run_claimed(
             }
         }
     }
-    let content = std::mem::take(&mut claim.content);
     let (tx, mut rx) = mpsc::channel(2 * BATCHES_PER_WRITE);
     let skip = u64::try_from(claim.rows_done).unwrap_or(0);
     let update = claim.options.update;
