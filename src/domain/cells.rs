@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 
-use super::geo::{EARTH_RADIUS_M, Neighbour, Origin, QUARANTINE_RADIUS_M};
+use super::geo::{EARTH_RADIUS_M, Neighbour, Origin, QUARANTINE_RADIUS_M, cos_near};
 
 /// Bits per coordinate; a key has twice as many.
 const BITS: u32 = 30;
@@ -115,22 +115,93 @@ impl Rect {
             || (self.west..=self.east).contains(&(longitude + 360.0))
     }
 
-    /// Bounds of `least_distance` and `greatest_distance` made without trigonometry: the least is
-    /// at least the meridian arc to the nearer latitude edge (no point is nearer than its
-    /// latitude), the greatest at most the corners' bounds of [`Origin::distance_bounds_m`] (which
-    /// grow with the differences of latitude and of longitude, greatest at a corner unless the
-    /// rectangle holds the meridian opposite the point: then no bound).
-    fn distance_bounds(&self, from: &Seen) -> (f64, f64) {
+    /// Bounds of `least_distance` and `greatest_distance` made without trigonometry, within a
+    /// few metres of them for the cells of a search's rings. Haversine's `a` (the distance is
+    /// `2R·asin(√a)`, growing with `a`) is `sin²(Δφ/2) + cos φ₁·cos φ₂·sin²(Δλ/2)`: below, each of
+    /// its two terms is bounded over the rectangle by its own extremes (the differences of
+    /// latitude and of longitude to the nearer and the farther edges; `cos φ₂` least at an edge,
+    /// since it is concave, and greatest at the latitude nearest the equator), the sines and the
+    /// cosine of the rectangle's latitudes by their Taylor polynomials (which bound them from
+    /// either side), and `asin(y)` lies between `y` and `y/√(1−y²)`; no bound for the greatest
+    /// when the rectangle holds the meridian opposite the point. Above and below, a point of the
+    /// rectangle bounds each (its distance is at least the least, a corner's at most the
+    /// greatest): the point nearest in latitude and longitude, and the farthest corner.
+    fn distance_bounds(&self, from: &Seen) -> Bounds {
+        // Far beyond the rounding of either computation, and far below the decisions' margin.
+        const SLACK_M: f64 = 1e-3;
+        const ROUNDING: f64 = 1e-9;
         let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
-        let least = (self.south - latitude).max(latitude - self.north).max(0.0).to_radians() * EARTH_RADIUS_M;
+        let (to_south, to_north) = (
+            (self.south - latitude).to_radians(),
+            (self.north - latitude).to_radians(),
+        );
+        let d_phi_least = if to_south > 0.0 {
+            to_south
+        } else if to_north < 0.0 {
+            -to_north
+        } else {
+            0.0
+        };
+        let (to_west, to_east) = (
+            wrap(self.west - longitude).abs().to_radians(),
+            wrap(self.east - longitude).abs().to_radians(),
+        );
+        let holds_longitude = self.holds_longitude(longitude);
+        let d_lambda_least = if holds_longitude { 0.0 } else { to_west.min(to_east) };
+        let cos_least = from.cos_bounds(to_south).0.min(from.cos_bounds(to_north).0).max(0.0);
+        let sin_least = |half: f64| (half - half.powi(3) / 6.0).max(0.0);
+        let a_least =
+            sin_least(d_phi_least / 2.0).powi(2) + from.cos_phi * cos_least * sin_least(d_lambda_least / 2.0).powi(2);
+        let nearest = (
+            latitude.clamp(self.south, self.north),
+            match (holds_longitude, to_west <= to_east) {
+                (true, _) => longitude,
+                (false, true) => self.west,
+                (false, false) => self.east,
+            },
+        );
+        let least = (
+            2.0 * EARTH_RADIUS_M * a_least.sqrt() * (1.0 - ROUNDING) - SLACK_M,
+            from.origin
+                .distance_within_m(nearest.0, nearest.1)
+                .map_or(f64::INFINITY, |(_, most)| most),
+        );
+        let farthest = (
+            if to_south.abs() >= to_north.abs() {
+                self.south
+            } else {
+                self.north
+            },
+            if to_west >= to_east { self.west } else { self.east },
+        );
+        let greatest_at_least = from
+            .origin
+            .distance_within_m(farthest.0, farthest.1)
+            .map_or(0.0, |(least, _)| least);
+        let unbounded = Bounds {
+            least,
+            greatest: (greatest_at_least, f64::INFINITY),
+        };
         if self.holds_longitude(wrap(longitude + 180.0)) {
-            return (least, f64::INFINITY);
+            return unbounded;
         }
-        let greatest = [self.south, self.north]
-            .into_iter()
-            .flat_map(|p| [self.west, self.east].map(|m| from.origin.distance_bounds_m(p, m).1))
-            .fold(0.0, f64::max);
-        (least, greatest)
+        let cos_most = if self.south <= 0.0 && self.north >= 0.0 {
+            1.0
+        } else {
+            let nearest_equator = if self.south > 0.0 { to_south } else { to_north };
+            from.cos_bounds(nearest_equator).1.min(1.0)
+        };
+        let d_phi_most = to_south.abs().max(to_north.abs());
+        let d_lambda_most = to_west.max(to_east);
+        let a_most = (d_phi_most / 2.0).powi(2) + from.cos_phi * cos_most * (d_lambda_most / 2.0).powi(2);
+        if a_most >= 1.0 {
+            return unbounded;
+        }
+        let greatest_at_most = 2.0 * EARTH_RADIUS_M * (a_most / (1.0 - a_most)).sqrt() * (1.0 + ROUNDING) + SLACK_M;
+        Bounds {
+            least,
+            greatest: (greatest_at_least, greatest_at_most),
+        }
     }
 
     /// The least great-circle distance from the point to the rectangle. Along a parallel the
@@ -177,11 +248,57 @@ impl Rect {
     }
 }
 
+/// Bounds of a cell's least and greatest distances.
+struct Bounds {
+    least: (f64, f64),
+    greatest: (f64, f64),
+}
+
+/// What the exact distances would decide of a cell, when its bounds tell it (each test on a bound
+/// implies the same test on the distance it bounds): `Some(None)` when it lies outside the ring,
+/// `Some(Some(crosses))` when it does not, whether it crosses an edge.
+fn settle(bounds: Bounds, (inner, outer): (f64, f64)) -> Option<Option<bool>> {
+    let Bounds { least, greatest } = bounds;
+    if least.0 > outer + MARGIN_M || greatest.1 < inner - MARGIN_M {
+        return Some(None);
+    }
+    if least.1 > outer + MARGIN_M || greatest.0 < inner - MARGIN_M {
+        return None;
+    }
+    if greatest.0 > outer - MARGIN_M || least.1 < inner + MARGIN_M {
+        return Some(Some(true));
+    }
+    if greatest.1 <= outer - MARGIN_M && least.0 >= inner + MARGIN_M {
+        return Some(Some(false));
+    }
+    None
+}
+
 /// The point a covering is made around, with what every cell's distances need of it alone.
 struct Seen {
     origin: Origin,
     /// `tan` of its latitude: where a meridian comes closest to it.
     tan_latitude: f64,
+    /// `cos` and `sin` of its latitude: the bounds of a cell's distances.
+    cos_phi: f64,
+    sin_phi: f64,
+}
+
+impl Seen {
+    fn new(latitude: f64, longitude: f64) -> Seen {
+        let phi = latitude.to_radians();
+        Seen {
+            origin: Origin::new(latitude, longitude),
+            tan_latitude: phi.tan(),
+            cos_phi: phi.cos(),
+            sin_phi: phi.sin(),
+        }
+    }
+
+    /// Bounds of the cosine of the latitude `delta` radians from the point's ([`cos_near`]).
+    fn cos_bounds(&self, delta: f64) -> (f64, f64) {
+        cos_near(self.cos_phi, self.sin_phi, delta)
+    }
 }
 
 /// Key ranges per neighbour search at most: a 50 m disk is two to four cells of about 80 m. Each
@@ -266,20 +383,25 @@ fn start(latitude: f64, longitude: f64, outer: f64) -> Vec<Cell> {
 /// at a distance `d` from (`latitude`, `longitude`) with `inner < d ≤ outer` (metres; a negative
 /// `inner` means the whole disk).
 pub fn cover(latitude: f64, longitude: f64, inner: f64, outer: f64, max_cells: usize) -> Vec<(i64, i64)> {
-    let from = Seen {
-        origin: Origin::new(latitude, longitude),
-        tan_latitude: latitude.to_radians().tan(),
-    };
+    cover_by(latitude, longitude, (inner, outer), max_cells, true)
+}
+
+/// [`cover`], its cells settled by their distances' bounds first when `bounded` (a test makes the
+/// same covering without them).
+fn cover_by(
+    latitude: f64,
+    longitude: f64,
+    (inner, outer): (f64, f64),
+    max_cells: usize,
+    bounded: bool,
+) -> Vec<(i64, i64)> {
+    let from = Seen::new(latitude, longitude);
     let crosses = |cell: Cell| -> Option<bool> {
         let rect = cell.rect();
         // Bounds without trigonometry settle most cells as the exact distances below would (each
         // test on a bound implies the same test on the distance it bounds); the rest are measured.
-        let (least_at_least, greatest_at_most) = rect.distance_bounds(&from);
-        if least_at_least > outer + MARGIN_M || greatest_at_most < inner - MARGIN_M {
-            return None;
-        }
-        if greatest_at_most <= outer - MARGIN_M && least_at_least >= inner + MARGIN_M {
-            return Some(false);
+        if bounded && let Some(settled) = settle(rect.distance_bounds(&from), (inner, outer)) {
+            return settled;
         }
         let least = rect.least_distance(&from);
         if least > outer + MARGIN_M {
@@ -455,6 +577,52 @@ mod tests {
             let ranges = cover(lat, lon, inner, outer, cells);
             prop_assert!(ranges.len() <= cells.max(1));
             prop_assert!(covered(&ranges, plat, plon), "{:?} at {} m", (plat, plon), d);
+        }
+
+        /// A cell's bounds without trigonometry hold its least and greatest distances, for cells
+        /// of every size from a continent to a few metres, near the point and far from it.
+        #[test]
+        fn a_cell_s_bounds_hold_its_distances(
+            lat in -90.0f64..=90.0,
+            lon in -180.0f64..180.0,
+            bearing in 0.0f64..360.0,
+            distance in 0.0f64..3_000_000.0,
+            level in 4u32..=30,
+        ) {
+            let (clat, clon) = destination(lat, lon, bearing, distance);
+            let key = cell_key(clat, clon) as u64;
+            let (mut x, mut y) = (0u64, 0u64);
+            for bit in 0..BITS {
+                x |= ((key >> (2 * bit)) & 1) << bit;
+                y |= ((key >> (2 * bit + 1)) & 1) << bit;
+            }
+            let shift = BITS - level;
+            let rect = Cell { level, x: x >> shift, y: y >> shift }.rect();
+            let from = Seen::new(lat, lon);
+            let bounds = rect.distance_bounds(&from);
+            let (least, greatest) = (rect.least_distance(&from), rect.greatest_distance(&from));
+            prop_assert!(bounds.least.0 <= least && least <= bounds.least.1, "{} not in {:?}", least, bounds.least);
+            prop_assert!(
+                bounds.greatest.0 <= greatest && greatest <= bounds.greatest.1,
+                "{} not in {:?}", greatest, bounds.greatest
+            );
+        }
+
+        /// The bounds only spare the exact distances: the covering is the one the exact distances
+        /// alone make, for the rings of a buyer's walk and the neighbour search's disk.
+        #[test]
+        fn the_bounds_leave_the_covering_as_the_exact_distances_make_it(
+            lat in -90.0f64..=90.0,
+            lon in -180.0f64..180.0,
+            inner in -1.0f64..50_000.0,
+            width in 1.0f64..50_000.0,
+            cells in prop::sample::select(vec![NEIGHBOUR_CELLS, crate::domain::location::search::RING_CELLS, 64]),
+        ) {
+            let outer = inner.max(0.0) + width;
+            prop_assert_eq!(
+                cover_by(lat, lon, (inner, outer), cells, true),
+                cover_by(lat, lon, (inner, outer), cells, false)
+            );
         }
     }
 }

@@ -29,15 +29,63 @@ pub struct Origin {
     pub latitude: f64,
     pub longitude: f64,
     cos_phi: f64,
+    sin_phi: f64,
 }
 
 impl Origin {
     pub fn new(latitude: f64, longitude: f64) -> Origin {
+        let (sin_phi, cos_phi) = latitude.to_radians().sin_cos();
         Origin {
             latitude,
             longitude,
-            cos_phi: latitude.to_radians().cos(),
+            cos_phi,
+            sin_phi,
         }
+    }
+
+    /// `distance_m(lat2, lon2).round()`, told without trigonometry when the bounds of
+    /// [`Origin::distance_within_m`] round alike (nearly always: they are a few millimetres apart
+    /// within a few hundred kilometres), else measured.
+    pub fn rounded_distance_m(&self, lat2: f64, lon2: f64) -> f64 {
+        if let Some((least, most)) = self.distance_within_m(lat2, lon2) {
+            let rounded = least.round();
+            if rounded == most.round() {
+                return rounded;
+            }
+        }
+        self.distance_m(lat2, lon2).round()
+    }
+
+    /// Bounds of `distance_m(lat2, lon2)` without trigonometry, a few millimetres apart within a
+    /// few hundred kilometres (`None` beyond about 6,000 km, where they would be far apart).
+    /// Haversine's `a` is bounded with the sines' Taylor polynomials (for `0 ≤ x ≤ ½`, `sin x` lies
+    /// between `x − x³/6` and `x − x³/6 + x⁵/120`), the cosine of the other latitude as
+    /// [`cos_near`] bounds it, and `asin(y)` between `y + y³/6` and `y + y³/6 + (3/40)·y⁵/(1 − y²)`
+    /// (its series' terms are positive and the later coefficients smaller).
+    pub fn distance_within_m(&self, lat2: f64, lon2: f64) -> Option<(f64, f64)> {
+        // Far beyond the rounding of either computation.
+        const SLACK_M: f64 = 1e-6;
+        const ROUNDING: f64 = 1e-9;
+        let d_phi = (lat2 - self.latitude).to_radians();
+        let d_lon = (lon2 - self.longitude).abs();
+        let d_lambda = (if d_lon > 180.0 { 360.0 - d_lon } else { d_lon }).to_radians();
+        let (x, y) = (d_phi.abs() / 2.0, d_lambda / 2.0);
+        if x.max(y) >= 0.5 {
+            return None;
+        }
+        let sin_low = |t: f64| t - t.powi(3) / 6.0;
+        let sin_high = |t: f64| t - t.powi(3) / 6.0 + t.powi(5) / 120.0;
+        let (cos_low, cos_high) = cos_near(self.cos_phi, self.sin_phi, d_phi);
+        let (cos_low, cos_high) = (cos_low.max(0.0), cos_high.min(1.0));
+        let a_low = sin_low(x).powi(2) + self.cos_phi * cos_low * sin_low(y).powi(2);
+        let a_high = sin_high(x).powi(2) + self.cos_phi * cos_high * sin_high(y).powi(2);
+        let (r_low, r_high) = (a_low.sqrt(), a_high.sqrt());
+        let asin_low = r_low + r_low.powi(3) / 6.0;
+        let asin_high = r_high + r_high.powi(3) / 6.0 + 0.075 * r_high.powi(5) / (1.0 - a_high);
+        Some((
+            2.0 * EARTH_RADIUS_M * asin_low * (1.0 - ROUNDING) - SLACK_M,
+            2.0 * EARTH_RADIUS_M * asin_high * (1.0 + ROUNDING) + SLACK_M,
+        ))
     }
 
     /// Great-circle distance in metres to (`lat2`, `lon2`) (haversine).
@@ -79,6 +127,16 @@ impl Origin {
         let parallel = d_lon.to_radians() * self.cos_phi * EARTH_RADIUS_M;
         (meridian - SLACK_M, meridian + parallel + SLACK_M)
     }
+}
+
+/// Bounds of `cos(φ + δ)` without trigonometry, given `cos φ ≥ 0` and `sin φ`: `cos φ·cos δ −
+/// sin φ·sin δ`, with `cos δ` between `1 − δ²/2` and `1 − δ²/2 + δ⁴/24`, and `sin δ` within
+/// `|δ|³/6` of `δ`.
+pub fn cos_near(cos_phi: f64, sin_phi: f64, delta: f64) -> (f64, f64) {
+    let square = delta * delta;
+    let middle = cos_phi * (1.0 - square / 2.0) - sin_phi * delta;
+    let spread = sin_phi.abs() * square * delta.abs() / 6.0;
+    (middle - spread, middle + spread + cos_phi * square * square / 24.0)
 }
 
 /// A stored location near a new one, as the store found it in the search box.
@@ -163,6 +221,38 @@ mod tests {
             let (least, most) = origin.distance_bounds_m(lat2, lon2);
             proptest::prop_assert!(least < d && d < most, "{least} {d} {most}");
             proptest::prop_assert!(d - least > 0.5 && most - d > 0.5, "a bound within half a metre: {least} {d} {most}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The distance rounded without trigonometry is the measured one rounded, for points near
+        /// and far, and for points whose distance lies a hair from a half metre (where the bounds
+        /// round apart and the distance is measured).
+        #[test]
+        fn the_rounded_distance_is_the_measured_one_rounded(
+            lat1 in -90.0f64..=90.0,
+            lon1 in -180.0f64..180.0,
+            lat2 in -90.0f64..=90.0,
+            lon2 in -180.0f64..180.0,
+            near in proptest::bool::ANY,
+            hair in -1e-6f64..1e-6,
+        ) {
+            let (lat2, lon2) = if near {
+                ((lat1 + (lat2 / 900.0)).clamp(-90.0, 90.0), lon1 + lon2 / 900.0)
+            } else {
+                (lat2, lon2)
+            };
+            let origin = Origin::new(lat1, lon1);
+            let d = origin.distance_m(lat2, lon2);
+            proptest::prop_assert_eq!(origin.rounded_distance_m(lat2, lon2), d.round());
+            // The same bearing at a distance of a whole metre and a half, give or take a hair.
+            let half = d.floor() + 0.5 + hair;
+            let scale = half / d.max(1e-9);
+            let (lat3, lon3) = (lat1 + (lat2 - lat1) * scale, lon1 + (lon2 - lon1) * scale);
+            if near && lat3.abs() <= 90.0 {
+                let d3 = origin.distance_m(lat3, lon3);
+                proptest::prop_assert_eq!(origin.rounded_distance_m(lat3, lon3), d3.round());
+            }
         }
     }
 

@@ -92,7 +92,7 @@ impl<'q> Walk<'q> {
         if least >= self.outer as f64 + 0.5 || most < self.inner as f64 + 0.5 {
             return;
         }
-        let distance = self.origin.distance_m(latitude, longitude).round();
+        let distance = self.origin.rounded_distance_m(latitude, longitude);
         if !(distance > self.inner as f64 && distance <= self.outer as f64) {
             return;
         }
