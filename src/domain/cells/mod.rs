@@ -12,20 +12,22 @@
 //! of the ring `inner < distance ≤ outer` around a point: it starts from the whole world and splits
 //! the coarsest cell that crosses the ring's edges while the budget allows, dropping cells that lie
 //! wholly outside the outer circle or wholly inside the inner one. Its decisions use the exact least
-//! and greatest great-circle distance from the point to a cell (see [`Rect`]), with a metre of
+//! and greatest great-circle distance from the point to a cell (see `rect`), with a metre of
 //! margin, so it never drops a cell that holds a point of the ring, whatever the latitude, across
 //! the 180th meridian and at the poles. Where the budget runs out the cells are larger than the
 //! ring needs: more points are read and discarded, none is missed.
 
 use std::collections::BTreeMap;
 
-use super::geo::{EARTH_RADIUS_M, Neighbour, Origin, QUARANTINE_RADIUS_M, cos_near};
+mod rect;
+
+use rect::{MARGIN_M, Rect, Seen, settle};
+
+use super::geo::{EARTH_RADIUS_M, Neighbour, QUARANTINE_RADIUS_M};
 
 /// Bits per coordinate; a key has twice as many.
 const BITS: u32 = 30;
 const STEPS: f64 = (1u64 << BITS) as f64;
-/// Slack on every distance decision, far above the floating-point error of the computation.
-const MARGIN_M: f64 = 1.0;
 
 /// The index key of a point.
 pub fn cell_key(latitude: f64, longitude: f64) -> i64 {
@@ -91,213 +93,6 @@ impl Cell {
             west: -180.0 + self.x as f64 * lon_step,
             east: -180.0 + (self.x + 1) as f64 * lon_step,
         }
-    }
-}
-
-/// A latitude/longitude rectangle (never across the 180th meridian: cells do not cross it).
-#[derive(Clone, Copy, Debug)]
-struct Rect {
-    south: f64,
-    north: f64,
-    west: f64,
-    east: f64,
-}
-
-/// `degrees` brought into [-180, 180).
-fn wrap(degrees: f64) -> f64 {
-    (degrees + 180.0).rem_euclid(360.0) - 180.0
-}
-
-impl Rect {
-    fn holds_longitude(&self, longitude: f64) -> bool {
-        (self.west..=self.east).contains(&longitude)
-            || (self.west..=self.east).contains(&(longitude - 360.0))
-            || (self.west..=self.east).contains(&(longitude + 360.0))
-    }
-
-    /// Bounds of `least_distance` and `greatest_distance` made without trigonometry, within a
-    /// few metres of them for the cells of a search's rings. Haversine's `a` (the distance is
-    /// `2R·asin(√a)`, growing with `a`) is `sin²(Δφ/2) + cos φ₁·cos φ₂·sin²(Δλ/2)`: below, each of
-    /// its two terms is bounded over the rectangle by its own extremes (the differences of
-    /// latitude and of longitude to the nearer and the farther edges; `cos φ₂` least at an edge,
-    /// since it is concave, and greatest at the latitude nearest the equator), the sines and the
-    /// cosine of the rectangle's latitudes by their Taylor polynomials (which bound them from
-    /// either side), and `asin(y)` lies between `y` and `y/√(1−y²)`; no bound for the greatest
-    /// when the rectangle holds the meridian opposite the point. Above and below, a point of the
-    /// rectangle bounds each (its distance is at least the least, a corner's at most the
-    /// greatest): the point nearest in latitude and longitude, and the farthest corner.
-    fn distance_bounds(&self, from: &Seen) -> Bounds {
-        // Far beyond the rounding of either computation, and far below the decisions' margin.
-        const SLACK_M: f64 = 1e-3;
-        const ROUNDING: f64 = 1e-9;
-        let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
-        let (to_south, to_north) = (
-            (self.south - latitude).to_radians(),
-            (self.north - latitude).to_radians(),
-        );
-        let d_phi_least = if to_south > 0.0 {
-            to_south
-        } else if to_north < 0.0 {
-            -to_north
-        } else {
-            0.0
-        };
-        let (to_west, to_east) = (
-            wrap(self.west - longitude).abs().to_radians(),
-            wrap(self.east - longitude).abs().to_radians(),
-        );
-        let holds_longitude = self.holds_longitude(longitude);
-        let d_lambda_least = if holds_longitude { 0.0 } else { to_west.min(to_east) };
-        let cos_least = from.cos_bounds(to_south).0.min(from.cos_bounds(to_north).0).max(0.0);
-        let sin_least = |half: f64| (half - half.powi(3) / 6.0).max(0.0);
-        let a_least =
-            sin_least(d_phi_least / 2.0).powi(2) + from.cos_phi * cos_least * sin_least(d_lambda_least / 2.0).powi(2);
-        let nearest = (
-            latitude.clamp(self.south, self.north),
-            match (holds_longitude, to_west <= to_east) {
-                (true, _) => longitude,
-                (false, true) => self.west,
-                (false, false) => self.east,
-            },
-        );
-        let least = (
-            2.0 * EARTH_RADIUS_M * a_least.sqrt() * (1.0 - ROUNDING) - SLACK_M,
-            from.origin
-                .distance_within_m(nearest.0, nearest.1)
-                .map_or(f64::INFINITY, |(_, most)| most),
-        );
-        let farthest = (
-            if to_south.abs() >= to_north.abs() {
-                self.south
-            } else {
-                self.north
-            },
-            if to_west >= to_east { self.west } else { self.east },
-        );
-        let greatest_at_least = from
-            .origin
-            .distance_within_m(farthest.0, farthest.1)
-            .map_or(0.0, |(least, _)| least);
-        let unbounded = Bounds {
-            least,
-            greatest: (greatest_at_least, f64::INFINITY),
-        };
-        if self.holds_longitude(wrap(longitude + 180.0)) {
-            return unbounded;
-        }
-        let cos_most = if self.south <= 0.0 && self.north >= 0.0 {
-            1.0
-        } else {
-            let nearest_equator = if self.south > 0.0 { to_south } else { to_north };
-            from.cos_bounds(nearest_equator).1.min(1.0)
-        };
-        let d_phi_most = to_south.abs().max(to_north.abs());
-        let d_lambda_most = to_west.max(to_east);
-        let a_most = (d_phi_most / 2.0).powi(2) + from.cos_phi * cos_most * (d_lambda_most / 2.0).powi(2);
-        if a_most >= 1.0 {
-            return unbounded;
-        }
-        let greatest_at_most = 2.0 * EARTH_RADIUS_M * (a_most / (1.0 - a_most)).sqrt() * (1.0 + ROUNDING) + SLACK_M;
-        Bounds {
-            least,
-            greatest: (greatest_at_least, greatest_at_most),
-        }
-    }
-
-    /// The least great-circle distance from the point to the rectangle. Along a parallel the
-    /// distance grows with the difference of longitude, so the nearest point lies on the
-    /// point's own meridian (then it is the difference of latitude) or on the nearer meridian
-    /// edge; along a meridian it has one minimum, where the meridian comes closest to the point
-    /// (or at the pole on the point's side when the meridian is more than 90° away), clamped to
-    /// the edge's latitudes.
-    fn least_distance(&self, from: &Seen) -> f64 {
-        let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
-        if self.holds_longitude(longitude) {
-            let degrees = if latitude < self.south {
-                self.south - latitude
-            } else if latitude > self.north {
-                latitude - self.north
-            } else {
-                0.0
-            };
-            return degrees.to_radians() * EARTH_RADIUS_M;
-        }
-        let (to_west, to_east) = (wrap(self.west - longitude).abs(), wrap(self.east - longitude).abs());
-        let (edge, apart) = if to_west <= to_east {
-            (self.west, to_west)
-        } else {
-            (self.east, to_east)
-        };
-        let cos_apart = apart.to_radians().cos();
-        let closest = if cos_apart <= 0.0 {
-            if latitude >= 0.0 { 90.0 } else { -90.0 }
-        } else {
-            (from.tan_latitude / cos_apart).atan().to_degrees()
-        };
-        from.origin.distance_m(closest.clamp(self.south, self.north), edge)
-    }
-
-    /// The greatest great-circle distance from the point to the rectangle: at a corner (by the
-    /// same two monotonic directions), or on the meridian opposite the point when the rectangle
-    /// holds it.
-    fn greatest_distance(&self, from: &Seen) -> f64 {
-        let opposite = wrap(from.origin.longitude + 180.0);
-        let meridians = [self.west, self.east, opposite];
-        let n = if self.holds_longitude(opposite) { 3 } else { 2 };
-        from.origin.farthest_m(&[self.south, self.north], &meridians[..n])
-    }
-}
-
-/// Bounds of a cell's least and greatest distances.
-struct Bounds {
-    least: (f64, f64),
-    greatest: (f64, f64),
-}
-
-/// What the exact distances would decide of a cell, when its bounds tell it (each test on a bound
-/// implies the same test on the distance it bounds): `Some(None)` when it lies outside the ring,
-/// `Some(Some(crosses))` when it does not, whether it crosses an edge.
-fn settle(bounds: Bounds, (inner, outer): (f64, f64)) -> Option<Option<bool>> {
-    let Bounds { least, greatest } = bounds;
-    if least.0 > outer + MARGIN_M || greatest.1 < inner - MARGIN_M {
-        return Some(None);
-    }
-    if least.1 > outer + MARGIN_M || greatest.0 < inner - MARGIN_M {
-        return None;
-    }
-    if greatest.0 > outer - MARGIN_M || least.1 < inner + MARGIN_M {
-        return Some(Some(true));
-    }
-    if greatest.1 <= outer - MARGIN_M && least.0 >= inner + MARGIN_M {
-        return Some(Some(false));
-    }
-    None
-}
-
-/// The point a covering is made around, with what every cell's distances need of it alone.
-struct Seen {
-    origin: Origin,
-    /// `tan` of its latitude: where a meridian comes closest to it.
-    tan_latitude: f64,
-    /// `cos` and `sin` of its latitude: the bounds of a cell's distances.
-    cos_phi: f64,
-    sin_phi: f64,
-}
-
-impl Seen {
-    fn new(latitude: f64, longitude: f64) -> Seen {
-        let phi = latitude.to_radians();
-        Seen {
-            origin: Origin::new(latitude, longitude),
-            tan_latitude: phi.tan(),
-            cos_phi: phi.cos(),
-            sin_phi: phi.sin(),
-        }
-    }
-
-    /// Bounds of the cosine of the latitude `delta` radians from the point's ([`cos_near`]).
-    fn cos_bounds(&self, delta: f64) -> (f64, f64) {
-        cos_near(self.cos_phi, self.sin_phi, delta)
     }
 }
 
@@ -466,6 +261,7 @@ fn cover_by(
 
 #[cfg(test)]
 mod tests {
+    use super::rect::wrap;
     use super::*;
     use crate::domain::geo::haversine_m;
     use proptest::prelude::*;
