@@ -43,6 +43,21 @@ impl Origin {
         }
     }
 
+    /// The cosine of its latitude.
+    pub fn cos_latitude(&self) -> f64 {
+        self.cos_phi
+    }
+
+    /// Bounds of the cosine of the latitude `delta` radians from this point's, without
+    /// trigonometry: `cos φ·cos δ − sin φ·sin δ`, with `cos δ` between `1 − δ²/2` and
+    /// `1 − δ²/2 + δ⁴/24`, and `sin δ` within `|δ|³/6` of `δ`.
+    pub fn cos_near(&self, delta: f64) -> (f64, f64) {
+        let square = delta * delta;
+        let middle = self.cos_phi * (1.0 - square / 2.0) - self.sin_phi * delta;
+        let spread = self.sin_phi.abs() * square * delta.abs() / 6.0;
+        (middle - spread, middle + spread + self.cos_phi * square * square / 24.0)
+    }
+
     /// `distance_m(lat2, lon2).round()`, told without trigonometry when the bounds of
     /// [`Origin::distance_within_m`] round alike (nearly always: they are a few millimetres apart
     /// within a few hundred kilometres), else measured.
@@ -60,7 +75,7 @@ impl Origin {
     /// few hundred kilometres (`None` beyond about 6,000 km, where they would be far apart).
     /// Haversine's `a` is bounded with the sines' Taylor polynomials (for `0 ≤ x ≤ ½`, `sin x` lies
     /// between `x − x³/6` and `x − x³/6 + x⁵/120`), the cosine of the other latitude as
-    /// [`cos_near`] bounds it, and `asin(y)` between `y + y³/6` and `y + y³/6 + (3/40)·y⁵/(1 − y²)`
+    /// [`Origin::cos_near`] bounds it, and `asin(y)` between `y + y³/6` and `y + y³/6 + (3/40)·y⁵/(1 − y²)`
     /// (its series' terms are positive and the later coefficients smaller).
     pub fn distance_within_m(&self, lat2: f64, lon2: f64) -> Option<(f64, f64)> {
         // Far beyond the rounding of either computation.
@@ -75,7 +90,7 @@ impl Origin {
         }
         let sin_low = |t: f64| t - t.powi(3) / 6.0;
         let sin_high = |t: f64| t - t.powi(3) / 6.0 + t.powi(5) / 120.0;
-        let (cos_low, cos_high) = cos_near(self.cos_phi, self.sin_phi, d_phi);
+        let (cos_low, cos_high) = self.cos_near(d_phi);
         let (cos_low, cos_high) = (cos_low.max(0.0), cos_high.min(1.0));
         let a_low = sin_low(x).powi(2) + self.cos_phi * cos_low * sin_low(y).powi(2);
         let a_high = sin_high(x).powi(2) + self.cos_phi * cos_high * sin_high(y).powi(2);
@@ -127,16 +142,6 @@ impl Origin {
         let parallel = d_lon.to_radians() * self.cos_phi * EARTH_RADIUS_M;
         (meridian - SLACK_M, meridian + parallel + SLACK_M)
     }
-}
-
-/// Bounds of `cos(φ + δ)` without trigonometry, given `cos φ ≥ 0` and `sin φ`: `cos φ·cos δ −
-/// sin φ·sin δ`, with `cos δ` between `1 − δ²/2` and `1 − δ²/2 + δ⁴/24`, and `sin δ` within
-/// `|δ|³/6` of `δ`.
-pub fn cos_near(cos_phi: f64, sin_phi: f64, delta: f64) -> (f64, f64) {
-    let square = delta * delta;
-    let middle = cos_phi * (1.0 - square / 2.0) - sin_phi * delta;
-    let spread = sin_phi.abs() * square * delta.abs() / 6.0;
-    (middle - spread, middle + spread + cos_phi * square * square / 24.0)
 }
 
 /// A stored location near a new one, as the store found it in the search box.

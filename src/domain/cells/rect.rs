@@ -2,7 +2,7 @@
 //! the point a covering is made around: exact, and bounded without trigonometry, so that most
 //! cells are settled by their bounds as the exact distances would settle them.
 
-use crate::domain::geo::{EARTH_RADIUS_M, Origin, cos_near};
+use crate::domain::geo::{EARTH_RADIUS_M, Origin};
 
 /// Slack on every distance decision, far above the floating-point error of the computation.
 pub(super) const MARGIN_M: f64 = 1.0;
@@ -61,10 +61,15 @@ impl Rect {
         );
         let holds_longitude = self.holds_longitude(longitude);
         let d_lambda_least = if holds_longitude { 0.0 } else { to_west.min(to_east) };
-        let cos_least = from.cos_bounds(to_south).0.min(from.cos_bounds(to_north).0).max(0.0);
+        let cos_least = from
+            .origin
+            .cos_near(to_south)
+            .0
+            .min(from.origin.cos_near(to_north).0)
+            .max(0.0);
         let sin_least = |half: f64| (half - half.powi(3) / 6.0).max(0.0);
-        let a_least =
-            sin_least(d_phi_least / 2.0).powi(2) + from.cos_phi * cos_least * sin_least(d_lambda_least / 2.0).powi(2);
+        let a_least = sin_least(d_phi_least / 2.0).powi(2)
+            + from.origin.cos_latitude() * cos_least * sin_least(d_lambda_least / 2.0).powi(2);
         let nearest = (
             latitude.clamp(self.south, self.north),
             match (holds_longitude, to_west <= to_east) {
@@ -102,11 +107,11 @@ impl Rect {
             1.0
         } else {
             let nearest_equator = if self.south > 0.0 { to_south } else { to_north };
-            from.cos_bounds(nearest_equator).1.min(1.0)
+            from.origin.cos_near(nearest_equator).1.min(1.0)
         };
         let d_phi_most = to_south.abs().max(to_north.abs());
         let d_lambda_most = to_west.max(to_east);
-        let a_most = (d_phi_most / 2.0).powi(2) + from.cos_phi * cos_most * (d_lambda_most / 2.0).powi(2);
+        let a_most = (d_phi_most / 2.0).powi(2) + from.origin.cos_latitude() * cos_most * (d_lambda_most / 2.0).powi(2);
         if a_most >= 1.0 {
             return unbounded;
         }
@@ -192,24 +197,13 @@ pub(super) struct Seen {
     origin: Origin,
     /// `tan` of its latitude: where a meridian comes closest to it.
     tan_latitude: f64,
-    /// `cos` and `sin` of its latitude: the bounds of a cell's distances.
-    cos_phi: f64,
-    sin_phi: f64,
 }
 
 impl Seen {
     pub(super) fn new(latitude: f64, longitude: f64) -> Seen {
-        let phi = latitude.to_radians();
         Seen {
             origin: Origin::new(latitude, longitude),
-            tan_latitude: phi.tan(),
-            cos_phi: phi.cos(),
-            sin_phi: phi.sin(),
+            tan_latitude: latitude.to_radians().tan(),
         }
-    }
-
-    /// Bounds of the cosine of the latitude `delta` radians from the point's ([`cos_near`]).
-    fn cos_bounds(&self, delta: f64) -> (f64, f64) {
-        cos_near(self.cos_phi, self.sin_phi, delta)
     }
 }
