@@ -476,7 +476,7 @@ def main():
     workdir = Path(tempfile.mkdtemp(prefix="storefront-bench-"))
     pg = None
     try:
-        if any(w in PG_MERCHANTS or w.endswith("-pg") for w in workloads):
+        if any(w in PG_MERCHANTS or w.endswith(("-pg", "-pg-sf")) for w in workloads):
             os.chmod(workdir, 0o755)  # the cluster runs as the postgres user
             pg = Postgres(workdir)
         dbs = prepare(workdir, cfg.big, workloads)
