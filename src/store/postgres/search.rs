@@ -5,7 +5,7 @@
 //! a search of one ring is two round trips, not four. And what the search index in memory reads.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Object, Pool};
@@ -14,6 +14,7 @@ use super::events::bounds;
 use super::locations::{RECORD, record_of, snapshot};
 use super::sql::{GENERIC_PLANS, query};
 use crate::domain::location::Status;
+use crate::domain::location::record::StoredRecord;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
 use crate::store::search_api::{self, Changes, Entries, Records, SearchSource};
@@ -160,23 +161,31 @@ pub(super) struct PgSearch {
     pub(super) replicas: Option<Arc<super::replicas::Replicas>>,
 }
 
-/// The rows of the records `seqs` and where the merchant's log stands, in one snapshot on `pool`.
-async fn records_on(
-    pool: &Pool,
-    merchant_pk: i64,
-    seqs: &[i64],
-) -> Result<(i64, Vec<tokio_postgres::Row>), StoreError> {
-    let mut client = pool.get().await?;
-    if seqs.is_empty() {
-        // One statement is its own snapshot: one round trip, not a transaction's three.
-        return Ok((bounds(&client, merchant_pk).await?.last, Vec::new()));
+/// The records `seqs` and where the merchant's log stands, read by one statement on `pool`: a
+/// statement is its own snapshot, so no transaction is begun and ended around it, and the read
+/// is one round trip. Each row carries the log's sequence; with none of `seqs` found (or none
+/// asked), the one row has no record.
+static RECORDS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT {RECORD}, head.last FROM \
+         (SELECT COALESCE((SELECT last_sequence FROM event_logs WHERE merchant_pk = $1), 0) AS last) head \
+         LEFT JOIN locations ON seq = ANY($2)"
+    )
+});
+
+async fn records_on(pool: &Pool, merchant_pk: i64, seqs: &[i64]) -> Result<(i64, Vec<StoredRecord>), StoreError> {
+    let client = pool.get().await?;
+    let rows = query(&client, &RECORDS, &[&merchant_pk, &seqs]).await?;
+    let head_at = RECORD.split(',').count();
+    let mut head = 0;
+    let mut records = Vec::with_capacity(rows.len());
+    for row in &rows {
+        head = row.try_get(head_at)?;
+        if row.try_get::<_, Option<i64>>(0)?.is_some() {
+            records.push(record_of(row)?);
+        }
     }
-    let tx = snapshot(&mut client).await?;
-    let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1)");
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
-    let (head, rows) = tokio::try_join!(bounds(&tx, merchant_pk), query(&tx, &sql, &params))?;
-    tx.commit().await?;
-    Ok((head.last, rows))
+    Ok((head, records))
 }
 
 #[async_trait]
@@ -222,14 +231,13 @@ impl SearchSource for PgSearch {
             }
         };
         let json = rows
-            .iter()
-            .map(|row| {
-                let record = record_of(row)?;
+            .into_iter()
+            .map(|record| {
                 let mut out = Vec::with_capacity(1024);
                 record.as_ref().write_json(&mut out);
-                Ok((record.seq, out))
+                (record.seq, out)
             })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            .collect();
         Ok(Records { head, json, on })
     }
 }
