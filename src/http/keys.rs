@@ -2,8 +2,10 @@
 //! pages, without the operator. Full keys only; the keys are the operator's kind (one table, one
 //! check at the gate).
 
-use axum::Json;
+use std::time::Instant;
+
 use axum::extract::State;
+use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -16,8 +18,8 @@ use crate::auth::{self, KeyScope, KeySpec};
 use crate::domain::key::{MAX_ORIGINS, MAX_STOREFRONT_KEYS, ORIGIN_FORM, is_key_origin, label_problem};
 use crate::domain::wire::timestamp_text;
 use crate::pagination::AfterKey;
-use crate::state::AppState;
-use crate::store::{KeyRow, MerchantKey, ReadOn};
+use crate::state::{AppState, Deadline};
+use crate::store::{KeyRow, MerchantKey, ReadOn, StoreError};
 
 /// The page sizes of the key list.
 const PAGE: PageSize = PageSize {
@@ -201,6 +203,7 @@ pub async fn list(
 pub async fn revoke(
     State(state): State<AppState>,
     Merchant(merchant): Merchant,
+    Extension(Deadline(deadline)): Extension<Deadline>,
     body: JsonBody,
 ) -> Result<Json<KeyAnswer>, ApiError> {
     let body = object(body.parse()?, &["key_id"])?;
@@ -210,6 +213,11 @@ pub async fn revoke(
             "key_id is required: the id of one of your storefront keys, as /v1/key/list gives it",
         ));
     };
+    // A revocation is answered a moment after its commit (until every instance refuses the key):
+    // begun after the deadline, its answer could come after the request's time is up.
+    if Instant::now() >= deadline {
+        return Err(StoreError::DeadlinePassed.into());
+    }
     match state.store.revoke_merchant_key(merchant.pk, key_id).await? {
         MerchantKey::Revoked(key) => Ok(Json(KeyAnswer { key: KeyOut(key) })),
         MerchantKey::Full => Err(invalid(

@@ -1,6 +1,7 @@
-//! Lookups of one key shared by the requests that present it at the same time. Every request is
-//! authenticated on the primary (a key revoked on any instance is refused from the next request
-//! on, on every instance), and a storefront key is presented by every buyer of a shop at once.
+//! Lookups of one key shared by the requests that present it at the same time. A key no lease
+//! holds (`key_leases`) is looked up on the primary (a key revoked on any instance is refused from
+//! the next request on, on every instance), and a storefront key is presented by every buyer of a
+//! shop at once: when its lease lapses, all of them ask together.
 //!
 //! A request never takes the answer of a lookup that was already under way when it arrived: that
 //! lookup may have read the key before a revocation that was answered before the request came.

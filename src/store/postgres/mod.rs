@@ -31,6 +31,7 @@ mod changes;
 mod events;
 mod groups;
 mod imports;
+mod key_leases;
 mod key_reads;
 mod keys;
 mod locations;
@@ -126,8 +127,9 @@ pub struct PgStore {
     /// Woken after each commit that appended events (`store::group::after_commit`), and by the
     /// other instances' notices.
     events: Arc<EventSignal>,
-    /// Each key's lookups, shared by the requests that present it at the same time.
-    key_reads: key_reads::SharedLookups<Option<StoredKey>>,
+    /// The keys and origins found lately, and each key's lookups shared by the requests that
+    /// present it at the same time.
+    key_leases: key_leases::KeyLeases,
 }
 
 impl PgStore {
@@ -157,7 +159,7 @@ impl PgStore {
             groups: MerchantGroups::new(pool.clone(), pools.pg_writers(), Arc::clone(&events)),
             heavy: Arc::new(crate::store::heavy::HeavyWork::new(pools.pg_heavy())),
             events,
-            key_reads: key_reads::SharedLookups::default(),
+            key_leases: key_leases::KeyLeases::default(),
             pool,
             ledger,
             config,
@@ -382,19 +384,28 @@ impl Store for PgStore {
     }
 
     async fn revoke_key(&self, key_id: &str) -> Result<bool, StoreError> {
-        keys::revoke(&self.pool, key_id).await
+        let changed = keys::revoke(&self.pool, key_id).await?;
+        // Unknown or revoked before: either way its answer says the key is refused.
+        self.key_leases.revoked(key_id).await;
+        Ok(changed)
     }
 
     async fn revoke_merchant_key(&self, merchant_pk: i64, key_id: &str) -> Result<MerchantKey, StoreError> {
-        keys::revoke_of(&self.pool, merchant_pk, key_id).await
+        let answer = keys::revoke_of(&self.pool, merchant_pk, key_id).await?;
+        if let MerchantKey::Revoked(_) = answer {
+            self.key_leases.revoked(key_id).await;
+        }
+        Ok(answer)
     }
 
     async fn origin_allowed(&self, origin: &str) -> Result<bool, StoreError> {
-        keys::origin_named(&self.pool, origin).await
+        self.key_leases
+            .origin(origin, keys::origin_named(&self.pool, origin))
+            .await
     }
 
     async fn find_key(&self, key_id: &str) -> Result<Option<StoredKey>, StoreError> {
-        self.key_reads.get(key_id, || keys::lookup(&self.pool, key_id)).await
+        self.key_leases.key(key_id, || keys::lookup(&self.pool, key_id)).await
     }
 
     async fn create_locations(&self, to: WriteFor<'_>, items: Vec<NewLocation>) -> Result<Vec<Outcome>, StoreError> {
