@@ -1,130 +1,61 @@
 //! Verified API keys, cached while the database has not changed (see [`KeyCache`]).
 
-use std::collections::HashMap;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::Arc;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
+
+/// The version a key was read at, as [`KeyCache`] takes and gives it.
+pub(super) use super::version::Version;
+use super::version::{AtVersion, DbVersion};
 
 use crate::store::api::{KeyRow, KeyScope, MerchantKey, NewKey, StoreError, StoredKey};
 use crate::store::key_sql;
 
-/// Verified API keys, each with the version of the database it was read at.
+/// Verified API keys, each with the version of the database it was read at
+/// ([`DbVersion`]).
 ///
-/// The version changes whenever any connection (the writer thread, a CLI process revoking a key)
-/// commits. A key is served from here only while the version it was read at is still current, so
-/// a revocation is seen by the next request; under write load entries simply go stale and keys
-/// are looked up again. Only found keys are kept, at most `MAX_CACHED_KEYS` of them, so unknown
-/// keys cannot grow it. Whether a key names a web origin is kept the same way (a browser's origin
-/// is asked about at each of its requests), at most `MAX_CACHED_KEYS` origins.
-///
-/// The version is read, in order of preference:
-/// - from the WAL-index header, the first bytes of the `-shm` file, with one `pread` and no lock:
-///   SQLite rewrites it at every commit of every process (its `iChange` counter goes up by one,
-///   with the frame count and checksums), and every process sharing the database maps that very
-///   file (on Linux a `pread` sees what they wrote there). The header is kept twice; while a
-///   commit is writing it the copies differ, and then this source gives no answer. The server's
-///   own connections keep the `-shm` file in place for as long as it runs.
-/// - else from `PRAGMA data_version` on a connection of its own (a read transaction: shared-memory
-///   locks, a few µs).
+/// A key is served from here only while the version it was read at is still current, so a
+/// revocation (by the writer thread, or a CLI process) is seen by the next request; under write
+/// load entries simply go stale and keys are looked up again. Only found keys are kept, at most
+/// `MAX_CACHED_KEYS` of them, so unknown keys cannot grow it. Whether a key names a web origin is
+/// kept the same way (a browser's origin is asked about at each of its requests), at most
+/// `MAX_CACHED_KEYS` origins.
 pub(super) struct KeyCache {
-    shm: Option<File>,
-    watch: Mutex<Option<Connection>>,
-    path: PathBuf,
-    entries: Mutex<HashMap<String, (Version, StoredKey)>>,
+    version: Arc<DbVersion>,
+    entries: AtVersion<String, StoredKey>,
     /// Whether a key names a web origin, for origins browsers sent (found or not, as many).
-    origins: Mutex<HashMap<String, (Version, bool)>>,
+    origins: AtVersion<String, bool>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Version {
-    /// One copy of the 48-byte WAL-index header.
-    WalIndex([u8; WAL_INDEX_HEADER]),
-    DataVersion(i64),
-}
-
-const WAL_INDEX_HEADER: usize = 48;
 const MAX_CACHED_KEYS: usize = 10_000;
 
 impl KeyCache {
-    pub(super) fn new(path: &Path) -> KeyCache {
-        let mut shm = path.as_os_str().to_owned();
-        shm.push("-shm");
+    pub(super) fn new(version: Arc<DbVersion>) -> KeyCache {
         KeyCache {
-            shm: File::open(shm).ok(),
-            watch: Mutex::new(None),
-            path: path.to_path_buf(),
-            entries: Mutex::new(HashMap::new()),
-            origins: Mutex::new(HashMap::new()),
+            version,
+            entries: AtVersion::new(MAX_CACHED_KEYS),
+            origins: AtVersion::new(MAX_CACHED_KEYS),
         }
     }
 
     pub(super) fn version(&self) -> Option<Version> {
-        self.wal_index().or_else(|| self.data_version())
-    }
-
-    fn wal_index(&self) -> Option<Version> {
-        let mut both = [0u8; 2 * WAL_INDEX_HEADER];
-        self.shm.as_ref()?.read_exact_at(&mut both, 0).ok()?;
-        let (first, second) = both.split_at(WAL_INDEX_HEADER);
-        // `isInit` (byte 12) is set once the header is valid.
-        if first != second || first[12] != 1 {
-            return None;
-        }
-        first.try_into().ok().map(Version::WalIndex)
-    }
-
-    fn data_version(&self) -> Option<Version> {
-        let mut watch = self.watch.lock().ok()?;
-        if watch.is_none() {
-            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-            *watch = Connection::open_with_flags(&self.path, flags).ok();
-        }
-        let version = watch
-            .as_ref()?
-            .prepare_cached("PRAGMA data_version")
-            .and_then(|mut stmt| stmt.query_row([], |r| r.get(0)));
-        if version.is_err() {
-            // Reopen next time: the file may be unreachable for now.
-            *watch = None;
-        }
-        version.ok().map(Version::DataVersion)
+        self.version.now()
     }
 
     pub(super) fn get(&self, key_id: &str, version: Version) -> Option<StoredKey> {
-        let entries = self.entries.lock().ok()?;
-        entries
-            .get(key_id)
-            .filter(|(v, _)| *v == version)
-            .map(|(_, key)| key.clone())
+        self.entries.get(key_id, version)
     }
 
     pub(super) fn put(&self, key_id: &str, version: Version, key: StoredKey) {
-        remember(&self.entries, key_id, version, key);
+        self.entries.put(key_id.to_owned(), version, key);
     }
 
     pub(super) fn origin(&self, origin: &str, version: Version) -> Option<bool> {
-        let origins = self.origins.lock().ok()?;
-        origins
-            .get(origin)
-            .filter(|(v, _)| *v == version)
-            .map(|(_, named)| *named)
+        self.origins.get(origin, version)
     }
 
     pub(super) fn put_origin(&self, origin: &str, version: Version, named: bool) {
-        remember(&self.origins, origin, version, named);
-    }
-}
-
-/// Keeps `value` under `name` read at `version`; a full map starts again empty.
-fn remember<T>(map: &Mutex<HashMap<String, (Version, T)>>, name: &str, version: Version, value: T) {
-    if let Ok(mut entries) = map.lock() {
-        if entries.len() >= MAX_CACHED_KEYS {
-            entries.clear();
-        }
-        entries.insert(name.to_owned(), (version, value));
+        self.origins.put(origin.to_owned(), version, named);
     }
 }
 

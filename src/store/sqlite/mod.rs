@@ -34,6 +34,7 @@ mod room;
 mod schema;
 mod search;
 mod text;
+mod version;
 mod webhooks;
 mod writer;
 
@@ -129,13 +130,14 @@ impl SqliteStore {
             .map_err(StoreError::backend)?;
         let checkpointer = Checkpointer::spawn(&path)?;
         let directory = room::directory_of(&path);
+        // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
+        let version = Arc::new(version::DbVersion::new(&path));
         Ok(SqliteStore {
             jobs: Arc::new(Mutex::new(Some(tx))),
             writer: Mutex::new(Some(writer)),
             checkpointer: Mutex::new(Some(checkpointer)),
             events,
-            // After `open_writer`: the database is in WAL mode and its `-shm` file exists.
-            keys: KeyCache::new(&path),
+            keys: KeyCache::new(version),
             readers: Arc::new(ReadPool::new(path, readers)),
             health,
             heavy: Arc::new(HeavyWork::new(1)),
