@@ -78,6 +78,8 @@ pub struct SqliteStore {
     writer: Mutex<Option<JoinHandle<()>>>,
     readers: Arc<ReadPool>,
     health: Arc<WriterHealth>,
+    /// The database's version, by which what was read at it is kept.
+    version: Arc<version::DbVersion>,
     keys: KeyCache,
     checkpointer: Mutex<Option<Checkpointer>>,
     /// Woken after each commit that appended events (`store::group::after_commit`).
@@ -137,6 +139,7 @@ impl SqliteStore {
             writer: Mutex::new(Some(writer)),
             checkpointer: Mutex::new(Some(checkpointer)),
             events,
+            version: Arc::clone(&version),
             keys: KeyCache::new(version),
             readers: Arc::new(ReadPool::new(path, readers)),
             health,
@@ -335,6 +338,8 @@ impl Store for SqliteStore {
     fn search_source(&self) -> Arc<dyn crate::store::search_api::SearchSource> {
         Arc::new(search::SqliteSearch {
             readers: Arc::clone(&self.readers),
+            version: Arc::clone(&self.version),
+            heads: version::AtVersion::new(search::HEADS_KEPT),
         })
     }
 

@@ -10,6 +10,7 @@ use rusqlite::{Connection, params};
 use super::events::bounds;
 use super::locations::{RECORD, record_ref};
 use super::readers::ReadPool;
+use super::version::{AtVersion, DbVersion};
 use crate::domain::location::Status;
 use crate::domain::location::record::RecordRef;
 use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
@@ -90,7 +91,14 @@ fn each_record<T>(
 /// What the search index in memory reads, on the read connections.
 pub(super) struct SqliteSearch {
     pub(super) readers: Arc<ReadPool>,
+    pub(super) version: Arc<DbVersion>,
+    /// Where each merchant's log stood, at a version of the database: while that version is
+    /// current, a search from memory whose records are all kept reads nothing.
+    pub(super) heads: AtVersion<i64, i64>,
 }
+
+/// Most merchants whose log's place is kept.
+pub(super) const HEADS_KEPT: usize = 10_000;
 
 #[async_trait]
 impl SearchSource for SqliteSearch {
@@ -125,16 +133,26 @@ impl SearchSource for SqliteSearch {
     }
 
     async fn records(&self, merchant_pk: i64, seqs: Vec<i64>, _: ReadFrom) -> Result<Records, StoreError> {
+        // Read before the log is: a commit after it makes what is read stale at the next search.
+        let version = self.version.now();
         if seqs.is_empty() {
-            // One statement is its own snapshot: no transaction to begin and end.
-            let head = self.readers.read(move |conn| bounds(conn, merchant_pk)).await?.last;
+            let kept = version.and_then(|v| self.heads.get(&merchant_pk, v));
+            let head = match kept {
+                Some(head) => head,
+                // One statement is its own snapshot: no transaction to begin and end.
+                None => self.readers.read(move |conn| bounds(conn, merchant_pk)).await?.last,
+            };
+            if let Some(version) = version {
+                self.heads.put(merchant_pk, version, head);
+            }
             return Ok(Records {
                 head,
                 json: Vec::new(),
                 on: ReadOn::Primary,
             });
         }
-        self.readers
+        let read = self
+            .readers
             .snapshot(move |tx| {
                 let head = bounds(tx, merchant_pk)?.last;
                 let mut json = Vec::with_capacity(seqs.len());
@@ -154,6 +172,10 @@ impl SearchSource for SqliteSearch {
                     on: ReadOn::Primary,
                 })
             })
-            .await
+            .await?;
+        if let Some(version) = version {
+            self.heads.put(merchant_pk, version, read.head);
+        }
+        Ok(read)
     }
 }
