@@ -12,7 +12,7 @@
 //! its own), so a key or an origin made on another instance serves at once.
 //!
 //! Within a lease a buyer's key costs no round trip; when it ends, the requests presenting the key
-//! at that moment share one lookup (`key_reads`).
+//! at that moment share one lookup (`shared_reads`).
 
 use std::future::Future;
 use std::hash::Hash;
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use dashmap::DashMap;
 
-use super::key_reads::SharedLookups;
+use super::shared_reads::SharedLookups;
 use crate::store::api::{StoreError, StoredKey};
 
 /// How long a lookup's finding is trusted, and how long a revocation waits before its answer.

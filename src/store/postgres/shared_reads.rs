@@ -1,19 +1,19 @@
-//! Lookups of one key shared by the requests that present it at the same time. A key no lease
-//! holds (`key_leases`) is looked up on the primary (a key revoked on any instance is refused from
-//! the next request on, on every instance), and a storefront key is presented by every buyer of a
-//! shop at once: when its lease lapses, all of them ask together.
+//! Reads of one name shared by the requests that ask for it at the same time: a key no lease
+//! holds (`key_leases`), presented by every buyer of a shop at once when its lease lapses.
 //!
-//! A request never takes the answer of a lookup that was already under way when it arrived: that
-//! lookup may have read the key before a revocation that was answered before the request came.
-//! It waits for a lookup begun after it arrived, and every request that arrived while one lookup
-//! was under way shares the next. So each request sees what a lookup of its own would have seen,
-//! and under load a key is looked up about once a round trip, however many requests present it.
+//! A request never takes the answer of a read that was already under way when it arrived: that
+//! read may have begun before a write (a revocation, a new location) that was answered before the
+//! request came. It waits for a read begun after it arrived, and every request that arrived while
+//! one read was under way shares the next. So each request sees what a read of its own would have
+//! seen, and under load a name is read about once a round trip, however many requests ask for it.
 //!
-//! A lookup that fails (or whose request goes away) answers no one else: those that waited for it
-//! look up on their own (or, when it went away, the next one does for the others).
+//! A read that fails (or whose request goes away) answers no one else: those that waited for it
+//! read on their own (or, when it went away, the next one does for the others).
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::future::Future;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
@@ -21,8 +21,8 @@ use tokio::sync::Notify;
 use crate::store::api::StoreError;
 
 /// The lookups of each name under way, and the last one's answer.
-pub(super) struct SharedLookups<V> {
-    flights: Mutex<HashMap<String, Flight<V>>>,
+pub(super) struct SharedLookups<V, K = String> {
+    flights: Mutex<HashMap<K, Flight<V>>>,
 }
 
 struct Flight<V> {
@@ -37,7 +37,7 @@ struct Flight<V> {
     done: Arc<Notify>,
 }
 
-impl<V> Default for SharedLookups<V> {
+impl<V, K> Default for SharedLookups<V, K> {
     fn default() -> Self {
         SharedLookups {
             flights: Mutex::new(HashMap::new()),
@@ -45,8 +45,8 @@ impl<V> Default for SharedLookups<V> {
     }
 }
 
-impl<V: Clone> SharedLookups<V> {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Flight<V>>> {
+impl<V: Clone, K: Eq + Hash> SharedLookups<V, K> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<K, Flight<V>>> {
         // Only counters and an answer are read and written under the lock, which cannot panic
         // half-way.
         self.flights.lock().unwrap_or_else(PoisonError::into_inner)
@@ -54,8 +54,10 @@ impl<V: Clone> SharedLookups<V> {
 
     /// What `lookup` answers for `name`, from a lookup begun after this call (this one's own, or
     /// another request's begun meanwhile).
-    pub(super) async fn get<F, Fut>(&self, name: &str, lookup: F) -> Result<V, StoreError>
+    pub(super) async fn get<Q, F, Fut>(&self, name: &Q, lookup: F) -> Result<V, StoreError>
     where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ToOwned<Owned = K> + ?Sized,
         F: Fn() -> Fut,
         Fut: Future<Output = Result<V, StoreError>>,
     {
@@ -119,16 +121,16 @@ enum Step {
 }
 
 /// A request's place among those waiting for a name.
-struct Place<'a, V: Clone> {
-    lookups: &'a SharedLookups<V>,
-    name: &'a str,
+struct Place<'a, V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ?Sized> {
+    lookups: &'a SharedLookups<V, K>,
+    name: &'a Q,
     /// The lookups begun before it arrived: it takes the answer of a later one.
     after: u64,
     done: Arc<Notify>,
 }
 
-impl<'a, V: Clone> Place<'a, V> {
-    fn enter(lookups: &'a SharedLookups<V>, name: &'a str) -> Self {
+impl<'a, V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ToOwned<Owned = K> + ?Sized> Place<'a, V, K, Q> {
+    fn enter(lookups: &'a SharedLookups<V, K>, name: &'a Q) -> Self {
         let mut flights = lookups.lock();
         let flight = flights.entry(name.to_owned()).or_insert_with(|| Flight {
             begun: 0,
@@ -148,7 +150,7 @@ impl<'a, V: Clone> Place<'a, V> {
     }
 }
 
-impl<V: Clone> Drop for Place<'_, V> {
+impl<V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ?Sized> Drop for Place<'_, V, K, Q> {
     fn drop(&mut self) {
         let mut flights = self.lookups.lock();
         if let Some(flight) = flights.get_mut(self.name) {
@@ -162,14 +164,14 @@ impl<V: Clone> Drop for Place<'_, V> {
 
 /// The lookup a request makes for those waiting: its answer is theirs when it ends; when the
 /// request goes away first, the others look up again.
-struct Leading<'a, V: Clone> {
-    lookups: &'a SharedLookups<V>,
-    name: &'a str,
+struct Leading<'a, V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ?Sized> {
+    lookups: &'a SharedLookups<V, K>,
+    name: &'a Q,
     number: u64,
     ended: bool,
 }
 
-impl<V: Clone> Leading<'_, V> {
+impl<V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ?Sized> Leading<'_, V, K, Q> {
     fn end(&mut self, answer: Option<V>) {
         self.ended = true;
         let mut flights = self.lookups.lock();
@@ -182,7 +184,7 @@ impl<V: Clone> Leading<'_, V> {
     }
 }
 
-impl<V: Clone> Drop for Leading<'_, V> {
+impl<V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ?Sized> Drop for Leading<'_, V, K, Q> {
     fn drop(&mut self) {
         if self.ended {
             return;
