@@ -152,6 +152,43 @@ async fn a_write_on_another_instance_is_found_at_once_by_a_search_from_memory() 
     assert_eq!(stats(&reader).from_memory, from_memory + 1, "answered from memory");
 }
 
+#[tokio::test]
+async fn a_search_made_while_others_of_its_key_are_under_way_still_finds_every_write_before_it() {
+    let writer = TestApp::spawn_with_settings(settings(0)).await;
+    let reader = writer.another_instance(settings(64 << 20)).await;
+    let key = writer.key.clone();
+    let at = |n: u32| {
+        let item = with(
+            pickup_point(n),
+            "/latitude",
+            Some(json!(CENTRE.0 + f64::from(n) * 0.001)),
+        );
+        with(item, "/longitude", Some(json!(CENTRE.1)))
+    };
+    writer.create_as(&key, vec![at(1)]).await;
+    until_held(&reader, &key).await;
+    // Searches of the same key all along, which may share their reads of where the log stands.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let busy = futures_util::future::join_all((0..4).map(|_| async {
+        let mut searches = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            found(&reader, &key).await;
+            searches += 1;
+        }
+        searches
+    }));
+    let writes = async {
+        for n in 2..=8 {
+            writer.create_as(&key, vec![at(n)]).await;
+            let expected: Vec<String> = (1..=n).map(|n| format!("pp-{n}")).collect();
+            assert_eq!(found(&reader, &key).await, expected, "the write just answered is found");
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+    };
+    let (searches, ()) = tokio::join!(busy, writes);
+    assert!(searches.iter().all(|&n| n > 0), "the other searches ran: {searches:?}");
+}
+
 /// Searches answered by reading the database, as `/metrics` counts them.
 async fn reads(app: &TestApp) -> f64 {
     metrics_text(&app.base)

@@ -321,6 +321,7 @@ impl Store for PgStore {
         Arc::new(search::PgSearch {
             pool: self.pool.clone(),
             replicas: self.replicas.clone(),
+            heads: shared_reads::SharedLookups::default(),
         })
     }
 

@@ -12,6 +12,7 @@ use deadpool_postgres::{GenericClient, Object, Pool};
 
 use super::events::bounds;
 use super::locations::{RECORD, record_of, snapshot};
+use super::shared_reads::SharedLookups;
 use super::sql::{GENERIC_PLANS, query};
 use crate::domain::location::Status;
 use crate::domain::location::record::StoredRecord;
@@ -159,6 +160,8 @@ fn page_of(hits: Vec<Hit>, has_next: bool, rows: &[tokio_postgres::Row]) -> Resu
 pub(super) struct PgSearch {
     pub(super) pool: Pool,
     pub(super) replicas: Option<Arc<super::replicas::Replicas>>,
+    /// Where each merchant's log stands, read once for the searches that ask at the same time.
+    pub(super) heads: SharedLookups<i64, i64>,
 }
 
 /// The records `seqs` and where the merchant's log stands, read by one statement on `pool`: a
@@ -225,6 +228,12 @@ impl SearchSource for PgSearch {
         };
         let (head, rows, on) = match on_replica {
             Some((head, rows)) => (head, rows, ReadOn::Replica),
+            // Every search whose records are all kept asks only where the log stands: those asking
+            // at once share a read begun after they came, so each still reads its own writes.
+            None if seqs.is_empty() => {
+                let read = || async { Ok(records_on(&self.pool, merchant_pk, &[]).await?.0) };
+                (self.heads.get(&merchant_pk, read).await?, Vec::new(), ReadOn::Primary)
+            }
             None => {
                 let (head, rows) = records_on(&self.pool, merchant_pk, &seqs).await?;
                 (head, rows, ReadOn::Primary)

@@ -1,5 +1,6 @@
 //! Reads of one name shared by the requests that ask for it at the same time: a key no lease
-//! holds (`key_leases`), presented by every buyer of a shop at once when its lease lapses.
+//! holds (`key_leases`), presented by every buyer of a shop at once when its lease lapses; where a
+//! merchant's log stands, asked by every search of its full key (`search`).
 //!
 //! A request never takes the answer of a read that was already under way when it arrived: that
 //! read may have begun before a write (a revocation, a new location) that was answered before the
