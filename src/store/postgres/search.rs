@@ -170,7 +170,7 @@ pub(super) struct PgSearch {
 /// asked), the one row has no record.
 static RECORDS: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT {RECORD}, head.last FROM \
+        "SELECT {RECORD}, head.last AS log_head FROM \
          (SELECT COALESCE((SELECT last_sequence FROM event_logs WHERE merchant_pk = $1), 0) AS last) head \
          LEFT JOIN locations ON seq = ANY($2)"
     )
@@ -179,11 +179,10 @@ static RECORDS: LazyLock<String> = LazyLock::new(|| {
 async fn records_on(pool: &Pool, merchant_pk: i64, seqs: &[i64]) -> Result<(i64, Vec<StoredRecord>), StoreError> {
     let client = pool.get().await?;
     let rows = query(&client, &RECORDS, &[&merchant_pk, &seqs]).await?;
-    let head_at = RECORD.split(',').count();
     let mut head = 0;
     let mut records = Vec::with_capacity(rows.len());
     for row in &rows {
-        head = row.try_get(head_at)?;
+        head = row.try_get("log_head")?;
         if row.try_get::<_, Option<i64>>(0)?.is_some() {
             records.push(record_of(row)?);
         }
