@@ -23,7 +23,8 @@
 //! `--replica-max-lag` (`replicas`), everything else on the primary.
 //!
 //! A file a job: here the pool, the migrations and the trait's plumbing; `groups` the merchants'
-//! group commits; `locations`, `changes` and `categories` hold their SQL; `replicas` the standbys.
+//! group commits; `locations`, `changes` and `categories` hold their SQL; `replicas` the standbys;
+//! `statistics` the locations table's first statistics on a new database.
 //! An operator's approval takes the same merchant lock, in a transaction of its own.
 
 mod categories;
@@ -43,6 +44,7 @@ mod replicas;
 mod search;
 mod shared_reads;
 mod sql;
+mod statistics;
 mod text;
 mod webhooks;
 
@@ -167,7 +169,7 @@ impl PgStore {
                 .then(|| Arc::new(replicas::Replicas::new(replica_pools, replicas.max_lag))),
         };
         store.migrate().await?;
-        tokio::spawn(first_statistics(store.pool.clone()));
+        tokio::spawn(statistics::first_statistics(store.pool.clone()));
         if let Some(replicas) = &store.replicas {
             // The watcher's own connection to the primary: its samples never wait behind the
             // requests' pool, however busy.
@@ -237,50 +239,6 @@ async fn taxonomy_snapshot(
     let tx = snapshot(client).await?;
     let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
     Ok((tx, version))
-}
-
-/// Until the locations table has statistics, gives it some once it holds a thousand rows.
-///
-/// Without statistics (a new database, in the minute before autovacuum's first look) the planner
-/// costs every index of `locations` that starts with the merchant and the status alike, and the
-/// generic plan of the quarantine's neighbour search, made on each connection while the table is
-/// small, takes `locations_pages` and filters the cells: it reads all the merchant's locations for
-/// each key range, a few hundred milliseconds a batch once a merchant has some thousands. One
-/// `ANALYZE` ends it (it replans every cached plan of the table); autovacuum keeps the statistics
-/// from then on. The rows are counted, not read from the statistics views, which a busy backend
-/// updates only about once a second, and looked at often, so that a first push or import at full
-/// speed is past a thousand rows by no more than a fraction of a second's writes.
-async fn first_statistics(pool: Pool) {
-    const ANALYZED: &str = "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL \
-                            FROM pg_stat_user_tables WHERE relname = 'locations'";
-    const ROWS: i64 = 1000;
-    const COUNT: &str = "SELECT count(*) FROM (SELECT 1 FROM locations LIMIT $1) AS first";
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
-    loop {
-        tick.tick().await;
-        if pool.is_closed() {
-            return;
-        }
-        let Ok(client) = pool.get().await else { continue };
-        let Ok(row) = client.query_opt(ANALYZED, &[]).await else {
-            continue;
-        };
-        if row.is_some_and(|r| r.get::<_, bool>(0)) {
-            return;
-        }
-        let Ok(rows) = client.query_one(COUNT, &[&ROWS]).await.map(|r| r.get::<_, i64>(0)) else {
-            continue;
-        };
-        if rows >= ROWS {
-            match client.batch_execute("ANALYZE locations").await {
-                Ok(()) => {
-                    tracing::info!(rows, "gave the locations table its first statistics");
-                    return;
-                }
-                Err(e) => tracing::warn!(error = %e, "ANALYZE locations failed; trying again"),
-            }
-        }
-    }
 }
 
 #[async_trait]
