@@ -342,6 +342,49 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
     }
 }
 
+/// The service's own upkeep never holds a request's connection while it waits: with a lock on
+/// the locations table held outside the service, its look at the table's size waits on a session
+/// of its own, and of the pool's two connections one waits with a list behind the lock while the
+/// other still answers the categories at once (not the busy 500 after the pool's 5 s).
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn upkeep_waiting_on_a_lock_leaves_the_requests_their_connections() {
+    let (app, url) = two_connections().await;
+    let key = app.merchant_key("upkeep").await;
+    let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    holder
+        .batch_execute("BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while holder
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront-statistics' AND wait_event_type = 'Lock'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get::<_, i64>(0)
+        == 0
+    {
+        assert!(Instant::now() < deadline, "the statistics' look never reached the lock");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let held = tokio::spawn(read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/list", app.base))
+            .bearer_auth(key.clone())
+            .json(&json!({})),
+    ));
+    await_lock_waits(&holder, 1, "the list never reached the lock").await;
+    let categories = list(&app.base, &key, &json!({})).await;
+    assert_eq!(categories.status, 200, "{:?}", categories.body);
+    holder.batch_execute("COMMIT").await.unwrap();
+    let listed = held.await.unwrap();
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+}
+
 /// Waits (10 s at most) until `n` of the service's sessions wait on a lock, asking on `holder`.
 async fn await_lock_waits(holder: &tokio_postgres::Client, n: i64, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -87,6 +87,8 @@ const TEXT_MIGRATION: i32 = 17;
 /// time cap. A request's group sets tighter limits for its own transaction.
 const SESSION_LIMIT: Duration = Duration::from_secs(30);
 const TIMEOUT: Duration = Duration::from_secs(5);
+/// The name the service's sessions go by in `pg_stat_activity`.
+const SESSIONS: &str = "storefront";
 /// The shared rate budgets' connections, and how long one of their statements may take: a
 /// request waits no longer for a take (`rate_limit::shared::TAKE_WAIT`).
 const LEDGER_POOL_SIZE: usize = 4;
@@ -141,8 +143,14 @@ impl PgStore {
     pub async fn open(url: &str, replicas: &ReadReplicas, pools: Pools) -> Result<Self, StoreError> {
         let config: tokio_postgres::Config = url.parse()?;
         let size = pools.pg_connections.max(1);
-        let pool = pool_of(config.clone(), SESSION_LIMIT, size, (TIMEOUT, TIMEOUT))?;
-        let ledger = pool_of(config.clone(), LEDGER_LIMIT, LEDGER_POOL_SIZE, (LEDGER_LIMIT, TIMEOUT))?;
+        let pool = pool_of(config.clone(), SESSIONS, SESSION_LIMIT, size, (TIMEOUT, TIMEOUT))?;
+        let ledger = pool_of(
+            config.clone(),
+            SESSIONS,
+            LEDGER_LIMIT,
+            LEDGER_POOL_SIZE,
+            (LEDGER_LIMIT, TIMEOUT),
+        )?;
         let events = Arc::new(EventSignal::default());
         let replica_pools = replicas
             .urls
@@ -151,6 +159,7 @@ impl PgStore {
                 let config: tokio_postgres::Config = url.parse()?;
                 pool_of(
                     config,
+                    SESSIONS,
                     SESSION_LIMIT,
                     size,
                     (replicas::READ_WAIT, replicas::CONNECT_WAIT),
@@ -169,12 +178,22 @@ impl PgStore {
                 .then(|| Arc::new(replicas::Replicas::new(replica_pools, replicas.max_lag))),
         };
         store.migrate().await?;
-        tokio::spawn(statistics::first_statistics(store.pool.clone()));
+        // The statistics' own connection: its count waits behind any lock taken on the table, and
+        // would hold one of the requests' connections all the while.
+        let own = pool_of(
+            store.config.clone(),
+            statistics::SESSION,
+            SESSION_LIMIT,
+            1,
+            (TIMEOUT, TIMEOUT),
+        )?;
+        tokio::spawn(statistics::first_statistics(store.pool.clone(), own));
         if let Some(replicas) = &store.replicas {
             // The watcher's own connection to the primary: its samples never wait behind the
             // requests' pool, however busy.
             let own = pool_of(
                 store.config.clone(),
+                SESSIONS,
                 replicas::CHECK_WAIT,
                 1,
                 (replicas::CHECK_WAIT, TIMEOUT),

@@ -8,13 +8,14 @@ use tokio_postgres::NoTls;
 
 use crate::store::api::StoreError;
 
-/// A pool of at most `size` connections to `config`, on which no session holds a lock, runs a
+/// A pool of at most `size` connections to `config`, named `name` in `pg_stat_activity`, on which no session holds a lock, runs a
 /// statement or sits in a transaction longer than `limit`, no statement is compiled
 /// by PostgreSQL's JIT, and whose peer, should it vanish, is noticed by TCP keep-alives within
 /// about half a minute rather than the kernel's two hours; waiting at most `wait` for a connection,
 /// and `connect` for a new one.
 pub(super) fn pool_of(
     mut config: tokio_postgres::Config,
+    name: &str,
     limit: Duration,
     size: usize,
     (wait, connect): (Duration, Duration),
@@ -32,7 +33,7 @@ pub(super) fn pool_of(
         _ => limits,
     };
     config
-        .application_name("storefront")
+        .application_name(name)
         .connect_timeout(connect)
         .options(&options)
         .keepalives(true)

@@ -4,6 +4,9 @@ use std::time::Duration;
 
 use deadpool_postgres::Pool;
 
+/// The name its session goes by in `pg_stat_activity`, apart from the requests'.
+pub(super) const SESSION: &str = "storefront-statistics";
+
 /// Until the locations table has statistics, gives it some once it holds a thousand rows.
 ///
 /// Without statistics (a new database, in the minute before autovacuum's first look) the planner
@@ -15,7 +18,10 @@ use deadpool_postgres::Pool;
 /// from then on. The rows are counted, not read from the statistics views, which a busy backend
 /// updates only about once a second, and looked at often, so that a first push or import at full
 /// speed is past a thousand rows by no more than a fraction of a second's writes.
-pub(super) async fn first_statistics(pool: Pool) {
+///
+/// Looks on a connection of its own (`own`), named [`SESSION`], until the requests' pool (`primary`)
+/// is closed.
+pub(super) async fn first_statistics(primary: Pool, own: Pool) {
     const ANALYZED: &str = "SELECT last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL \
                             FROM pg_stat_user_tables WHERE relname = 'locations'";
     const ROWS: i64 = 1000;
@@ -23,10 +29,11 @@ pub(super) async fn first_statistics(pool: Pool) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     loop {
         tick.tick().await;
-        if pool.is_closed() {
+        if primary.is_closed() {
+            own.close();
             return;
         }
-        let Ok(client) = pool.get().await else { continue };
+        let Ok(client) = own.get().await else { continue };
         let Ok(row) = client.query_opt(ANALYZED, &[]).await else {
             continue;
         };
