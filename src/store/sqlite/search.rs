@@ -139,12 +139,15 @@ impl SearchSource for SqliteSearch {
             let kept = version.and_then(|v| self.heads.get(&merchant_pk, v));
             let head = match kept {
                 Some(head) => head,
-                // One statement is its own snapshot: no transaction to begin and end.
-                None => self.readers.read(move |conn| bounds(conn, merchant_pk)).await?.last,
+                None => {
+                    // One statement is its own snapshot: no transaction to begin and end.
+                    let head = self.readers.read(move |conn| bounds(conn, merchant_pk)).await?.last;
+                    if let Some(version) = version {
+                        self.heads.put(merchant_pk, version, head);
+                    }
+                    head
+                }
             };
-            if let Some(version) = version {
-                self.heads.put(merchant_pk, version, head);
-            }
             return Ok(Records {
                 head,
                 json: Vec::new(),
