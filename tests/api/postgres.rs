@@ -249,12 +249,7 @@ async fn a_read_is_never_starved_by_writers() {
     let (app, url) = two_connections().await;
     let keys = [app.merchant_key("a").await, app.merchant_key("b").await];
     // Each merchant's writes take its advisory lock (one key: its pk); hold both from outside.
-    let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    holder
-        .batch_execute("SELECT pg_advisory_lock(pk) FROM merchants")
-        .await
-        .unwrap();
+    let holder = holding(&url, "SELECT pg_advisory_lock(pk) FROM merchants").await;
     let writes: Vec<_> = keys
         .iter()
         .enumerate()
@@ -300,12 +295,11 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
     let (app, url) = two_connections().await;
     let key = app.merchant_key("busy").await;
     assert_eq!(app.list_locations(&json!({})).await.status, 200);
-    let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    holder
-        .batch_execute("BEGIN; LOCK TABLE locations, location_counts IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let holder = holding(
+        &url,
+        "BEGIN; LOCK TABLE locations, location_counts IN ACCESS EXCLUSIVE MODE",
+    )
+    .await;
     let list = |base: String, key: String| async move {
         read(
             reqwest::Client::new()
@@ -351,26 +345,14 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
 async fn upkeep_waiting_on_a_lock_leaves_the_requests_their_connections() {
     let (app, url) = two_connections().await;
     let key = app.merchant_key("upkeep").await;
-    let (holder, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
-    tokio::spawn(connection);
-    holder
-        .batch_execute("BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while holder
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront-statistics' AND wait_event_type = 'Lock'",
-            &[],
-        )
-        .await
-        .unwrap()
-        .get::<_, i64>(0)
-        == 0
-    {
-        assert!(Instant::now() < deadline, "the statistics' look never reached the lock");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let holder = holding(&url, "BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE").await;
+    await_sessions_waiting(
+        &holder,
+        "storefront-statistics",
+        1,
+        "the statistics' look never reached the lock",
+    )
+    .await;
     let held = tokio::spawn(read(
         reqwest::Client::new()
             .post(format!("{}/v1/location/list", app.base))
@@ -385,14 +367,28 @@ async fn upkeep_waiting_on_a_lock_leaves_the_requests_their_connections() {
     assert_eq!(listed.status, 200, "{:?}", listed.body);
 }
 
+/// A session of the test's own on `url` that has run `sql` (the locks it takes are held until
+/// it ends them, or is dropped).
+async fn holding(url: &str, sql: &str) -> tokio_postgres::Client {
+    let (holder, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    holder.batch_execute(sql).await.unwrap();
+    holder
+}
+
 /// Waits (10 s at most) until `n` of the service's sessions wait on a lock, asking on `holder`.
 async fn await_lock_waits(holder: &tokio_postgres::Client, n: i64, what: &str) {
+    await_sessions_waiting(holder, "storefront", n, what).await;
+}
+
+/// Waits (10 s at most) until `n` sessions named `name` wait on a lock, asking on `holder`.
+async fn await_sessions_waiting(holder: &tokio_postgres::Client, name: &str, n: i64, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let waiting: i64 = holder
             .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'storefront' AND wait_event_type = 'Lock'",
-                &[],
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                &[&name],
             )
             .await
             .unwrap()
