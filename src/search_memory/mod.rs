@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::domain::location::search::memory::MemoryIndex;
-use crate::domain::location::search::{SearchPage, SearchQuery};
+use crate::domain::location::search::{Hit, SearchPage, SearchQuery};
 use crate::store::api::{ReadFrom, ReadOn, Store, StoreError};
 use crate::store::event_signal::EventSignal;
 use crate::store::search_api::{Changes, SearchSource};
@@ -157,12 +157,19 @@ impl SearchMemory {
             held::read(merchant).fresh.found_current(rings);
             read.json.into_iter().collect()
         };
-        let mut page = SearchPage::new(hits.len());
-        for (hit, kept) in hits.iter().zip(&kept) {
-            match kept.as_deref().or_else(|| fresh.get(&hit.seq).map(Vec::as_slice)) {
-                Some(json) => page.push_json(*hit, json),
-                None => continue,
-            }
+        let found: Vec<(Hit, &[u8])> = hits
+            .iter()
+            .zip(&kept)
+            .filter_map(|(hit, kept)| {
+                Some((
+                    *hit,
+                    kept.as_deref().or_else(|| fresh.get(&hit.seq).map(Vec::as_slice))?,
+                ))
+            })
+            .collect();
+        let mut page = SearchPage::for_records(found.iter().map(|(_, json)| *json));
+        for (hit, json) in found {
+            page.push_json(hit, json);
         }
         page.has_next = has_next;
         if !fresh.is_empty() {

@@ -7,6 +7,9 @@ use super::super::record::RecordRef;
 use super::query::{Hit, MAX_LIMIT};
 use crate::domain::wire::{Total, answer_tail};
 
+/// The most a result adds around its record: `,{"distance_m":4294967295,"location":` and `}`.
+const RESULT_MOST: usize = 1 + 14 + 10 + 12 + 1;
+
 /// One page of results, as a store read it: `{"distance_m":…,"location":{record}}` objects,
 /// comma-joined, written as they were read.
 #[derive(Clone, Debug, Default)]
@@ -21,6 +24,18 @@ impl SearchPage {
     pub fn new(limit: usize) -> SearchPage {
         SearchPage {
             json: Vec::with_capacity(limit.min(MAX_LIMIT) * 1600),
+            ..SearchPage::default()
+        }
+    }
+
+    /// A page for `records` whose JSON was written before, with room for exactly them: a page
+    /// that outgrew its estimate would be copied whole into a buffer twice its size.
+    pub fn for_records<'a>(records: impl IntoIterator<Item = &'a [u8]>) -> SearchPage {
+        let (count, bytes) = records
+            .into_iter()
+            .fold((0, 0), |(count, bytes), json| (count + 1, bytes + json.len()));
+        SearchPage {
+            json: Vec::with_capacity(bytes + count * RESULT_MOST),
             ..SearchPage::default()
         }
     }
@@ -63,5 +78,31 @@ impl SearchPage {
             Bytes::from(self.json),
             Bytes::from(answer_tail(next_cursor, Total::Absent)),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_for_its_records_never_outgrows_its_buffer() {
+        let records: Vec<Vec<u8>> = (1..=100).map(|n| vec![b'x'; n * 37]).collect();
+        let mut page = SearchPage::for_records(records.iter().map(Vec::as_slice));
+        let room = page.json.capacity();
+        for (seq, record) in (0..).zip(&records) {
+            let hit = Hit {
+                distance_m: u32::MAX,
+                seq,
+            };
+            page.push_json(hit, record);
+        }
+        assert_eq!(page.json.capacity(), room);
+        assert!(
+            page.json.len() > room - 100,
+            "room for {} bytes held {}",
+            room,
+            page.json.len()
+        );
     }
 }
