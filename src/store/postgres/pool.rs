@@ -8,11 +8,11 @@ use tokio_postgres::NoTls;
 
 use crate::store::api::StoreError;
 
-/// A pool of at most `size` connections to `config`, named `name` in `pg_stat_activity`, on which no session holds a lock, runs a
-/// statement or sits in a transaction longer than `limit`, no statement is compiled
-/// by PostgreSQL's JIT, and whose peer, should it vanish, is noticed by TCP keep-alives within
-/// about half a minute rather than the kernel's two hours; waiting at most `wait` for a connection,
-/// and `connect` for a new one.
+/// A pool of at most `size` connections to `config`, named `name` in `pg_stat_activity`, on which
+/// no session holds a lock, runs a statement or sits in a transaction longer than `limit`, no
+/// statement is compiled by PostgreSQL's JIT, and whose peer, should it vanish, is noticed by TCP
+/// keep-alives within about half a minute rather than the kernel's two hours; waiting at most
+/// `wait` for a connection, and `connect` for a new one.
 pub(super) fn pool_of(
     mut config: tokio_postgres::Config,
     name: &str,
