@@ -53,6 +53,7 @@ struct Counts {
     from_memory: AtomicU64,
     from_database: AtomicU64,
     builds: AtomicU64,
+    reads_from_memory: AtomicU64,
 }
 
 /// What the indexes hold and have served, since the start.
@@ -63,6 +64,9 @@ pub struct SearchStats {
     pub builds: u64,
     pub from_memory: u64,
     pub from_database: u64,
+    /// Of the searches from memory, those that read the database (where the log stands, and
+    /// records not kept): this instance's alone, where `/metrics` counts the process's.
+    pub reads_from_memory: u64,
 }
 
 impl SearchMemory {
@@ -85,6 +89,7 @@ impl SearchMemory {
             builds: self.counts.builds.load(Ordering::Relaxed),
             from_memory: self.counts.from_memory.load(Ordering::Relaxed),
             from_database: self.counts.from_database.load(Ordering::Relaxed),
+            reads_from_memory: self.counts.reads_from_memory.load(Ordering::Relaxed),
         }
     }
 
@@ -154,6 +159,7 @@ impl SearchMemory {
                 return Ok(None);
             }
             read.on.count();
+            self.counts.reads_from_memory.fetch_add(1, Ordering::Relaxed);
             held::read(merchant).fresh.found_current(rings);
             read.json.into_iter().collect()
         };
