@@ -166,8 +166,8 @@ pub(super) struct PgSearch {
 
 /// The records `seqs` and where the merchant's log stands, read by one statement on `pool`: a
 /// statement is its own snapshot, so no transaction is begun and ended around it, and the read
-/// is one round trip. Each row carries the log's sequence; with none of `seqs` found (or none
-/// asked), the one row has no record.
+/// is one round trip. Each row carries the log's sequence; with none of `seqs` found, the one row
+/// has no record. With none asked, [`records_on`] reads the log's row alone.
 static RECORDS: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT {RECORD}, head.last AS log_head FROM \
@@ -178,6 +178,11 @@ static RECORDS: LazyLock<String> = LazyLock::new(|| {
 
 async fn records_on(pool: &Pool, merchant_pk: i64, seqs: &[i64]) -> Result<(i64, Vec<StoredRecord>), StoreError> {
     let client = pool.get().await?;
+    if seqs.is_empty() {
+        // Its own statement, one row of one table: the records' join, asked for no record, would
+        // still cost the database a plan of two tables and a row of every record column.
+        return Ok((bounds(&client, merchant_pk).await?.last, Vec::new()));
+    }
     let rows = query(&client, &RECORDS, &[&merchant_pk, &seqs]).await?;
     let mut head = 0;
     let mut records = Vec::with_capacity(rows.len());
@@ -230,9 +235,7 @@ impl SearchSource for PgSearch {
             // Every search whose records are all kept asks only where the log stands: those asking
             // at once share a read begun after they came, so each still reads its own writes.
             None if seqs.is_empty() => {
-                // Its own statement, one row of one table: the records' join, asked for no record,
-                // still costs the database a plan of two tables and a row of every record column.
-                let read = || async { Ok(bounds(&self.pool.get().await?, merchant_pk).await?.last) };
+                let read = || async { Ok(records_on(&self.pool, merchant_pk, &[]).await?.0) };
                 (self.heads.get(&merchant_pk, read).await?, Vec::new(), ReadOn::Primary)
             }
             None => {
