@@ -16,9 +16,22 @@ pub(super) struct Rect {
     pub(super) east: f64,
 }
 
-/// `degrees` brought into [-180, 180).
+/// `degrees` brought into [-180, 180), to the last bit as `(degrees + 180).rem_euclid(360) - 180`:
+/// within a turn either side of the range (every difference of two longitudes) the remainder is
+/// the sum itself, or it less or plus 360, computed exactly as `rem_euclid` computes it, without
+/// its division (`fmod`), a slow call made for every cell a covering weighs.
 pub(super) fn wrap(degrees: f64) -> f64 {
-    (degrees + 180.0).rem_euclid(360.0) - 180.0
+    let turned = degrees + 180.0;
+    let wrapped = if (0.0..360.0).contains(&turned) {
+        turned
+    } else if (-360.0..0.0).contains(&turned) {
+        turned + 360.0
+    } else if (360.0..720.0).contains(&turned) {
+        turned - 360.0
+    } else {
+        turned.rem_euclid(360.0)
+    };
+    wrapped - 180.0
 }
 
 impl Rect {
@@ -204,6 +217,21 @@ impl Seen {
         Seen {
             origin: Origin::new(latitude, longitude),
             tan_latitude: latitude.to_radians().tan(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The same bits as the remainder's, whatever the angle (beyond a turn either side too).
+        #[test]
+        fn wrap_is_the_euclidean_remainder(degrees in prop_oneof![-540.0f64..540.0, -1e6f64..1e6, Just(-360.0), Just(180.0), Just(-180.0), Just(540.0)]) {
+            let expected = (degrees + 180.0).rem_euclid(360.0) - 180.0;
+            prop_assert_eq!(wrap(degrees).to_bits(), expected.to_bits());
         }
     }
 }
