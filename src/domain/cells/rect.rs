@@ -42,25 +42,70 @@ impl Rect {
     }
 
     /// Bounds of `least_distance` and `greatest_distance` made without trigonometry, within a
-    /// few metres of them for the cells of a search's rings. Haversine's `a` (the distance is
-    /// `2R·asin(√a)`, growing with `a`) is `sin²(Δφ/2) + cos φ₁·cos φ₂·sin²(Δλ/2)`: below, each of
-    /// its two terms is bounded over the rectangle by its own extremes (the differences of
-    /// latitude and of longitude to the nearer and the farther edges; `cos φ₂` least at an edge,
-    /// since it is concave, and greatest at the latitude nearest the equator), the sines and the
-    /// cosine of the rectangle's latitudes by their Taylor polynomials (which bound them from
-    /// either side), and `asin(y)` lies between `y` and `y/√(1−y²)`; no bound for the greatest
-    /// when the rectangle holds the meridian opposite the point. Above and below, a point of the
-    /// rectangle bounds each (its distance is at least the least, a corner's at most the
-    /// greatest): the point nearest in latitude and longitude, and the farthest corner.
+    /// few metres of them for the cells of a search's rings: [`Rect::edge_bounds`], and above and
+    /// below them a point of the rectangle bounds each (its distance is at least the least, a
+    /// corner's at most the greatest): the point nearest in latitude and longitude, and the
+    /// farthest corner.
     pub(super) fn distance_bounds(&self, from: &Seen) -> Bounds {
+        let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
+        let edges = self.edges(from);
+        let (least_at_least, greatest_at_most) = self.edge_bounds(from);
+        let nearest = (
+            latitude.clamp(self.south, self.north),
+            match (edges.holds_longitude, edges.to_west <= edges.to_east) {
+                (true, _) => longitude,
+                (false, true) => self.west,
+                (false, false) => self.east,
+            },
+        );
+        let farthest = (
+            if edges.to_south.abs() >= edges.to_north.abs() {
+                self.south
+            } else {
+                self.north
+            },
+            if edges.to_west >= edges.to_east {
+                self.west
+            } else {
+                self.east
+            },
+        );
+        Bounds {
+            least: (
+                least_at_least,
+                from.origin
+                    .distance_within_m(nearest.0, nearest.1)
+                    .map_or(f64::INFINITY, |(_, most)| most),
+            ),
+            greatest: (
+                from.origin
+                    .distance_within_m(farthest.0, farthest.1)
+                    .map_or(0.0, |(least, _)| least),
+                greatest_at_most,
+            ),
+        }
+    }
+
+    /// A bound below `least_distance` and one above `greatest_distance` (infinite when the
+    /// rectangle holds the meridian opposite the point), made of the rectangle's edges alone
+    /// without trigonometry. Haversine's `a` (the distance is `2R·asin(√a)`, growing with `a`) is
+    /// `sin²(Δφ/2) + cos φ₁·cos φ₂·sin²(Δλ/2)`: each of its two terms is bounded over the
+    /// rectangle by its own extremes (the differences of latitude and of longitude to the nearer
+    /// and the farther edges; `cos φ₂` least at an edge, since it is concave, and greatest at the
+    /// latitude nearest the equator), the sines and the cosine of the rectangle's latitudes by
+    /// their Taylor polynomials (which bound them from either side), and `asin(y)` lies between
+    /// `y` and `y/√(1−y²)`.
+    pub(super) fn edge_bounds(&self, from: &Seen) -> (f64, f64) {
         // Far beyond the rounding of either computation, and far below the decisions' margin.
         const SLACK_M: f64 = 1e-3;
         const ROUNDING: f64 = 1e-9;
-        let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
-        let (to_south, to_north) = (
-            (self.south - latitude).to_radians(),
-            (self.north - latitude).to_radians(),
-        );
+        let Edges {
+            to_south,
+            to_north,
+            to_west,
+            to_east,
+            holds_longitude,
+        } = self.edges(from);
         let d_phi_least = if to_south > 0.0 {
             to_south
         } else if to_north < 0.0 {
@@ -68,11 +113,6 @@ impl Rect {
         } else {
             0.0
         };
-        let (to_west, to_east) = (
-            wrap(self.west - longitude).abs().to_radians(),
-            wrap(self.east - longitude).abs().to_radians(),
-        );
-        let holds_longitude = self.holds_longitude(longitude);
         let d_lambda_least = if holds_longitude { 0.0 } else { to_west.min(to_east) };
         let cos_least = from
             .origin
@@ -83,38 +123,9 @@ impl Rect {
         let sin_least = |half: f64| (half - half.powi(3) / 6.0).max(0.0);
         let a_least = sin_least(d_phi_least / 2.0).powi(2)
             + from.origin.cos_latitude() * cos_least * sin_least(d_lambda_least / 2.0).powi(2);
-        let nearest = (
-            latitude.clamp(self.south, self.north),
-            match (holds_longitude, to_west <= to_east) {
-                (true, _) => longitude,
-                (false, true) => self.west,
-                (false, false) => self.east,
-            },
-        );
-        let least = (
-            2.0 * EARTH_RADIUS_M * a_least.sqrt() * (1.0 - ROUNDING) - SLACK_M,
-            from.origin
-                .distance_within_m(nearest.0, nearest.1)
-                .map_or(f64::INFINITY, |(_, most)| most),
-        );
-        let farthest = (
-            if to_south.abs() >= to_north.abs() {
-                self.south
-            } else {
-                self.north
-            },
-            if to_west >= to_east { self.west } else { self.east },
-        );
-        let greatest_at_least = from
-            .origin
-            .distance_within_m(farthest.0, farthest.1)
-            .map_or(0.0, |(least, _)| least);
-        let unbounded = Bounds {
-            least,
-            greatest: (greatest_at_least, f64::INFINITY),
-        };
-        if self.holds_longitude(wrap(longitude + 180.0)) {
-            return unbounded;
+        let least_at_least = 2.0 * EARTH_RADIUS_M * a_least.sqrt() * (1.0 - ROUNDING) - SLACK_M;
+        if self.holds_longitude(wrap(from.origin.longitude + 180.0)) {
+            return (least_at_least, f64::INFINITY);
         }
         let cos_most = if self.south <= 0.0 && self.north >= 0.0 {
             1.0
@@ -126,12 +137,22 @@ impl Rect {
         let d_lambda_most = to_west.max(to_east);
         let a_most = (d_phi_most / 2.0).powi(2) + from.origin.cos_latitude() * cos_most * (d_lambda_most / 2.0).powi(2);
         if a_most >= 1.0 {
-            return unbounded;
+            return (least_at_least, f64::INFINITY);
         }
         let greatest_at_most = 2.0 * EARTH_RADIUS_M * (a_most / (1.0 - a_most)).sqrt() * (1.0 + ROUNDING) + SLACK_M;
-        Bounds {
-            least,
-            greatest: (greatest_at_least, greatest_at_most),
+        (least_at_least, greatest_at_most)
+    }
+
+    /// The differences of latitude to its parallels and of longitude to its meridians (in
+    /// radians, the latter both positive), and whether it holds the point's meridian.
+    fn edges(&self, from: &Seen) -> Edges {
+        let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
+        Edges {
+            to_south: (self.south - latitude).to_radians(),
+            to_north: (self.north - latitude).to_radians(),
+            to_west: wrap(self.west - longitude).abs().to_radians(),
+            to_east: wrap(self.east - longitude).abs().to_radians(),
+            holds_longitude: self.holds_longitude(longitude),
         }
     }
 
@@ -177,6 +198,15 @@ impl Rect {
         let n = if self.holds_longitude(opposite) { 3 } else { 2 };
         from.origin.farthest_m(&[self.south, self.north], &meridians[..n])
     }
+}
+
+/// A rectangle's edges seen from a point ([`Rect::edges`]).
+struct Edges {
+    to_south: f64,
+    to_north: f64,
+    to_west: f64,
+    to_east: f64,
+    holds_longitude: bool,
 }
 
 /// Bounds of a cell's least and greatest distances.
