@@ -276,7 +276,11 @@ fn cover_by(
             }
         }
     }
-    let mut ranges: Vec<(i64, i64)> = whole.into_iter().map(Cell::keys).collect();
+    merged(whole.into_iter().map(Cell::keys).collect())
+}
+
+/// The cells' key ranges sorted, those that touch made one.
+fn merged(mut ranges: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     ranges.sort_unstable();
     let mut merged: Vec<(i64, i64)> = Vec::with_capacity(ranges.len());
     for (first, last) in ranges {
