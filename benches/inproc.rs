@@ -1,10 +1,11 @@
-//! A profiling aid, not part of the benchmark's figures: the list route's cost per request inside
+//! A profiling aid, not part of the benchmark's figures: a route's cost per request inside
 //! the process (the whole middleware stack, the gate, the handler, the access log), without TCP
 //! and without the load generator competing for the CPU. Its figure moves far less between runs
 //! than a wrk run on this 2-core machine, so it is what to compare two builds of the list path by.
 //!
-//! Usage: `inproc DB API_KEY BODIES_FILE [REQUESTS]` (BODIES_FILE: one list request body per
-//! line, as `benches/bench.py` writes them). Logs go to stderr as `serve` writes them; send them
+//! Usage: `inproc DB API_KEY BODIES_FILE [REQUESTS [ROUTE]]` (BODIES_FILE: one request body per
+//! line, as `benches/bench.py` writes them; ROUTE `/v1/categories/list` unless named, e.g.
+//! `/v1/location/search`). Logs go to stderr as `serve` writes them; send them
 //! to /dev/null.
 
 use std::time::Instant;
@@ -16,6 +17,11 @@ use storefront::app::{self, AppState, Settings};
 use storefront::rate_limit::Rate;
 use storefront::store::{self, DatabaseUrl};
 use tower::ServiceExt;
+
+/// The server's allocator, so that the figures are the server's.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn cpu_seconds() -> f64 {
     // utime + stime of this process, in clock ticks of 1/100 s.
@@ -32,16 +38,19 @@ fn cpu_seconds() -> f64 {
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [db, key, bodies, rest @ ..] = args.as_slice() else {
-        anyhow::bail!("usage: inproc DB API_KEY BODIES_FILE [REQUESTS]");
+        anyhow::bail!("usage: inproc DB API_KEY BODIES_FILE [REQUESTS [ROUTE]]");
     };
     let requests: usize = rest.first().map_or(Ok(200_000), |n| n.parse())?;
+    let route = rest.get(1).map_or("/v1/categories/list", String::as_str);
     let _log = storefront::telemetry::init(Some(storefront::config::LogFormat::Json));
     let store = store::open(&DatabaseUrl::parse(&format!("sqlite://{db}")).map_err(anyhow::Error::msg)?).await?;
     let settings = Settings {
         rate: Rate::Off,
         ..Settings::default()
     };
-    let router = app::router(AppState::load(store, settings).await?);
+    let state = AppState::load(store, settings).await?;
+    let search = std::sync::Arc::clone(&state.search);
+    let router = app::router(state);
     let bodies: Vec<String> = std::fs::read_to_string(bodies)?
         .lines()
         .filter(|l| !l.is_empty())
@@ -50,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
     let authorization = format!("Bearer {key}");
     let call = |i: usize| {
         let body = bodies[i % bodies.len()].clone();
-        let request = Request::post("/v1/categories/list")
+        let request = Request::post(route)
             .header("content-type", "application/json")
             .header("authorization", &authorization)
             .body(Body::from(body));
@@ -72,6 +81,12 @@ async fn main() -> anyhow::Result<()> {
             Ok::<usize, anyhow::Error>(len)
         }
     };
+    call(0).await?;
+    // A merchant's search index is built in the background after its first search: measured
+    // once it is held, from memory.
+    while route.ends_with("/search") && search.stats().merchants == 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     for i in 0..requests / 10 {
         call(i).await?;
     }
