@@ -90,8 +90,8 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
     let sql = ring_sql(hours, test.hides_types());
     let begin = format!("{BEGIN}{GENERIC_PLANS}");
     let mut begun = false;
-    while let Some(ranges) = walk.next_ring() {
-        let (firsts, lasts): (Vec<i64>, Vec<i64>) = ranges.into_iter().unzip();
+    while let Some(ring) = walk.next_ring() {
+        let (firsts, lasts): (Vec<i64>, Vec<i64>) = ring.ranges().into_iter().unzip();
         let status = Status::Active.as_str();
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 11] = [
             &q.merchant_pk(),

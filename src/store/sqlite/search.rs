@@ -39,8 +39,8 @@ pub(super) fn search(tx: &Connection, query: &SearchQuery) -> Result<SearchPage,
     let hours = walk.needs_hours();
     let test = query.filter().index_test();
     let mut range = tx.prepare_cached(&range_sql(hours, test.hides_types()))?;
-    while let Some(ranges) = walk.next_ring() {
-        for (first, last) in ranges {
+    while let Some(ring) = walk.next_ring() {
+        for (first, last) in ring.ranges() {
             let mut rows = range.query(params![
                 query.merchant_pk(),
                 Status::Active.as_str(),

@@ -251,8 +251,8 @@ impl MemoryIndex {
         let mut walk = Walk::new(query);
         let hours = walk.needs_hours();
         let test = query.filter().index_test();
-        while let Some(ranges) = walk.next_ring() {
-            for range in ranges {
+        while let Some(ring) = walk.next_ring() {
+            for range in ring.ranges_in_memory() {
                 self.scan(range, &test, hours, |seq, latitude, longitude, opening| {
                     walk.consider(seq, latitude, longitude, opening)
                 });

@@ -29,4 +29,4 @@ pub use query::{
     Axis, DEFAULT_LIMIT, DEFAULT_RADIUS_M, Hit, IndexTest, LocalTime, MAX_LIMIT, MAX_RADIUS_M, MAX_RINGS, Near, Parcel,
     RING_CELLS, Radius, SearchFilter, SearchQuery,
 };
-pub use walk::Walk;
+pub use walk::{Ring, Walk};

@@ -6,13 +6,43 @@
 
 use super::key;
 use super::query::{Hit, MAX_RINGS, RING_CELLS, SearchQuery};
-use crate::domain::cells::cover;
+use crate::domain::cells::{cover, cover_by_edges};
 use crate::domain::geo::Origin;
+
+/// Key ranges per ring at most in an index held in memory: half a covering on disk's. Making a
+/// covering of more cells costs more than reading the entries the tighter cells leave out.
+const MEMORY_RING_CELLS: usize = 12;
 
 /// The first ring's outer radius beyond where the walk starts, in metres.
 const FIRST_RING_M: f64 = 100.0;
 
-/// One search's walk: `next_ring` names the key ranges to read, `consider` takes every index
+/// The points of one ring of a walk, around its centre: those at a distance `d` with
+/// `inner < d < outer` (the exact distances that round into the ring's whole metres), which the
+/// key ranges of either covering hold.
+#[derive(Clone, Copy, Debug)]
+pub struct Ring {
+    latitude: f64,
+    longitude: f64,
+    inner: f64,
+    outer: f64,
+}
+
+impl Ring {
+    /// Key ranges for an index on disk, where each range costs a descent of a B-tree: the fewest
+    /// cells' worth of points, [`RING_CELLS`] ranges at most.
+    pub fn ranges(&self) -> Vec<(i64, i64)> {
+        cover(self.latitude, self.longitude, self.inner, self.outer, RING_CELLS)
+    }
+
+    /// Key ranges for an index in memory, where a range costs a few comparisons and reading an
+    /// entry less than weighing a cell: [`MEMORY_RING_CELLS`] ranges at most, each cell weighed by
+    /// its edges alone.
+    pub fn ranges_in_memory(&self) -> Vec<(i64, i64)> {
+        cover_by_edges(self.latitude, self.longitude, self.inner, self.outer, MEMORY_RING_CELLS)
+    }
+}
+
+/// One search's walk: `next_ring` names the ring whose key ranges to read, `consider` takes every index
 /// entry read from them, `finish` gives the page.
 #[derive(Debug)]
 pub struct Walk<'q> {
@@ -46,8 +76,8 @@ impl<'q> Walk<'q> {
         self.query.filter().open_at.is_some()
     }
 
-    /// The key ranges of the next ring, or `None` when the page is decided.
-    pub fn next_ring(&mut self) -> Option<Vec<(i64, i64)>> {
+    /// The next ring, or `None` when the page is decided.
+    pub fn next_ring(&mut self) -> Option<Ring> {
         let radius = i64::from(self.query.radius().metres());
         if self.found.len() > self.query.limit() || self.outer >= radius || self.rings >= MAX_RINGS {
             return None;
@@ -56,13 +86,12 @@ impl<'q> Walk<'q> {
         self.outer = self.next_outer().clamp(self.outer + 1, radius);
         self.rings += 1;
         let near = self.query.near();
-        Some(cover(
-            near.latitude(),
-            near.longitude(),
-            self.inner as f64 + 0.5,
-            self.outer as f64 + 0.5,
-            RING_CELLS,
-        ))
+        Some(Ring {
+            latitude: near.latitude(),
+            longitude: near.longitude(),
+            inner: self.inner as f64 + 0.5,
+            outer: self.outer as f64 + 0.5,
+        })
     }
 
     /// The next ring's outer radius: far enough, by the matches found over the area walked so far,
@@ -128,11 +157,17 @@ mod tests {
     use crate::domain::geo::haversine_m;
     use proptest::prelude::*;
 
-    /// Runs a walk over `points` (seq, lat, lon) as a store would, counting the entries read.
-    fn walk(query: &SearchQuery, points: &[(i64, f64, f64)]) -> (Vec<Hit>, bool, usize) {
+    /// Runs a walk over `points` (seq, lat, lon) as a store would (or the index in memory, with
+    /// its own coverings), counting the entries read.
+    fn walk(query: &SearchQuery, points: &[(i64, f64, f64)], in_memory: bool) -> (Vec<Hit>, bool, usize) {
         let mut walk = Walk::new(query);
         let mut read = 0;
-        while let Some(ranges) = walk.next_ring() {
+        while let Some(ring) = walk.next_ring() {
+            let ranges = if in_memory {
+                ring.ranges_in_memory()
+            } else {
+                ring.ranges()
+            };
             for (first, last) in ranges {
                 for &(seq, lat, lon) in points {
                     if (first..=last).contains(&cell_key(lat, lon)) {
@@ -179,10 +214,12 @@ mod tests {
             })
             .collect();
         let q = query(55.759, 37.626, 5000, 20);
-        let (hits, has_next, read) = walk(&q, &points);
-        assert_eq!(hits, brute(&q, &points)[..20]);
-        assert!(has_next);
-        assert!(read < 1500, "read {read} of 40,000 entries for a page of 20");
+        for in_memory in [false, true] {
+            let (hits, has_next, read) = walk(&q, &points, in_memory);
+            assert_eq!(hits, brute(&q, &points)[..20]);
+            assert!(has_next);
+            assert!(read < 1500, "read {read} of 40,000 entries for a page of 20");
+        }
     }
 
     proptest! {
@@ -194,6 +231,7 @@ mod tests {
             offsets in prop::collection::vec((-0.05f64..0.05, -0.05f64..0.05), 0..120),
             radius_m in 1u32..8000,
             limit in 1usize..12,
+            in_memory: bool,
         ) {
             let points: Vec<(i64, f64, f64)> = offsets
                 .iter()
@@ -208,7 +246,7 @@ mod tests {
             let expected = brute(&q, &points);
             let mut got = Vec::new();
             loop {
-                let (hits, has_next, _) = walk(&q, &points);
+                let (hits, has_next, _) = walk(&q, &points, in_memory);
                 got.extend(hits.iter().copied());
                 prop_assert_eq!(has_next, got.len() < expected.len());
                 if !has_next {
