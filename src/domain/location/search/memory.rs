@@ -1,17 +1,18 @@
 //! One merchant's search index held in memory: the entries the stores' index holds of its `ACTIVE`
 //! locations (cell, seq, coordinates, flags, sorted limits, opening hours), tested as the stores'
-//! scans test them, so that the same walk reads the same entries from either and a page is the same
-//! page.
+//! scans test them, so that a walk finds the same matches in either (through coverings of its
+//! own, cheaper to make: `Ring::ranges_in_memory`) and a page is the same page.
 //!
-//! **Layout.** Most entries sit in one vector sorted by `(cell, seq)`, 72 bytes each, their cells
-//! in a vector of their own beside it (8 bytes each) and every 64th cell in a third, small enough
-//! for the cache to keep: a ring's key range is found in that one and then among 64 cells, a few
-//! cache lines, and read as a run of neighbours in memory. Opening hours are kept once
-//! for every set of equal hours (a chain's points mostly share theirs). A change since the vector
-//! was sorted goes to a small ordered map beside it, and the seq it replaces or removes is marked
-//! dead in the vector; when the changes pass an eighth of the entries (or [`MERGE_AT_LEAST`]) both
-//! are merged into a new vector, so a write costs a few map operations and, amortised, a few
-//! entries' copying.
+//! **Layout.** Most entries sit in vectors sorted by `(cell, seq)`, each field in one of its own:
+//! cells and flags (8 bytes each), sorted limits (32 bytes) and the rest (seq, coordinates and
+//! hours, 32 bytes); every 64th cell sits in a vector small enough for the cache to keep. A ring's
+//! key range is found in that one and then among 64 cells, a few cache lines, and read as a run
+//! of neighbours in memory: the flags of every entry in it, the rest only of those whose flags
+//! pass. Opening hours are kept once for every set of equal hours (a chain's points mostly share
+//! theirs). A change since the vectors were sorted goes to a small ordered map beside them, and
+//! the seq it replaces or removes is marked dead; when the changes pass an eighth of the entries
+//! (or [`MERGE_AT_LEAST`]) both are merged into new vectors, so a write costs a few map operations
+//! and, amortised, a few entries' copying.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -36,8 +37,8 @@ pub struct IndexEntry {
     pub key: SearchKey,
 }
 
-/// An entry as the sorted vector holds it (its cell beside it); its hours by their number in
-/// [`Hours`].
+/// An entry as the changes since the sort hold it (its cell beside it); its hours by their number
+/// in [`Hours`].
 #[derive(Clone, Copy, Debug)]
 struct Packed {
     seq: i64,
@@ -50,11 +51,34 @@ struct Packed {
 
 impl Packed {
     fn passes(&self, test: &IndexTest) -> bool {
-        self.flags & test.any != 0
-            && self.flags & test.visible != 0
-            && self.flags & test.all == test.all
-            && self.fit.iter().zip(test.fit).all(|(have, need)| *have >= need)
+        flags_pass(self.flags, test) && fits_pass(&self.fit, test)
     }
+
+    fn spot(&self) -> Spot {
+        Spot {
+            seq: self.seq,
+            latitude: self.latitude,
+            longitude: self.longitude,
+            hours: self.hours,
+        }
+    }
+}
+
+fn flags_pass(flags: i64, test: &IndexTest) -> bool {
+    flags & test.any != 0 && flags & test.visible != 0 && flags & test.all == test.all
+}
+
+fn fits_pass(fit: &[f64; 4], test: &IndexTest) -> bool {
+    fit.iter().zip(test.fit).all(|(have, need)| *have >= need)
+}
+
+/// What a scan reads of an entry whose flags and limits pass.
+#[derive(Clone, Copy, Debug)]
+struct Spot {
+    seq: i64,
+    latitude: f64,
+    longitude: f64,
+    hours: u32,
 }
 
 /// Every distinct opening hours, numbered, each kept once.
@@ -94,13 +118,14 @@ impl Hours {
 /// One merchant's index (see the module).
 #[derive(Default, Debug)]
 pub struct MemoryIndex {
-    /// Sorted by `(cell, seq)`.
-    sorted: Vec<Packed>,
-    /// The cell of each entry of `sorted`.
+    /// The cells of the entries sorted by `(cell, seq)`, and their other fields in that order.
     cells: Vec<i64>,
+    flags: Vec<i64>,
+    fits: Vec<[f64; 4]>,
+    spots: Vec<Spot>,
     /// Every `BLOCK`-th of `cells`, from the first.
     fences: Vec<i64>,
-    /// Seqs of `sorted` replaced or removed since it was sorted.
+    /// Seqs of the sorted entries replaced or removed since they were sorted.
     dead: HashSet<i64>,
     /// Entries added or replaced since, by `(cell, seq)`.
     added: BTreeMap<(i64, i64), Packed>,
@@ -121,15 +146,38 @@ impl MemoryIndex {
     /// Sorts `entries` (each with its cell) into the vectors.
     fn set_sorted(&mut self, mut entries: Vec<(i64, Packed)>) {
         entries.sort_unstable_by_key(|(cell, p)| (*cell, p.seq));
-        let (mut cells, mut sorted): (Vec<i64>, Vec<Packed>) = entries.into_iter().unzip();
-        cells.shrink_to_fit();
-        sorted.shrink_to_fit();
+        let n = entries.len();
+        let (mut cells, mut flags, mut fits, mut spots) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for (cell, p) in entries {
+            cells.push(cell);
+            flags.push(p.flags);
+            fits.push(p.fit);
+            spots.push(p.spot());
+        }
         self.fences = cells.iter().step_by(BLOCK).copied().collect();
-        self.cells = cells;
-        self.sorted = sorted;
+        (self.cells, self.flags, self.fits, self.spots) = (cells, flags, fits, spots);
     }
 
-    /// The first place in `sorted` whose cell is not `before` (a predicate true of the cells
+    /// The `i`-th sorted entry, and its cell.
+    fn sorted(&self, i: usize) -> (i64, Packed) {
+        let spot = self.spots[i];
+        let packed = Packed {
+            seq: spot.seq,
+            latitude: spot.latitude,
+            longitude: spot.longitude,
+            fit: self.fits[i],
+            flags: self.flags[i],
+            hours: spot.hours,
+        };
+        (self.cells[i], packed)
+    }
+
+    /// The first place in the sorted entries whose cell is not `before` (a predicate true of the cells
     /// before some cell and false from it on), as `partition_point` finds it.
     fn place(&self, before: impl Fn(i64) -> bool) -> usize {
         // The first block whose first cell is not before: the place is in the block ahead of it.
@@ -170,7 +218,7 @@ impl MemoryIndex {
     }
 
     fn merge_when_due(&mut self) {
-        if self.dead.len() + self.added.len() > MERGE_AT_LEAST.max(self.sorted.len() / 8) {
+        if self.dead.len() + self.added.len() > MERGE_AT_LEAST.max(self.cells.len() / 8) {
             self.merge();
         }
     }
@@ -181,31 +229,28 @@ impl MemoryIndex {
         let dead = std::mem::take(&mut self.dead);
         let added = std::mem::take(&mut self.added);
         self.added_cells.clear();
-        let kept = std::mem::take(&mut self.cells)
-            .into_iter()
-            .zip(std::mem::take(&mut self.sorted))
+        let mut entries: Vec<(i64, Packed)> = (0..self.cells.len())
+            .map(|i| self.sorted(i))
             .filter(|(_, p)| !dead.contains(&p.seq))
-            .chain(added.into_iter().map(|((cell, _), p)| (cell, p)));
-        let entries: Vec<(i64, Packed)> = kept
-            .map(|(cell, mut p)| {
-                p.hours = self.hours.number(old.get(p.hours));
-                (cell, p)
-            })
+            .chain(added.into_iter().map(|((cell, _), p)| (cell, p)))
             .collect();
+        for (_, p) in &mut entries {
+            p.hours = self.hours.number(old.get(p.hours));
+        }
         self.set_sorted(entries);
     }
 
     /// How many entries it holds (counted: for tests and reports, not for every search).
     pub fn len(&self) -> usize {
-        self.sorted.len() - self.sorted_dead() + self.added.len()
+        self.cells.len() - self.sorted_dead() + self.added.len()
     }
 
     fn sorted_dead(&self) -> usize {
-        // Every dead seq was in `sorted`, in `added`, or in neither: count those in `sorted`.
+        // Every dead seq was sorted, in `added`, or in neither: count the sorted ones.
         if self.dead.is_empty() {
             return 0;
         }
-        self.sorted.iter().filter(|p| self.dead.contains(&p.seq)).count()
+        self.spots.iter().filter(|p| self.dead.contains(&p.seq)).count()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -215,8 +260,9 @@ impl MemoryIndex {
     /// What it holds on the heap, in bytes (the maps' slots and the hours included).
     pub fn bytes(&self) -> usize {
         let packed = std::mem::size_of::<Packed>();
-        self.sorted.capacity() * packed
-            + (self.cells.capacity() + self.fences.capacity()) * std::mem::size_of::<i64>()
+        self.fits.capacity() * std::mem::size_of::<[f64; 4]>()
+            + self.spots.capacity() * std::mem::size_of::<Spot>()
+            + (self.cells.capacity() + self.flags.capacity() + self.fences.capacity()) * std::mem::size_of::<i64>()
             + self.dead.capacity() * (std::mem::size_of::<i64>() + 1)
             + self.added.len() * (packed + 2 * std::mem::size_of::<i64>() + 16)
             + self.added_cells.capacity() * (2 * std::mem::size_of::<i64>() + 1)
@@ -235,14 +281,24 @@ impl MemoryIndex {
         mut visit: impl FnMut(i64, f64, f64, Option<&[u8]>),
     ) {
         let from = self.place(|cell| cell < first);
-        let to = self.place(|cell| cell <= last);
-        let sorted = self.sorted[from..to.max(from)]
+        let to = self.place(|cell| cell <= last).max(from);
+        // Only the flags of every entry are read; the limits and the rest of those they pass.
+        let passing = self.flags[from..to]
             .iter()
-            .filter(|p| self.dead.is_empty() || !self.dead.contains(&p.seq));
-        let added = self.added.range((first, i64::MIN)..=(last, i64::MAX)).map(|(_, p)| p);
-        for p in sorted.chain(added).filter(|p| p.passes(test)) {
-            let opening = hours.then(|| self.hours.get(p.hours));
-            visit(p.seq, p.latitude, p.longitude, opening);
+            .zip(&self.fits[from..to])
+            .zip(&self.spots[from..to])
+            .filter(|((flags, fit), _)| flags_pass(**flags, test) && fits_pass(fit, test))
+            .map(|(_, spot)| *spot)
+            .filter(|spot| self.dead.is_empty() || !self.dead.contains(&spot.seq));
+        let added = self
+            .added
+            .range((first, i64::MIN)..=(last, i64::MAX))
+            .map(|(_, p)| p)
+            .filter(|p| p.passes(test))
+            .map(Packed::spot);
+        for spot in passing.chain(added) {
+            let opening = hours.then(|| self.hours.get(spot.hours));
+            visit(spot.seq, spot.latitude, spot.longitude, opening);
         }
     }
 
