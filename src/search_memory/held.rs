@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::fresh::Fresh;
 use crate::domain::location::search::memory::MemoryIndex;
+use crate::domain::location::search::{Hit, SearchPage};
 
 /// One merchant's index, the sequence of its log it is as of, the records its searches read
 /// lately (each as its JSON, current as of that sequence: a change drops it), and whether the
@@ -61,6 +62,16 @@ pub(super) struct Records {
 impl Records {
     pub(super) fn get(&self, seq: i64) -> Option<Arc<[u8]>> {
         self.json.get(&seq).cloned()
+    }
+
+    /// The page of `hits` when every one's record is kept, written from them where they are
+    /// (none is shared out of the lock, so none is counted in and out).
+    pub(super) fn page(&self, hits: &[Hit]) -> Option<SearchPage> {
+        let results: Vec<(Hit, &[u8])> = hits
+            .iter()
+            .map(|hit| Some((*hit, &**self.json.get(&hit.seq)?)))
+            .collect::<Option<_>>()?;
+        Some(SearchPage::of_records(&results))
     }
 
     pub(super) fn forget(&mut self, seq: i64) {

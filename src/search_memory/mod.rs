@@ -56,6 +56,14 @@ struct Counts {
     reads_from_memory: AtomicU64,
 }
 
+/// A page's records as a search found them kept.
+enum Found {
+    /// Every one, the page written from them under the merchant's lock.
+    Written(SearchPage),
+    /// Some: each hit's, when kept.
+    Partly(Vec<Option<Arc<[u8]>>>),
+}
+
 /// What the indexes hold and have served, since the start.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SearchStats {
@@ -133,21 +141,27 @@ impl SearchMemory {
         query: &SearchQuery,
         from: ReadFrom,
     ) -> Result<Option<SearchPage>, StoreError> {
-        let ((hits, has_next), through, kept, rings, current) = {
+        let ((hits, has_next), through, found, rings, current) = {
             let m = held::read(merchant);
             // Counted before the walk: a ring after it sends the next search to the log.
             let rings = m.fresh.rings();
             let current = from == ReadFrom::Replica && m.fresh.current();
-            let found = m.index.search(query);
-            let kept: Vec<Option<Arc<[u8]>>> = found.0.iter().map(|hit| m.records.get(hit.seq)).collect();
-            (found, m.through, kept, rings, current)
+            let (hits, has_next) = m.index.search(query);
+            let found = match m.records.page(&hits) {
+                Some(page) => Found::Written(page),
+                None => Found::Partly(hits.iter().map(|hit| m.records.get(hit.seq)).collect()),
+            };
+            ((hits, has_next), m.through, found, rings, current)
         };
-        let missing: Vec<i64> = hits
-            .iter()
-            .zip(&kept)
-            .filter(|(_, kept)| kept.is_none())
-            .map(|(hit, _)| hit.seq)
-            .collect();
+        let missing: Vec<i64> = match &found {
+            Found::Written(_) => Vec::new(),
+            Found::Partly(kept) => hits
+                .iter()
+                .zip(kept)
+                .filter(|(_, kept)| kept.is_none())
+                .map(|(hit, _)| hit.seq)
+                .collect(),
+        };
         let fresh: HashMap<i64, Vec<u8>> = if current && missing.is_empty() {
             HashMap::new()
         } else {
@@ -163,20 +177,22 @@ impl SearchMemory {
             held::read(merchant).fresh.found_current(rings);
             read.json.into_iter().collect()
         };
-        let found: Vec<(Hit, &[u8])> = hits
-            .iter()
-            .zip(&kept)
-            .filter_map(|(hit, kept)| {
-                Some((
-                    *hit,
-                    kept.as_deref().or_else(|| fresh.get(&hit.seq).map(Vec::as_slice))?,
-                ))
-            })
-            .collect();
-        let mut page = SearchPage::for_records(found.iter().map(|(_, json)| *json));
-        for (hit, json) in found {
-            page.push_json(hit, json);
-        }
+        let mut page = match found {
+            Found::Written(page) => page,
+            Found::Partly(kept) => {
+                let results: Vec<(Hit, &[u8])> = hits
+                    .iter()
+                    .zip(&kept)
+                    .filter_map(|(hit, kept)| {
+                        Some((
+                            *hit,
+                            kept.as_deref().or_else(|| fresh.get(&hit.seq).map(Vec::as_slice))?,
+                        ))
+                    })
+                    .collect();
+                SearchPage::of_records(&results)
+            }
+        };
         page.has_next = has_next;
         if !fresh.is_empty() {
             let bytes = {

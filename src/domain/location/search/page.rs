@@ -40,6 +40,15 @@ impl SearchPage {
         }
     }
 
+    /// A page of these results, whose records' JSON was written before.
+    pub fn of_records(results: &[(Hit, &[u8])]) -> SearchPage {
+        let mut page = SearchPage::for_records(results.iter().map(|(_, json)| *json));
+        for (hit, json) in results {
+            page.push_json(*hit, json);
+        }
+        page
+    }
+
     /// Appends a result.
     pub fn push(&mut self, hit: Hit, record: RecordRef<'_>) {
         self.open(hit);
