@@ -17,7 +17,7 @@ const MEMORY_RING_CELLS: usize = 12;
 const FIRST_RING_M: f64 = 100.0;
 
 /// The points of one ring of a walk, around its centre: those at a distance `d` with
-/// `inner < d < outer` (the exact distances that round into the ring's whole metres), which the
+/// `inner ≤ d < outer` (the exact distances that round into the ring's whole metres), which the
 /// key ranges of either covering hold.
 #[derive(Clone, Copy, Debug)]
 pub struct Ring {
@@ -42,8 +42,8 @@ impl Ring {
     }
 }
 
-/// One search's walk: `next_ring` names the ring whose key ranges to read, `consider` takes every index
-/// entry read from them, `finish` gives the page.
+/// One search's walk: `next_ring` names the ring whose key ranges to read, `consider` takes every
+/// index entry read from them, `finish` gives the page.
 #[derive(Debug)]
 pub struct Walk<'q> {
     query: &'q SearchQuery,
