@@ -144,63 +144,34 @@ impl Nearby {
 /// so that the walk down from the whole world is skipped; the world itself when the box crosses
 /// the 180th meridian or reaches a pole.
 fn start(latitude: f64, longitude: f64, outer: f64) -> Vec<Cell> {
-    match Steps::around(latitude, longitude, outer) {
-        Some(steps) => steps.cells(2),
-        None => vec![Cell::WORLD],
+    let d_lat = (outer / EARTH_RADIUS_M).to_degrees() * 1.01 + 1e-9;
+    let (south, north) = (latitude - d_lat, latitude + d_lat);
+    if south <= -89.0 || north >= 89.0 {
+        return vec![Cell::WORLD];
     }
-}
-
-/// The steps of longitude (`x`) and latitude (`y`) of a bounding box of the circle of radius
-/// `outer` around a point, inclusive: every point within that distance lies in the box.
-#[derive(Clone, Copy, Debug)]
-struct Steps {
-    x: (u64, u64),
-    y: (u64, u64),
-}
-
-impl Steps {
-    /// `None` when the box crosses the 180th meridian or reaches a pole.
-    fn around(latitude: f64, longitude: f64, outer: f64) -> Option<Steps> {
-        let d_lat = (outer / EARTH_RADIUS_M).to_degrees() * 1.01 + 1e-9;
-        let (south, north) = (latitude - d_lat, latitude + d_lat);
-        if south <= -89.0 || north >= 89.0 {
-            return None;
-        }
-        let d_lon = d_lat / south.abs().max(north.abs()).to_radians().cos();
-        let (west, east) = (longitude - d_lon, longitude + d_lon);
-        if west < -180.0 || east >= 180.0 {
-            return None;
-        }
-        let step = |value: f64, lowest: f64, span: f64| ((value - lowest) / span * STEPS).floor().max(0.0) as u64;
-        Some(Steps {
-            x: (step(west, -180.0, 360.0), step(east, -180.0, 360.0)),
-            y: (step(south, -90.0, 180.0), step(north, -90.0, 180.0)),
+    let d_lon = d_lat / south.abs().max(north.abs()).to_radians().cos();
+    let (west, east) = (longitude - d_lon, longitude + d_lon);
+    if west < -180.0 || east >= 180.0 {
+        return vec![Cell::WORLD];
+    }
+    let step = |value: f64, lowest: f64, span: f64| ((value - lowest) / span * STEPS).floor().max(0.0) as u64;
+    let (x0, x1) = (step(west, -180.0, 360.0), step(east, -180.0, 360.0));
+    let (y0, y1) = (step(south, -90.0, 180.0), step(north, -90.0, 180.0));
+    let level = (0..=BITS)
+        .rev()
+        .find(|level| {
+            let shift = BITS - level;
+            (x1 >> shift) - (x0 >> shift) <= 1 && (y1 >> shift) - (y0 >> shift) <= 1
         })
-    }
-
-    /// The cells of the finest level where the box spans at most `most` cells each way: every
-    /// cell of that level it touches.
-    fn cells(self, most: u64) -> Vec<Cell> {
-        let Steps {
-            x: (x0, x1),
-            y: (y0, y1),
-        } = self;
-        let level = (0..=BITS)
-            .rev()
-            .find(|level| {
-                let shift = BITS - level;
-                (x1 >> shift) - (x0 >> shift) < most && (y1 >> shift) - (y0 >> shift) < most
-            })
-            .unwrap_or(0);
-        let shift = BITS - level;
-        let mut cells = Vec::with_capacity((most * most) as usize);
-        for x in (x0 >> shift)..=(x1 >> shift) {
-            for y in (y0 >> shift)..=(y1 >> shift) {
-                cells.push(Cell { level, x, y });
-            }
+        .unwrap_or(0);
+    let shift = BITS - level;
+    let mut cells = Vec::with_capacity(4);
+    for x in (x0 >> shift)..=(x1 >> shift) {
+        for y in (y0 >> shift)..=(y1 >> shift) {
+            cells.push(Cell { level, x, y });
         }
-        cells
     }
+    cells
 }
 
 /// At most `max_cells` inclusive key ranges, sorted and not touching, whose cells hold every point

@@ -49,7 +49,7 @@ impl Rect {
     pub(super) fn distance_bounds(&self, from: &Seen) -> Bounds {
         let (latitude, longitude) = (from.origin.latitude, from.origin.longitude);
         let edges = self.edges(from);
-        let (least_at_least, greatest_at_most) = self.edge_bounds(from);
+        let (least_at_least, greatest_at_most) = self.bounds_of(from, &edges);
         let nearest = (
             latitude.clamp(self.south, self.north),
             match (edges.holds_longitude, edges.to_west <= edges.to_east) {
@@ -96,16 +96,21 @@ impl Rect {
     /// their Taylor polynomials (which bound them from either side), and `asin(y)` lies between
     /// `y` and `y/√(1−y²)`.
     pub(super) fn edge_bounds(&self, from: &Seen) -> (f64, f64) {
+        self.bounds_of(from, &self.edges(from))
+    }
+
+    /// [`Rect::edge_bounds`], from its edges as seen from the point.
+    fn bounds_of(&self, from: &Seen, edges: &Edges) -> (f64, f64) {
         // Far beyond the rounding of either computation, and far below the decisions' margin.
         const SLACK_M: f64 = 1e-3;
         const ROUNDING: f64 = 1e-9;
-        let Edges {
+        let &Edges {
             to_south,
             to_north,
             to_west,
             to_east,
             holds_longitude,
-        } = self.edges(from);
+        } = edges;
         let d_phi_least = if to_south > 0.0 {
             to_south
         } else if to_north < 0.0 {
