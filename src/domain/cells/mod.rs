@@ -254,18 +254,16 @@ fn cover_by(
             whole.push(cell);
             continue;
         }
-        let children: Vec<(Cell, bool)> = cell
-            .children()
-            .into_iter()
-            .filter_map(|c| crosses(c).map(|crossing| (c, crossing)))
-            .collect();
-        if whole.len() + crossing.len() + children.len() > max_cells.max(1) {
+        // Weighed into an array, not a vector: a split allocates nothing.
+        let children = cell.children().map(|c| crosses(c).map(|crossing| (c, crossing)));
+        let kept = children.iter().flatten().count();
+        if whole.len() + crossing.len() + kept > max_cells.max(1) {
             // No budget to split it: read the whole cell (and, being coarsest, every other one).
             whole.push(cell);
             whole.extend(crossing.drain(..));
             break;
         }
-        for (child, crosses_edge) in children {
+        for (child, crosses_edge) in children.into_iter().flatten() {
             if crosses_edge {
                 crossing.push_back(child);
             } else {
