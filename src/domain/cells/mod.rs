@@ -42,6 +42,25 @@ pub fn cell_key(latitude: f64, longitude: f64) -> i64 {
     interleave(step(longitude, -180.0, 360.0), step(latitude, -90.0, 180.0)) as i64
 }
 
+/// Levels of the quadtree below the whole world, the last a key's own cell.
+pub const LEVELS: u32 = BITS;
+
+/// The keys of the cell of `level` (0, the world, to [`LEVELS`]) that holds `key`, as an
+/// inclusive range.
+pub fn cell_keys_at(key: i64, level: u32) -> (i64, i64) {
+    let shift = 2 * (BITS - level.min(BITS));
+    let first = ((key as u64) >> shift) << shift;
+    (first as i64, (first + ((1u64 << shift) - 1)) as i64)
+}
+
+/// The area of a cell of `level` at `latitude`, in square metres, as if flat: its height along a
+/// meridian times its width along that parallel.
+pub fn cell_area_m2(level: u32, latitude: f64) -> f64 {
+    let cells = (1u64 << level.min(BITS)) as f64;
+    let (height, width) = ((180.0 / cells).to_radians(), (360.0 / cells).to_radians());
+    EARTH_RADIUS_M.powi(2) * height * width * latitude.to_radians().cos().max(0.0)
+}
+
 /// `x` in the even bits, `y` in the odd bits.
 fn interleave(x: u64, y: u64) -> u64 {
     spread(x) | (spread(y) << 1)

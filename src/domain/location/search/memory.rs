@@ -17,6 +17,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
+use super::density::Density;
 use super::key::SearchKey;
 use super::query::{Hit, IndexTest, SearchQuery};
 use super::walk::Walk;
@@ -132,6 +133,8 @@ pub struct MemoryIndex {
     /// The cell of each entry of `added`, by seq.
     added_cells: HashMap<i64, i64>,
     hours: Hours,
+    /// How densely the sorted entries lie: what sizes a walk's first ring.
+    density: Density,
 }
 
 impl MemoryIndex {
@@ -160,6 +163,7 @@ impl MemoryIndex {
             spots.push(p.spot());
         }
         self.fences = cells.iter().step_by(BLOCK).copied().collect();
+        self.density = Density::of(&cells);
         (self.cells, self.flags, self.fits, self.spots) = (cells, flags, fits, spots);
     }
 
@@ -302,9 +306,26 @@ impl MemoryIndex {
         }
     }
 
+    /// How far from `query`'s point the index expects to hold a page and half again of entries,
+    /// in metres, by the count of its sorted entries around the point.
+    fn reach_m(&self, query: &SearchQuery) -> Option<f64> {
+        let latitude = query.near().latitude();
+        let (first, last) = self.density.cell_around(latitude, query.near().longitude())?;
+        let count = self.place(|cell| cell <= last) - self.place(|cell| cell < first);
+        self.density.reach_m(latitude, count, (query.limit() + 1) as f64 * 1.5)
+    }
+
     /// A page of `query` from this index: its hits in order, and whether more follow.
     pub fn search(&self, query: &SearchQuery) -> (Vec<Hit>, bool) {
+        self.walk(query).finish()
+    }
+
+    /// The walk of `query` over this index, every ring read.
+    fn walk<'q>(&self, query: &'q SearchQuery) -> Walk<'q> {
         let mut walk = Walk::new(query);
+        if let Some(metres) = self.reach_m(query) {
+            walk = walk.first_ring_reaching(metres);
+        }
         let hours = walk.needs_hours();
         let test = query.filter().index_test();
         while let Some(ring) = walk.next_ring() {
@@ -314,12 +335,13 @@ impl MemoryIndex {
                 });
             }
         }
-        walk.finish()
+        walk
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::query::{Near, Radius, SearchFilter};
     use super::*;
     use crate::domain::cells::cell_key;
     use proptest::prelude::*;
@@ -473,5 +495,38 @@ mod tests {
         index.merge();
         assert_eq!(index.hours.all.len(), 1);
         assert_eq!(index.len(), 10);
+    }
+
+    /// A grid of `side` × `side` entries, 50 m apart.
+    fn grid(side: i64) -> MemoryIndex {
+        MemoryIndex::of((0..side * side).map(|s| {
+            entry(
+                s,
+                55.75 + (s / side) as f64 * 0.00045,
+                37.61 + (s % side) as f64 * 0.0008,
+                1,
+                1.0,
+                0,
+            )
+        }))
+    }
+
+    #[test]
+    fn the_first_ring_reaches_about_as_far_as_a_page_lies() {
+        // 40,000 entries 50 m apart, 4 to a hectare: a page of 20 and half again as many to
+        // spare (31.5) lie within 158 m of a point amid them, and a walk's default first ring
+        // (100 m) holds about 13.
+        let index = grid(200);
+        let near = Near::new(Some(55.795), Some(37.69)).unwrap_or_else(|_| unreachable!());
+        let query = SearchQuery::new(1, near, Radius::DEFAULT, SearchFilter::default(), 20);
+        let reach = index.reach_m(&query).unwrap_or_default();
+        assert!((110.0..225.0).contains(&reach), "reach {reach} m");
+        assert_eq!(index.walk(&query).rings(), 1, "the page found in the first ring");
+        // Where the index holds nothing, no guess: the walk starts as it would on disk.
+        let far = Near::new(Some(-33.0), Some(151.0)).unwrap_or_else(|_| unreachable!());
+        let query = SearchQuery::new(1, far, Radius::DEFAULT, SearchFilter::default(), 20);
+        assert_eq!(index.reach_m(&query), None);
+        let query = SearchQuery::new(1, near, Radius::DEFAULT, SearchFilter::default(), 20);
+        assert_eq!(grid(10).reach_m(&query), None, "too few entries to say");
     }
 }

@@ -5,9 +5,10 @@
 //! ([`crate::domain::cells::cover`]) of the distances `inner < distance_m ≤ outer`, until the page
 //! is full: once `limit + 1` matches lie within `outer`, every location nearer than the last of them
 //! has been seen, so the page and `has_next` are exact and nothing farther is read. The first ring
-//! is small; each next one is sized from the matches found so far (the area that should hold the
-//! page, with a margin), so in a dense city a page is one or two rings of a few hundred metres and
-//! in a sparse one a few wider rings. The filters are tested inside the index scan (the stores'
+//! is small (an index in memory sizes it by how densely its entries lie around the buyer); each
+//! next one is sized from the matches found so far (the area that should hold the page, with a
+//! margin), so in a dense city a page is one or two rings of a few hundred metres and in a sparse
+//! one a few wider rings. The filters are tested inside the index scan (the stores'
 //! SQL tests the flags and sorted limits the index holds, [`IndexTest`]) and the opening hours here,
 //! so a filter that few locations pass widens the walk instead of emptying a page: every match
 //! within the radius is reachable by paging.
@@ -18,6 +19,7 @@
 //! of the buyer that pass the index's test (at most the density limit over the disk), and by at
 //! most [`MAX_RINGS`] rings of [`RING_CELLS`] ranges each.
 
+mod density;
 pub mod key;
 pub mod memory;
 mod page;

@@ -1,0 +1,118 @@
+//! How far from a point an index in memory expects a page of its entries to lie, so that a walk's
+//! first ring reaches about that far: a walk that starts small takes a second ring wherever the
+//! entries lie less densely than its first ring assumes, and each ring costs a covering and the
+//! search of its ranges' ends. Only where the walk starts depends on it: any reach gives the same
+//! page.
+//!
+//! The index counts its entries in the point's cell of one level of the quadtree, chosen when
+//! they are sorted: the finest level at which an entry's cell holds [`DENSE`] entries on average
+//! over the entries. Near where most entries lie, that cell holds enough of them to say how
+//! densely they lie, and is small enough to be the point's neighbourhood.
+
+use crate::domain::cells::{LEVELS, cell_area_m2, cell_key, cell_keys_at};
+
+/// Entries that an entry's cell of the chosen level holds, on average over the entries.
+const DENSE: usize = 128;
+
+/// The level whose cells an index counts (see the module).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Density {
+    /// 0 when the entries are too few to say: the walk starts as it would on disk.
+    level: u32,
+}
+
+impl Density {
+    /// Of the entries' `cells`, sorted.
+    pub(super) fn of(cells: &[i64]) -> Density {
+        if cells.len() < DENSE {
+            return Density::default();
+        }
+        // The sum of each cell's count squared, over the entries: the mean count of an entry's
+        // cell, which falls as the level grows (a cell's count squared is at least the sum of its
+        // parts' squares). The last level where it holds DENSE, by halving.
+        let mean_at = |level: u32| -> usize {
+            let squares: usize = cells
+                .chunk_by(|a, b| cell_keys_at(*a, level) == cell_keys_at(*b, level))
+                .map(|run| run.len() * run.len())
+                .sum();
+            squares / cells.len()
+        };
+        let (mut dense, mut sparse) = (0, LEVELS + 1);
+        while sparse - dense > 1 {
+            let level = (dense + sparse) / 2;
+            if mean_at(level) >= DENSE {
+                dense = level;
+            } else {
+                sparse = level;
+            }
+        }
+        Density { level: dense }
+    }
+
+    /// The key range of the point's cell whose entries to count, unless the entries are too few.
+    pub(super) fn cell_around(&self, latitude: f64, longitude: f64) -> Option<(i64, i64)> {
+        (self.level > 0).then(|| cell_keys_at(cell_key(latitude, longitude), self.level))
+    }
+
+    /// The radius in metres of the disk around a point at `latitude` that holds `want` entries, if
+    /// its cell's `count` entries lie evenly over the cell; `None` when the cell holds none.
+    pub(super) fn reach_m(&self, latitude: f64, count: usize, want: f64) -> Option<f64> {
+        if self.level == 0 || count == 0 {
+            return None;
+        }
+        let per_m2 = count as f64 / cell_area_m2(self.level, latitude);
+        Some((want / (std::f64::consts::PI * per_m2)).sqrt()).filter(|metres| metres.is_finite())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    proptest! {
+        /// The level is the finest at which the entries' cells hold `DENSE` or more on average,
+        /// as counting every level finds it.
+        #[test]
+        fn the_level_is_the_last_dense_one(
+            points in prop::collection::vec((-0.5f64..0.5, -0.5f64..0.5, 0u32..4), 0..1500),
+        ) {
+            // Clusters of four sizes, from a metre to a degree.
+            let mut cells: Vec<i64> = points
+                .iter()
+                .map(|&(a, o, spread)| {
+                    let scale = 10f64.powi(-(spread as i32) * 2);
+                    cell_key(55.75 + a * scale, 37.61 + o * scale)
+                })
+                .collect();
+            cells.sort_unstable();
+            let mean = |level: u32| {
+                let mut counts: HashMap<i64, usize> = HashMap::new();
+                for &cell in &cells {
+                    *counts.entry(cell_keys_at(cell, level).0).or_default() += 1;
+                }
+                counts.values().map(|c| c * c).sum::<usize>() / cells.len().max(1)
+            };
+            let expected = if cells.len() < DENSE {
+                0
+            } else {
+                (0..=LEVELS).rev().find(|&level| mean(level) >= DENSE).unwrap_or(0)
+            };
+            prop_assert_eq!(Density::of(&cells).level, expected);
+        }
+    }
+
+    #[test]
+    fn the_reach_holds_what_is_wanted_where_entries_lie_evenly() {
+        let density = Density { level: 17 };
+        let area = cell_area_m2(17, 55.75);
+        // 100 entries to a hectare: 31.5 of them within 31.7 m.
+        let count = (area / 100.0).round() as usize;
+        let reach = density.reach_m(55.75, count, 31.5).unwrap_or_default();
+        assert!((31.0..32.5).contains(&reach), "reach {reach} m");
+        assert_eq!(density.reach_m(55.75, 0, 31.5), None, "nothing counted, nothing said");
+        assert_eq!(Density::default().cell_around(55.75, 37.61), None);
+        assert_eq!(Density::default().reach_m(55.75, 100, 31.5), None);
+    }
+}
