@@ -98,9 +98,8 @@ impl Cell {
 
     /// The keys of every point inside, as an inclusive range.
     fn keys(self) -> (i64, i64) {
-        let shift = 2 * (BITS - self.level);
-        let first = interleave(self.x, self.y) << shift;
-        (first as i64, (first + ((1u64 << shift) - 1)) as i64)
+        let first = interleave(self.x, self.y) << (2 * (BITS - self.level));
+        cell_keys_at(first as i64, self.level)
     }
 
     fn rect(self) -> Rect {
