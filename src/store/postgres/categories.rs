@@ -16,18 +16,18 @@ pub(super) async fn read_categories(client: &impl GenericClient) -> Result<Vec<C
 }
 
 pub(super) fn category_of(r: &tokio_postgres::Row) -> Result<Category, StoreError> {
-    let status: String = r.get(10);
+    let status: String = r.try_get(10)?;
     Ok(Category {
-        id: r.get(0),
-        name: r.get(1),
-        slug: r.get(2),
-        parent_id: r.get(3),
-        leaf: r.get(4),
-        sort_order: r.get(5),
-        icon_url: r.get(6),
-        description: r.get(7),
-        is_service: r.get(8),
-        is_digital: r.get(9),
+        id: r.try_get(0)?,
+        name: r.try_get(1)?,
+        slug: r.try_get(2)?,
+        parent_id: r.try_get(3)?,
+        leaf: r.try_get(4)?,
+        sort_order: r.try_get(5)?,
+        icon_url: r.try_get(6)?,
+        description: r.try_get(7)?,
+        is_service: r.try_get(8)?,
+        is_digital: r.try_get(9)?,
         status: CategoryStatus::from_wire(&status).ok_or_else(|| StoreError::corrupt("category status", &status))?,
     })
 }

@@ -30,12 +30,12 @@ pub(super) fn current_of(r: &tokio_postgres::Row) -> Result<Current, StoreError>
         merchant_location_id,
         status,
         types,
-        latitude: r.get(5),
-        longitude: r.get(6),
-        version: r.get(7),
-        quarantined_by: r.get(8),
-        approved: r.get(9),
-        body: r.get(10),
+        latitude: r.try_get(5)?,
+        longitude: r.try_get(6)?,
+        version: r.try_get(7)?,
+        quarantined_by: r.try_get(8)?,
+        approved: r.try_get(9)?,
+        body: r.try_get(10)?,
     })
 }
 
@@ -154,16 +154,17 @@ pub(super) async fn quarantined_locations(pool: &Pool) -> Result<Vec<Quarantined
             &[&Status::Quarantine.as_str()],
         )
         .await?;
-    Ok(rows
-        .iter()
-        .map(|r| QuarantinedLocation {
-            location_id: r.get(0),
-            merchant_id: r.get(1),
-            merchant_location_id: r.get(2),
-            name: change::stored_name(r.get(3)),
-            neighbour_location_id: r.get(4),
+    rows.iter()
+        .map(|r| {
+            Ok(QuarantinedLocation {
+                location_id: r.try_get(0)?,
+                merchant_id: r.try_get(1)?,
+                merchant_location_id: r.try_get(2)?,
+                name: change::stored_name(r.try_get(3)?),
+                neighbour_location_id: r.try_get(4)?,
+            })
         })
-        .collect())
+        .collect()
 }
 
 /// The merchant of a location (to queue an operator's approval in its group); `None`: no such
@@ -176,7 +177,8 @@ pub(super) async fn merchant_of(pool: &Pool, location_id: &str) -> Result<Option
             &[&location_id],
         )
         .await?
-        .map(|r| r.get(0)))
+        .map(|r| r.try_get(0))
+        .transpose()?)
 }
 
 /// An operator's approval, in the merchant's group (its event appended by the group, as every

@@ -183,7 +183,7 @@ pub(super) async fn prune(pool: &Pool, cutoff_ms: i64) -> Result<usize, StoreErr
     let Some(row) = oldest else {
         return Ok(0);
     };
-    let (merchant_pk, pruned): (i64, i64) = (row.get(0), row.get(1));
+    let (merchant_pk, pruned): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
     let rows: Vec<(i64, i64)> = tx
         .query(
             "SELECT sequence, appended_at FROM events WHERE merchant_pk = $1 AND sequence > $2 \
@@ -192,8 +192,8 @@ pub(super) async fn prune(pool: &Pool, cutoff_ms: i64) -> Result<usize, StoreErr
         )
         .await?
         .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
+        .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+        .collect::<Result<_, StoreError>>()?;
     let Some(through) = event::prunable_through(&rows, cutoff_ms) else {
         return Ok(0);
     };

@@ -308,7 +308,8 @@ impl ImportStore for PgImports {
         let Some(key) = query(&client, &sql::key(M), &[&merchant_pk, &import_id])
             .await?
             .first()
-            .map(|r| r.get::<_, i64>(0))
+            .map(|r| r.try_get::<_, i64>(0))
+            .transpose()?
         else {
             return Ok(None);
         };
@@ -427,7 +428,8 @@ impl ImportStore for PgImports {
         let Some(after) = query(&tx, &sql::archive_fence(M), &[&claim.import_pk, &claim.owner])
             .await?
             .first()
-            .map(|r| r.get::<_, i64>(0))
+            .map(|r| r.try_get::<_, i64>(0))
+            .transpose()?
         else {
             return Ok(Archived::Lost);
         };
@@ -439,14 +441,15 @@ impl ImportStore for PgImports {
             &[&claim.merchant_pk, &after, &claim.import_pk, &limit],
         )
         .await?;
-        let Some(last) = candidates.last().map(|r| r.get::<_, i64>(0)) else {
+        let Some(last) = candidates.last().map(|r| r.try_get::<_, i64>(0)).transpose()? else {
             return Ok(Archived::Done);
         };
-        let missing: Vec<String> = candidates
-            .iter()
-            .filter(|r| r.get::<_, bool>(2))
-            .map(|r| r.get(1))
-            .collect();
+        let mut missing: Vec<String> = Vec::new();
+        for r in &candidates {
+            if r.try_get::<_, bool>(2)? {
+                missing.push(r.try_get(1)?);
+            }
+        }
         let (mut archived, mut changes) = (0, Vec::new());
         if !missing.is_empty() {
             let written = changes::change_in_tx(&tx, claim.merchant_pk, import_apply::archive_plan(&missing)).await?;
@@ -505,7 +508,9 @@ impl ImportStore for PgImports {
             )
             .await?
             .first()
-            .map_or(0, |r| r.get(0));
+            .map(|r| r.try_get(0))
+            .transpose()?
+            .unwrap_or(0);
             let progress = self.pool.get().await?;
             execute(&progress, &sql::archive_progress(M), &[&claim.import_pk, &would, &zero]).await?;
         }
@@ -548,7 +553,8 @@ impl ImportStore for PgImports {
         let Some(key) = query(&tx, &sql::ended_before(M), &[&cutoff_ms])
             .await?
             .first()
-            .map(|r| r.get::<_, i64>(0))
+            .map(|r| r.try_get::<_, i64>(0))
+            .transpose()?
         else {
             return Ok(0);
         };

@@ -40,7 +40,7 @@ pub(super) async fn keys_of(pool: &Pool, merchant_id: &str) -> Result<Option<Vec
     else {
         return Ok(None);
     };
-    let pk: i64 = merchant.get(0);
+    let pk: i64 = merchant.try_get(0)?;
     read_keys(&client, &key_sql::all_of('$'), &[&pk]).await.map(Some)
 }
 
@@ -68,9 +68,12 @@ pub(super) async fn insert(pool: &Pool, key: NewKey) -> Result<Option<KeyRow>, S
         )
         .await?
         .ok_or_else(|| StoreError::NotFound(format!("merchant {}", key.merchant_id)))?
-        .get(0);
+        .try_get(0)?;
     if let Some(below) = key.storefront_below {
-        let live: i64 = tx.query_one(&key_sql::live_storefront_keys('$'), &[&pk]).await?.get(0);
+        let live: i64 = tx
+            .query_one(&key_sql::live_storefront_keys('$'), &[&pk])
+            .await?
+            .try_get(0)?;
         if live.unsigned_abs() >= below as u64 {
             return Ok(None);
         }
@@ -139,5 +142,5 @@ pub(super) async fn revoke_of(pool: &Pool, merchant_pk: i64, key_id: &str) -> Re
 pub(super) async fn origin_named(pool: &Pool, origin: &str) -> Result<bool, StoreError> {
     let client = pool.get().await?;
     let stmt = client.prepare_cached(&key_sql::origin_named('$')).await?;
-    Ok(client.query_one(&stmt, &[&origin]).await?.get(0))
+    Ok(client.query_one(&stmt, &[&origin]).await?.try_get(0)?)
 }

@@ -72,14 +72,14 @@ pub(super) async fn neighbours_of(
     )
     .await?;
     for row in rows {
-        let i = usize::try_from(row.get::<_, i32>(0)).unwrap_or(usize::MAX);
+        let i = usize::try_from(row.try_get::<_, i32>(0)?).unwrap_or(usize::MAX);
         let neighbour = Neighbour {
-            location_id: row.get(1),
-            latitude: row.get(2),
-            longitude: row.get(3),
-            types: TypeSet::from_bits(i64::from(row.get::<_, i32>(4))),
-            seq: row.get(5),
-            status: status(row.get(6))?,
+            location_id: row.try_get(1)?,
+            latitude: row.try_get(2)?,
+            longitude: row.try_get(3)?,
+            types: TypeSet::from_bits(i64::from(row.try_get::<_, i32>(4)?)),
+            seq: row.try_get(5)?,
+            status: status(row.try_get(6)?)?,
         };
         if let Some(near) = found.get_mut(i) {
             near.push(neighbour);
@@ -104,7 +104,10 @@ impl BodyChunks {
                 &[&self.after, &migrate::UPGRADE_CHUNK],
             )
             .await?;
-        let chunk: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let chunk: Vec<(i64, String)> = rows
+            .iter()
+            .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+            .collect::<Result<_, StoreError>>()?;
         let Some(&(last, _)) = chunk.last() else {
             return Ok(None);
         };
@@ -139,8 +142,8 @@ pub(super) async fn name_quarantining_neighbours(tx: &impl GenericClient) -> Res
         .await?;
     for row in quarantined {
         let (seq, merchant_pk, latitude, longitude): (i64, i64, f64, f64) =
-            (row.get(0), row.get(1), row.get(2), row.get(3));
-        let types = TypeSet::from_bits(i64::from(row.get::<_, i32>(4)));
+            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+        let types = TypeSet::from_bits(i64::from(row.try_get::<_, i32>(4)?));
         let candidates = neighbours(tx, merchant_pk, latitude, longitude).await?;
         if let Some(by) = geo::quarantining_neighbour(seq, latitude, longitude, types, candidates) {
             tx.execute(
@@ -229,15 +232,15 @@ pub(super) const RECORD: &str =
 
 pub(super) fn record_of(r: &tokio_postgres::Row) -> Result<StoredRecord, StoreError> {
     Ok(StoredRecord {
-        seq: r.get(0),
-        location_id: r.get(1),
-        merchant_location_id: r.get(2),
-        status: status(r.get(3))?,
-        quarantined_by: r.get(4),
-        version: r.get(5),
-        created_at: r.get(6),
-        updated_at: r.get(7),
-        body: r.get(8),
+        seq: r.try_get(0)?,
+        location_id: r.try_get(1)?,
+        merchant_location_id: r.try_get(2)?,
+        status: status(r.try_get(3)?)?,
+        quarantined_by: r.try_get(4)?,
+        version: r.try_get(5)?,
+        created_at: r.try_get(6)?,
+        updated_at: r.try_get(7)?,
+        body: r.try_get(8)?,
     })
 }
 
@@ -260,9 +263,9 @@ pub(super) async fn page_by_groups(
         .iter()
         .map(|r| {
             Ok(Group {
-                status: status(r.get(0))?,
-                types: TypeSet::from_bits(i64::from(r.get::<_, i32>(1))),
-                count: r.get::<_, i64>(2).unsigned_abs(),
+                status: status(r.try_get(0)?)?,
+                types: TypeSet::from_bits(i64::from(r.try_get::<_, i32>(1)?)),
+                count: r.try_get::<_, i64>(2)?.unsigned_abs(),
             })
         })
         .collect::<Result<Vec<_>, StoreError>>()?;

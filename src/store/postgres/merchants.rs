@@ -11,12 +11,15 @@ pub(super) async fn create(pool: &Pool, name: &str) -> Result<MerchantRef, Store
     let row = client
         .query_one(&merchant_sql::insert('$'), &[&id, &name, &now_ms()])
         .await?;
-    Ok(MerchantRef { pk: row.get(0), id })
+    Ok(MerchantRef {
+        pk: row.try_get(0)?,
+        id,
+    })
 }
 
 pub(super) async fn count(pool: &Pool) -> Result<u64, StoreError> {
     let client = pool.get().await?;
-    let n: i64 = client.query_one(merchant_sql::COUNT, &[]).await?.get(0);
+    let n: i64 = client.query_one(merchant_sql::COUNT, &[]).await?.try_get(0)?;
     Ok(n.unsigned_abs())
 }
 

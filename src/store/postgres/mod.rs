@@ -221,7 +221,7 @@ impl PgStore {
         let applied: i32 = tx
             .query_one("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &[])
             .await?
-            .get(0);
+            .try_get(0)?;
         migrate::refuse_newer(i64::from(applied), migrations::MIGRATIONS.len())?;
         let mut name_neighbours = false;
         for (version, sql) in (1_i32..)
@@ -256,7 +256,10 @@ async fn taxonomy_snapshot(
     client: &mut deadpool_postgres::Object,
 ) -> Result<(deadpool_postgres::Transaction<'_>, i64), StoreError> {
     let tx = snapshot(client).await?;
-    let version: i64 = tx.query_one("SELECT version FROM taxonomy_version", &[]).await?.get(0);
+    let version: i64 = tx
+        .query_one("SELECT version FROM taxonomy_version", &[])
+        .await?
+        .try_get(0)?;
     Ok((tx, version))
 }
 
@@ -270,7 +273,7 @@ impl Store for PgStore {
         let client = self.pool.get().await?;
         let mut settings = Vec::new();
         for name in ["synchronous_commit", "fsync"] {
-            let value: String = client.query_one(&format!("SHOW {name}"), &[]).await?.get(0);
+            let value: String = client.query_one(&format!("SHOW {name}"), &[]).await?.try_get(0)?;
             settings.push((name.to_owned(), value));
         }
         Ok(settings)
@@ -433,7 +436,7 @@ impl Store for PgStore {
         let stored: Vec<u8> = client
             .query_one("SELECT value FROM meta WHERE key = 'cursor_secret'", &[])
             .await?
-            .get(0);
+            .try_get(0)?;
         stored
             .try_into()
             .map_err(|_| StoreError::corrupt("cursor secret", "of the wrong length"))
@@ -444,7 +447,7 @@ impl Store for PgStore {
         Ok(client
             .query_one("SELECT version FROM taxonomy_version", &[])
             .await?
-            .get(0))
+            .try_get(0)?)
     }
 
     async fn load_taxonomy(&self) -> Result<Taxonomy, StoreError> {
@@ -515,7 +518,7 @@ impl Store for PgStore {
                 &[],
             )
             .await?
-            .get(0);
+            .try_get(0)?;
         tx.commit().await?;
         Ok(Ok(Imported {
             records: count,

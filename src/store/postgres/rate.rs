@@ -82,8 +82,8 @@ async fn take(
     )
     .await?;
     let row = rows.first().ok_or(StoreError::Unavailable)?;
-    let granted: i32 = row.get(0);
-    Ok((u32::try_from(granted).unwrap_or(0), row.get(1)))
+    let granted: i32 = row.try_get(0)?;
+    Ok((u32::try_from(granted).unwrap_or(0), row.try_get(1)?))
 }
 
 async fn give_back(pool: &Pool, policy: &str, key: i64, units: u32, burst: u32) -> Result<(), StoreError> {
@@ -100,6 +100,6 @@ async fn give_back(pool: &Pool, policy: &str, key: i64, units: u32, burst: u32) 
 async fn heartbeat(pool: &Pool, instance: &str) -> Result<u32, StoreError> {
     let client = pool.get().await?;
     let rows = sql::query(&client, HEARTBEAT, &[&instance]).await?;
-    let others: i64 = rows.first().map_or(0, |row| row.get(0));
+    let others: i64 = rows.first().map(|row| row.try_get(0)).transpose()?.unwrap_or(0);
     Ok(u32::try_from(others).unwrap_or(u32::MAX - 1) + 1)
 }

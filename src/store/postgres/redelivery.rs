@@ -50,7 +50,11 @@ async fn endpoint(
 async fn bisect(c: &impl GenericClient, merchant_pk: i64, mut b: Bisect) -> Result<i64, StoreError> {
     let probe = c.prepare(&redelivery_sql::probe('$')).await?;
     while let Some(sequence) = b.probe() {
-        let at: Option<i64> = c.query_opt(&probe, &[&merchant_pk, &sequence]).await?.map(|r| r.get(0));
+        let at: Option<i64> = c
+            .query_opt(&probe, &[&merchant_pk, &sequence])
+            .await?
+            .map(|r| r.try_get(0))
+            .transpose()?;
         b.answer(at);
     }
     Ok(b.found())
@@ -91,7 +95,7 @@ impl RedeliveryStore for PgWebhooks {
         let attempts: i64 = client
             .query_one(&redelivery_sql::attempts_of(M), &[&webhook_id, &event_id])
             .await?
-            .get(0);
+            .try_get(0)?;
         Ok(Resendable::Due(endpoint.due(&event, attempts, now_ms)?))
     }
 
@@ -117,7 +121,7 @@ impl RedeliveryStore for PgWebhooks {
                 ],
             )
             .await?
-            .get(0);
+            .try_get(0)?;
         if settles_its_event(&attempt) {
             tx.execute(&redelivery_sql::drop_retry(M), &[&webhook_id, &attempt.sequence])
                 .await?;
@@ -208,7 +212,11 @@ impl Batch<'_> {
 
 impl<C: GenericClient + Sync> RecoverSteps for Steps<'_, C> {
     async fn count(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
-        Ok(self.tx.query_one(&self.count, &self.batch.taken(&b)[..7]).await?.get(0))
+        Ok(self
+            .tx
+            .query_one(&self.count, &self.batch.taken(&b)[..7])
+            .await?
+            .try_get(0)?)
     }
 
     async fn insert(&mut self, b: RecoverBatch) -> Result<i64, StoreError> {
@@ -222,6 +230,6 @@ impl<C: GenericClient + Sync> RecoverSteps for Steps<'_, C> {
             .tx
             .query_one(&self.claimed, &[p[0], p[1], p[2], p[3], p[4], p[6]])
             .await?
-            .get(0))
+            .try_get(0)?)
     }
 }

@@ -83,10 +83,10 @@ pub(super) async fn lock_merchant(tx: &impl GenericClient, merchant_pk: i64) -> 
 /// statements that look locations up by name.
 pub(super) fn named_of(r: &tokio_postgres::Row) -> Result<Candidate, StoreError> {
     Ok(Candidate {
-        seq: r.get(0),
-        location_id: r.get(1),
-        merchant_location_id: r.get(2),
-        status: stored_status(r.get(3))?,
-        types: TypeSet::from_bits(i64::from(r.get::<_, i32>(4))),
+        seq: r.try_get(0)?,
+        location_id: r.try_get(1)?,
+        merchant_location_id: r.try_get(2)?,
+        status: stored_status(r.try_get(3)?)?,
+        types: TypeSet::from_bits(i64::from(r.try_get::<_, i32>(4)?)),
     })
 }

@@ -37,10 +37,10 @@ pub(super) async fn first_statistics(primary: Pool, own: Pool) {
         let Ok(row) = client.query_opt(ANALYZED, &[]).await else {
             continue;
         };
-        if row.is_some_and(|r| r.get::<_, bool>(0)) {
+        if row.is_some_and(|r| r.try_get::<_, bool>(0).unwrap_or(false)) {
             return;
         }
-        let Ok(rows) = client.query_one(COUNT, &[&ROWS]).await.map(|r| r.get::<_, i64>(0)) else {
+        let Ok(Ok(rows)) = client.query_one(COUNT, &[&ROWS]).await.map(|r| r.try_get::<_, i64>(0)) else {
             continue;
         };
         if rows >= ROWS {

@@ -50,11 +50,11 @@ pub(super) async fn matching(
         let rows = tx.query(&stmt, &[&merchant_pk, &pattern, &from, &STEP]).await?;
         for row in &rows {
             let candidate = Candidate {
-                seq: row.get(0),
-                location_id: row.get(1),
-                merchant_location_id: row.get(2),
-                status: status(row.get(3))?,
-                types: TypeSet::from_bits(i64::from(row.get::<_, i32>(4))),
+                seq: row.try_get(0)?,
+                location_id: row.try_get(1)?,
+                merchant_location_id: row.try_get(2)?,
+                status: status(row.try_get(3)?)?,
+                types: TypeSet::from_bits(i64::from(row.try_get::<_, i32>(4)?)),
             };
             if filter.accepts(&candidate) {
                 seqs.push(candidate.seq);
@@ -64,7 +64,7 @@ pub(super) async fn matching(
             }
         }
         match rows.last() {
-            Some(last) if rows.len() as i64 == STEP => from = last.get(0),
+            Some(last) if rows.len() as i64 == STEP => from = last.try_get(0)?,
             _ => break,
         }
     }
@@ -86,13 +86,13 @@ pub(super) async fn fill(tx: &impl GenericClient) -> Result<(), StoreError> {
         let Some(last) = rows.last() else {
             return Ok(());
         };
-        after = last.get(0);
+        after = last.try_get(0)?;
         for row in &rows {
-            let mlid: Option<String> = row.get(1);
-            if let Some(text) = migrate::indexed_text(row.get(2), mlid.as_deref()) {
+            let mlid: Option<String> = row.try_get(1)?;
+            if let Some(text) = migrate::indexed_text(row.try_get(2)?, mlid.as_deref()) {
                 tx.execute(
                     "UPDATE locations SET search_text = $2 WHERE seq = $1",
-                    &[&row.get::<_, i64>(0), &text],
+                    &[&row.try_get::<_, i64>(0)?, &text],
                 )
                 .await?;
             }

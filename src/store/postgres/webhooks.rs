@@ -40,14 +40,14 @@ const WEBHOOK: &str = "webhook_id, url, types, status, disabled_reason, created_
 
 fn webhook(r: &Row) -> Result<Webhook, StoreError> {
     Ok(Webhook {
-        webhook_id: r.get(0),
-        url: r.get(1),
+        webhook_id: r.try_get(0)?,
+        url: r.try_get(1)?,
         types: r
-            .get::<_, Option<i32>>(2)
+            .try_get::<_, Option<i32>>(2)?
             .map(|bits| EventTypes::from_bits(i64::from(bits))),
-        status: stored_word(r.get(3), "status", WebhookStatus::from_wire)?,
-        disabled_reason: r.get::<_, Option<&str>>(4).and_then(DisabledReason::from_wire),
-        created_at_ms: r.get(5),
+        status: stored_word(r.try_get(3)?, "status", WebhookStatus::from_wire)?,
+        disabled_reason: r.try_get::<_, Option<&str>>(4)?.and_then(DisabledReason::from_wire),
+        created_at_ms: r.try_get(5)?,
     })
 }
 
@@ -181,7 +181,10 @@ impl WebhookStore for PgWebhooks {
         let tx = client.transaction().await?;
         // The count and the insert take turns with the merchant's other writes.
         lock_merchant(&tx, merchant_pk).await?;
-        let count: i64 = tx.query_one(&webhook_sql::count_live(M), &[&merchant_pk]).await?.get(0);
+        let count: i64 = tx
+            .query_one(&webhook_sql::count_live(M), &[&merchant_pk])
+            .await?
+            .try_get(0)?;
         if count >= MAX_WEBHOOKS as i64 {
             return Ok(None);
         }
@@ -317,8 +320,8 @@ impl WebhookStore for PgWebhooks {
                 )
                 .await?
                 .iter()
-                .map(|r| r.get(0))
-                .collect();
+                .map(|r| r.try_get(0))
+                .collect::<Result<_, _>>()?;
             lost.windows = windows.iter().filter(|w| !held.contains(w)).cloned().collect();
         }
         if !retries.is_empty() {
@@ -334,8 +337,8 @@ impl WebhookStore for PgWebhooks {
                 )
                 .await?
                 .iter()
-                .map(|r| (r.get(0), r.get(1)))
-                .collect();
+                .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
+                .collect::<Result<_, StoreError>>()?;
             lost.retries = retries.iter().filter(|r| !held.contains(r)).cloned().collect();
         }
         Ok(lost)
@@ -359,7 +362,7 @@ impl WebhookStore for PgWebhooks {
                 &[],
             )
             .await?
-            .get(0);
+            .try_get(0)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 

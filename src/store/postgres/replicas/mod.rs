@@ -221,7 +221,7 @@ async fn flush_position(pool: &Pool) -> Result<u64, StoreError> {
     let row = client
         .query_one("SELECT (pg_current_wal_flush_lsn() - '0/0'::pg_lsn)::int8", &[])
         .await?;
-    Ok(row.get::<_, i64>(0).unsigned_abs())
+    Ok(row.try_get::<_, i64>(0)?.unsigned_abs())
 }
 
 /// A standby's replay position, in bytes (0 before it replayed anything); `None` when it is not
@@ -234,6 +234,10 @@ async fn replay_position(pool: &Pool) -> Result<Option<u64>, StoreError> {
             &[],
         )
         .await?;
-    let in_recovery: bool = row.get(0);
-    Ok(in_recovery.then(|| row.get::<_, i64>(1).unsigned_abs()))
+    let in_recovery: bool = row.try_get(0)?;
+    Ok(if in_recovery {
+        Some(row.try_get::<_, i64>(1)?.unsigned_abs())
+    } else {
+        None
+    })
 }
