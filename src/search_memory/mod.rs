@@ -166,14 +166,16 @@ impl SearchMemory {
             HashMap::new()
         } else {
             let mut read = self.source.records(merchant_pk, missing.clone(), from).await?;
-            if read.head < through && read.on == ReadOn::Replica {
+            if read.head < through && read.on == Some(ReadOn::Replica) {
                 read = self.source.records(merchant_pk, missing, ReadFrom::Primary).await?;
             }
             if read.head != through {
                 return Ok(None);
             }
-            read.on.count();
-            self.counts.reads_from_memory.fetch_add(1, Ordering::Relaxed);
+            if let Some(on) = read.on {
+                on.count();
+                self.counts.reads_from_memory.fetch_add(1, Ordering::Relaxed);
+            }
             held::read(merchant).fresh.found_current(rings);
             read.json.into_iter().collect()
         };

@@ -28,12 +28,13 @@ pub trait SearchSource: Send + Sync {
 }
 
 /// Records as their JSON (`RecordRef::write_json`), by seq, read where `on` says when the log stood
-/// at `head`.
+/// at `head`; `on` is `None` when the database was not read at all (no record asked, and where the
+/// log stands known from a read at the database's current version).
 #[derive(Debug)]
 pub struct Records {
     pub head: i64,
     pub json: Vec<(i64, Vec<u8>)>,
-    pub on: ReadOn,
+    pub on: Option<ReadOn>,
 }
 
 /// A merchant's entries, as of `through`.

@@ -238,6 +238,32 @@ async fn a_storefront_key_s_search_reads_nothing_while_its_index_is_current_and_
     assert_eq!(found(&app, &storefront).await, ["pp-1", "pp-2", "pp-3"]);
 }
 
+/// A full key's search reads where the merchant's log stands, and only the searches that read the
+/// database are counted as reads: on PostgreSQL each of these (its row), on SQLite about one, since
+/// a read made at the database's current version still holds and nothing is committed between
+/// these back-to-back searches of a kept page.
+#[tokio::test]
+async fn a_full_key_s_searches_with_nothing_committed_between_them_read_the_database_once() {
+    let app = TestApp::spawn_with_settings(settings(64 << 20)).await;
+    let item = with(pickup_point(1), "/latitude", Some(json!(CENTRE.0)));
+    app.create(vec![with(item, "/longitude", Some(json!(CENTRE.1)))]).await;
+    let key = app.key.clone();
+    until_held(&app, &key).await;
+    let before = reads(&app);
+    let from_memory = stats(&app).from_memory;
+    for _ in 0..20 {
+        assert_eq!(found(&app, &key).await.len(), 1);
+    }
+    assert_eq!(stats(&app).from_memory - from_memory, 20, "{:?}", stats(&app));
+    let read = reads(&app) - before;
+    if postgres_admin_url().is_some() {
+        assert_eq!(read, 20);
+    } else {
+        // A commit of the service's own upkeep meanwhile may call for one more look.
+        assert!(read <= 3, "{read} of 20 searches counted as reads of the database");
+    }
+}
+
 #[tokio::test]
 async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
     let database = TestApp::spawn_with_settings(settings(0)).await;

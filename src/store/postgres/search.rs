@@ -251,6 +251,10 @@ impl SearchSource for PgSearch {
                 (record.seq, out)
             })
             .collect();
-        Ok(Records { head, json, on })
+        Ok(Records {
+            head,
+            json,
+            on: Some(on),
+        })
     }
 }

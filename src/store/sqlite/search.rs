@@ -137,21 +137,21 @@ impl SearchSource for SqliteSearch {
         let version = self.version.now();
         if seqs.is_empty() {
             let kept = version.and_then(|v| self.heads.get(&merchant_pk, v));
-            let head = match kept {
-                Some(head) => head,
+            let (head, on) = match kept {
+                Some(head) => (head, None),
                 None => {
                     // One statement is its own snapshot: no transaction to begin and end.
                     let head = self.readers.read(move |conn| bounds(conn, merchant_pk)).await?.last;
                     if let Some(version) = version {
                         self.heads.put(merchant_pk, version, head);
                     }
-                    head
+                    (head, Some(ReadOn::Primary))
                 }
             };
             return Ok(Records {
                 head,
                 json: Vec::new(),
-                on: ReadOn::Primary,
+                on,
             });
         }
         let read = self
@@ -172,7 +172,7 @@ impl SearchSource for SqliteSearch {
                 Ok(Records {
                     head,
                     json,
-                    on: ReadOn::Primary,
+                    on: Some(ReadOn::Primary),
                 })
             })
             .await?;
