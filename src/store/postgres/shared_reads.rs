@@ -7,6 +7,9 @@
 //! request came. It waits for a read begun after it arrived, and every request that arrived while
 //! one read was under way shares the next. So each request sees what a read of its own would have
 //! seen, and under load a name is read about once a round trip, however many requests ask for it.
+//! The request that is to read first lets the work already waiting on its thread run (requests
+//! just received, on their way to the same question): those that ask meanwhile share its read,
+//! begun after them, instead of the next one. An idle service does not wait for it.
 //!
 //! A read that fails (or whose request goes away) answers no one else: those that waited for it
 //! read on their own (or, when it went away, the next one does for the others).
@@ -86,21 +89,22 @@ impl<V: Clone, K: Eq + Hash> SharedLookups<V, K> {
                     Some(flight) if flight.running => Step::Wait,
                     Some(flight) => {
                         flight.running = true;
-                        flight.begun += 1;
-                        Step::Lead(flight.begun)
+                        Step::Lead
                     }
                 }
             };
             match step {
                 Step::Wait => notified.await,
                 Step::Own => return lookup().await,
-                Step::Lead(number) => {
+                Step::Lead => {
                     let mut leading = Leading {
                         lookups: self,
                         name,
-                        number,
+                        number: 0,
                         ended: false,
                     };
+                    tokio::task::yield_now().await;
+                    leading.begin();
                     let answer = lookup().await;
                     leading.end(answer.as_ref().ok().cloned());
                     return answer;
@@ -114,8 +118,8 @@ impl<V: Clone, K: Eq + Hash> SharedLookups<V, K> {
 enum Step {
     /// Waits for the lookup under way to end.
     Wait,
-    /// Makes the next lookup, for itself and those waiting (its number).
-    Lead(u64),
+    /// Makes the next lookup, for itself and those waiting.
+    Lead,
     /// Looks up for itself alone (the lookup it waited for, or the one under way when it came,
     /// failed).
     Own,
@@ -173,6 +177,16 @@ struct Leading<'a, V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ?Sized> {
 }
 
 impl<V: Clone, K: Eq + Hash + Borrow<Q>, Q: Eq + Hash + ?Sized> Leading<'_, V, K, Q> {
+    /// Numbers the lookup about to begin: every request that came before this answers by it.
+    fn begin(&mut self) {
+        let mut flights = self.lookups.lock();
+        // The leader's own place keeps the entry.
+        if let Some(flight) = flights.get_mut(self.name) {
+            flight.begun += 1;
+            self.number = flight.begun;
+        }
+    }
+
     fn end(&mut self, answer: Option<V>) {
         self.ended = true;
         let mut flights = self.lookups.lock();
@@ -227,6 +241,21 @@ mod tests {
         assert_eq!(later, vec![1; 10], "none takes the lookup under way when it came");
         assert_eq!(count.load(Ordering::SeqCst), 2, "the ten shared one lookup");
         assert!(lookups.lock().is_empty(), "nothing kept once no one waits");
+    }
+
+    #[tokio::test]
+    async fn requests_asking_while_the_first_gathers_share_its_lookup() {
+        let lookups = SharedLookups::<u64>::default();
+        let count = AtomicU64::new(0);
+        let all = futures_util::future::join_all((0..10).map(|_| lookups.get("k", || counted(&count)))).await;
+        let all: Vec<u64> = all.into_iter().map(Result::unwrap).collect();
+        assert_eq!(all, vec![0; 10]);
+        assert_eq!(
+            count.load(Ordering::SeqCst),
+            1,
+            "the ten asked before the first read began"
+        );
+        assert!(lookups.lock().is_empty());
     }
 
     #[tokio::test]
