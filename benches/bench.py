@@ -368,9 +368,16 @@ def measure_on(kind, workload, conns, cfg, workdir, db, key, page_files, bodies,
         wrk(server.base, conns, cfg.warmup, script, args(f"w{time.time_ns()}"))
         index = index_held(server.base) if workload.startswith("search-") else None
         pids = lambda: server.pids() + (pg.pids() if pg else [])
+        counts_transactions = pg is not None and str(db).startswith("postgres://")
+        if counts_transactions:
+            time.sleep(1.2)
+            transactions0 = pg.transactions()
         cpu0 = cpu_seconds(pids())
         result = wrk(server.base, conns, cfg.duration, script, args(f"m{time.time_ns()}"))
         cpu = cpu_seconds(pids()) - cpu0
+        if counts_transactions:
+            time.sleep(1.2)
+            index = {**(index or {}), "pg_tx_per_req": (pg.transactions() - transactions0) / max(result["requests"], 1)}
         rss = peak_rss_mib(server.pids())
         anon = peak_rss_mib(server.pids(), "RssAnon:")
     finally:
@@ -571,7 +578,8 @@ def main():
                         log(f"   {workload:12} {kind:8} c={conns:<3} rep {rep + 1}: {r['rps']:9,.0f} req/s  p99 {r['p99_ms']:7.2f} ms  "
                             f"cpu {r['cpu_ms_per_req']:.3f} ms/req  rss {r['peak_rss_mib']:.1f} MiB  errors {r['errors']}"
                             + (f"  index {r['index_bytes'] / 2**20:.1f} MiB (held {r['index_wait_s']:.1f} s after the warm-up)"
-                               if "index_bytes" in r else ""))
+                               if "index_bytes" in r else "")
+                            + (f"  PostgreSQL transactions {r['pg_tx_per_req']:.3f}/req" if "pg_tx_per_req" in r else ""))
         (ROOT / "target/bench").mkdir(parents=True, exist_ok=True)
         (ROOT / "target/bench/results.json").write_text(json.dumps({"results": results, "cold_start_s": cold}, indent=1))
         text = report(results, cfg, cold, command, pin=PIN, base_bin=BASE_BIN)

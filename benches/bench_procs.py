@@ -158,5 +158,14 @@ class Postgres:
     def pids(self):
         return tree(self.postmaster)
 
+    def transactions(self):
+        """Transactions ended so far, every database's (a statement outside one is its own). The
+        cumulative statistics are flushed by each backend about once a second: read it a second
+        and more after the load stops."""
+        out = subprocess.run([f"{self.bin}/psql", "-Atq", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                              "-d", "postgres", "-c", "SELECT sum(xact_commit + xact_rollback) FROM pg_stat_database"],
+                             check=True, capture_output=True, text=True)
+        return int(out.stdout.strip() or 0)
+
     def stop(self):
         self.shell(f"pg_stop {self.dir}")
