@@ -92,10 +92,40 @@ async fn main() -> anyhow::Result<()> {
     }
     let (wall, cpu) = (Instant::now(), cpu_seconds());
     let mut bytes = 0;
+    // With INPROC_BY_BODY set, each body's own time is kept too, to find the slow ones.
+    let by_body = std::env::var_os("INPROC_BY_BODY").is_some();
+    let mut spent = vec![(0.0f64, 0u32); bodies.len()];
     for i in 0..requests {
+        let started = by_body.then(Instant::now);
         bytes += call(i * 7).await?;
+        if let Some(started) = started {
+            let slot = &mut spent[(i * 7) % bodies.len()];
+            slot.0 += started.elapsed().as_secs_f64();
+            slot.1 += 1;
+        }
     }
     let (wall, cpu) = (wall.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    if by_body {
+        let mut each: Vec<(f64, usize)> = spent
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, n))| *n > 0)
+            .map(|(i, (s, n))| (s * 1e6 / f64::from(*n), i))
+            .collect();
+        each.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (micros, i) in each.iter().take(20) {
+            println!("{micros:8.1} µs  body {i}: {}", bodies[*i]);
+        }
+        let at = |q: f64| each[((each.len() - 1) as f64 * q) as usize].0;
+        println!(
+            "bodies by their mean: max {:.1}, 1% {:.1}, 10% {:.1}, median {:.1}, min {:.1} µs",
+            at(0.0),
+            at(0.01),
+            at(0.1),
+            at(0.5),
+            at(1.0)
+        );
+    }
     println!(
         "{requests} requests: {:.2} µs/request wall, {:.2} µs/request CPU (all threads), {} bytes/answer",
         wall * 1e6 / requests as f64,
