@@ -546,11 +546,12 @@ def main():
         cold = cold_start(dbs, workdir) if "ours" in servers else None
         log(f"== cold start with the Google taxonomy: {cold:.3f} s" if cold else "")
         results = {}
-        # The servers take turns within each repetition, so that what they are compared by was
-        # measured minutes apart at most: this shared machine's speed drifts over a run.
-        for workload in workloads:
-            for conns in cfg.conns:
-                for rep in range(cfg.reps):
+        # Each repetition measures every workload, and the servers take turns within it, so that
+        # what a ratio compares (two servers, or two workloads: PostgreSQL's search and SQLite's)
+        # was measured minutes apart at most: this shared machine's speed drifts over a run.
+        for rep in range(cfg.reps):
+            for workload in workloads:
+                for conns in cfg.conns:
                     if workload == "push":
                         if conns == cfg.conns[0]:
                             r = measure_push(cfg, workdir, dbs, csv_path)
