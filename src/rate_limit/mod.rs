@@ -1,4 +1,4 @@
-//! Rate limiting: a keyed GCRA limiter from `governor`, one per
+//! Rate limiting: a keyed GCRA limiter (`local`), one per
 //! budget: the merchant's and its storefront keys' (keyed by merchant), and the 401 budget of a
 //! client address (`"unauthenticated"`). Where instances share a database, the merchants' budgets
 //! are shared by them all (`shared`); a [`Budget`] is either kind.
@@ -7,12 +7,12 @@
 //! budget. The answer carries the IETF httpapi draft's headers:
 //! `RateLimit-Policy: "<policy>";q=<burst>;w=<seconds to refill the burst>` and
 //! `RateLimit: "<policy>";r=<units left>;t=<seconds until one more unit>` (whole seconds, rounded
-//! up). `t` comes from asking the limiter, without spending, when `r + 1` units would conform.
-//! Idle merchants' state is dropped by `retain_recent`, called periodically, so memory does not
+//! up). `t` is read from the state the check wrote: when `r + 1` units would conform.
+//! Idle merchants' state is dropped by `forget_idle`, called periodically, so memory does not
 //! grow with the number of merchants ever seen.
 //!
 //! `quota` holds what both kinds share (the configured rate, a budget's size, the headers), `local`
-//! the governor limiter, `shared` the budget kept in the store's ledger.
+//! the limiter of this instance, `shared` the budget kept in the store's ledger.
 
 mod local;
 mod quota;
