@@ -45,6 +45,12 @@ GOOGLE = ROOT / "data/google-product-taxonomy.en-US.txt"
 CHANGE_LOCATIONS = 20_000
 # `--base-bin`: an earlier build of this service, measured beside ours on the create workload.
 BASE_BIN = None
+# The rate limits ours and the base serve with: off, or (`--limits`) on at budgets no workload
+# spends, so that every request pays for its check as it does in production.
+LIMITS_OFF = ["--rate-limit", "0", "--storefront-rate-limit", "0"]
+LIMITS_UNREACHED = ["--rate-limit", "1000000/s", "--rate-burst", "1000000",
+                    "--storefront-rate-limit", "1000000/s", "--storefront-rate-burst", "1000000"]
+LIMITS = LIMITS_OFF
 
 
 class Server:
@@ -56,8 +62,7 @@ class Server:
         if kind in ("ours", "base"):
             binary = BIN if kind == "ours" else BASE_BIN
             url = db if str(db).startswith("postgres://") else f"sqlite://{db}"
-            cmd = [str(binary), "--database", url, "serve", "--addr", f"127.0.0.1:{self.port}", "--rate-limit", "0",
-                   "--storefront-rate-limit", "0"]
+            cmd = [str(binary), "--database", url, "serve", "--addr", f"127.0.0.1:{self.port}", *LIMITS]
             ready = self.base + "/readyz"
         elif kind == "ceiling":
             cmd = [str(CEILING), f"127.0.0.1:{self.port}", str(page_file)]
@@ -459,7 +464,13 @@ def main():
                    help="the base build has our database schema (a build of this turn's work): measure it on PostgreSQL too")
     p.add_argument("--base-bin", help="an earlier build of storefront, measured beside ours on create, the category "
                    "list and search (server 'base'; it reads copies of our databases at its own schema version)")
+    p.add_argument("--limits", action="store_true",
+                   help="serve ours and the base with the rate limits on, at budgets no workload spends (" +
+                   " ".join(LIMITS_UNREACHED) + "): each request pays for its budget's check, as in production")
     cfg = p.parse_args()
+    if cfg.limits:
+        global LIMITS
+        LIMITS = LIMITS_UNREACHED
     if cfg.cores:
         return by_cores(cfg)
     if cfg.ours_bin:
@@ -583,7 +594,7 @@ def main():
                             + (f"  PostgreSQL transactions {r['pg_tx_per_req']:.3f}/req" if "pg_tx_per_req" in r else ""))
         (ROOT / "target/bench").mkdir(parents=True, exist_ok=True)
         (ROOT / "target/bench/results.json").write_text(json.dumps({"results": results, "cold_start_s": cold}, indent=1))
-        text = report(results, cfg, cold, command, pin=PIN, base_bin=BASE_BIN)
+        text = report(results, cfg, cold, command, pin=PIN, base_bin=BASE_BIN, limits=LIMITS)
         Path(cfg.out).write_text(text)
         print(text)
     finally:

@@ -80,7 +80,7 @@ def buyers_checks(check, get, ratio, cfg, t):
           get("ours", "search-1m-pg-sf", t, "p99_ms"), "≤ 5 ms", lambda v: v <= 5)
 
 
-def report(results, cfg, cold, command, pin=None, base_bin=None):
+def report(results, cfg, cold, command, pin=None, base_bin=None, limits=()):
     """The report's lines; `pin` is `--cores`' (server cpus, wrk cpus), `base_bin` the base build."""
     def get(kind, workload, conns, key="rps"):
         runs = results.get(f"{kind}|{workload}|{conns}")
@@ -92,7 +92,7 @@ def report(results, cfg, cold, command, pin=None, base_bin=None):
              "the database, each repetition measuring every workload with the servers taking turns; figures are the mean of the repetitions. The load generator (wrk) runs on the same machine.",
              "", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine().items())
              + (f"; the server pinned to cpus {pin[0]} with taskset, wrk to cpus {pin[1]}" if pin else ""), "",
-             "Servers: **ours** (`target/release/storefront serve --rate-limit 0 --storefront-rate-limit 0`: SQLite, WAL, `synchronous=FULL`, "
+             f"Servers: **ours** (`target/release/storefront serve {' '.join(limits)}`: SQLite, WAL, `synchronous=FULL`, "
              "all validation on, logs on); **ceiling** (`benches/ceiling.rs`: the same axum/tokio, answers "
              "pre-serialised, create only parses the body into `serde_json::Value`); **peer** (`benches/peer/app.py`: "
              "FastAPI + pydantic v2, typed request and answer models, on `uvicorn[standard]` (uvloop, httptools), "
