@@ -125,6 +125,17 @@ def report(results, cfg, cold, command, pin=None, base_bin=None, limits=()):
                              f"{mean(runs, 'p50_ms'):.2f} | {mean(runs, 'p99_ms'):.2f} | {mean(runs, 'cpu_ms_per_req'):.3f} | "
                              f"{max(r['peak_rss_mib'] for r in runs):.1f} | {sum(r['errors'] for r in runs)} |")
         lines.append("")
+        for kind in ("ours", "base"):
+            runs = [r for conns in cfg.conns for r in results.get(f"{kind}|{workload}|{conns}", [])
+                    if "first_search_ms" in r]
+            if runs:
+                lines += [f"{kind}, started afresh for each run: ready after "
+                          f"{statistics.median(r['ready_s'] for r in runs):.2f} s, its first search answered in "
+                          f"{statistics.median(r['first_search_ms'] for r in runs):.1f} ms (medians of {len(runs)}, "
+                          f"the slowest {max(r['first_search_ms'] for r in runs):.1f} ms)"
+                          + (f"; the index held {statistics.median(r['index_wait_s'] for r in runs if 'index_wait_s' in r):.1f} s "
+                             f"after the warm-up, {max(r['index_bytes'] for r in runs if 'index_bytes' in r) / 2**20:.1f} MiB"
+                             if any("index_bytes" in r for r in runs) else "") + ".", ""]
 
     push_runs = results.get("ours|push|4")
     if push_runs:
