@@ -54,6 +54,9 @@ impl<K: Hash + Eq + Clone> Gcra<K> {
         }
     }
 
+    /// Read from the standard library's monotonic clock, not the CPU's TSC: on a virtual machine
+    /// whose cores' TSCs disagree, a check made on another core could see time jump back and refuse
+    /// far below the budget.
     fn now(&self) -> u64 {
         u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
