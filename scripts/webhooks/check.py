@@ -1,5 +1,7 @@
 """Webhooks end to end (see run): the real binary, a receiver here, the library's verify()."""
 
+import atexit
+import itertools
 import json
 import os
 import signal
@@ -17,6 +19,19 @@ from standardwebhooks.webhooks import Webhook
 BIN = os.path.abspath(sys.argv[1])
 PG_ADMIN = sys.argv[2] if len(sys.argv) > 2 else ""
 FAST = ["--webhook-allow-private", "--webhook-allow-http", "--webhook-retry-schedule", ",".join(["1s"] * 20)]
+# The servers' logs and the SQLite database, removed when the check ends, however it ends (after
+# any server still running is stopped).
+WORK = tempfile.TemporaryDirectory(prefix="storefront-webhooks-")
+SERVERS = []
+NAMES = itertools.count()
+
+
+@atexit.register
+def clean_up():
+    for server in SERVERS:
+        if server.proc.poll() is None:
+            server.kill()
+    WORK.cleanup()
 
 
 class Receiver:
@@ -76,12 +91,14 @@ class Receiver:
 
 class Server:
     def __init__(self, database, *extra):
-        self.log = tempfile.NamedTemporaryFile(prefix="storefront-", suffix=".log", delete=False)
-        self.out = tempfile.NamedTemporaryFile(prefix="storefront-", suffix=".out", delete=False)
+        n = next(NAMES)
+        self.log = open(os.path.join(WORK.name, f"server-{n}.log"), "w")
+        self.out = open(os.path.join(WORK.name, f"server-{n}.out"), "w")
         self.database = database
         self.proc = subprocess.Popen(
             [BIN, "--database", database, "serve", "--rate-limit", "0", "--addr", "127.0.0.1:0", *FAST, *extra],
             stdout=self.out, stderr=self.log)
+        SERVERS.append(self)
         for _ in range(300):
             text = open(self.log.name).read()
             if "listening on " in text:
@@ -137,8 +154,7 @@ def warehouse(mlid, lat, lon):
 
 
 def sqlite_run():
-    d = tempfile.mkdtemp()
-    database = f"sqlite://{d}/webhooks.db"
+    database = f"sqlite://{WORK.name}/webhooks.db"
     receiver = Receiver()
     server = Server(database, "--demo")
     key = server.key()
