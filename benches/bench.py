@@ -27,8 +27,8 @@ import search_bench
 # The shared pieces, imported by name: the other scripts under benches/ reach them as `bench.X`.
 from bench_attack import Attacker, split_attack
 from bench_data import PUSH_ROWS, collect_list_bodies, fresh_copy, generated_taxonomy, location, push_file
-from bench_procs import (ROOT, Postgres, cpu_seconds, free_port, log, peak_rss_mib, pg_shell, post, run, serve,
-                         stop_process, tree, wait_http, write_report)
+from bench_procs import (ROOT, Postgres, cpu_seconds, free_port, log, peak_rss_mib, pg_shell, post, run,
+                         scratch_dir, serve, stop_process, tree, wait_http, write_report)
 from bench_report import BASE_SKIPPED, STANDARD, machine, mean, report
 
 # Names the other scripts under benches/ reach through this module (`bench.machine`, …).

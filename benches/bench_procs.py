@@ -2,11 +2,14 @@
 HTTP calls, the throwaway PostgreSQL server. Shared by every script under benches/ (through
 bench.py, which imports them by name)."""
 
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -21,6 +24,14 @@ def log(*args):
 
 def run(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
+
+
+def scratch_dir(prefix):
+    """A new temporary directory, removed when the script ends, however it ends but a SIGKILL: the
+    benchmarks' databases take gigabytes, and a disk they fill fails every later run's writes."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def free_port():

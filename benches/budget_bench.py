@@ -20,7 +20,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -130,7 +129,7 @@ def main():
     p.add_argument("--workloads", default="list-google,create")
     p.add_argument("--out", default=str(ROOT / "target/bench/budget.md"))
     cfg = p.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="storefront-budget-bench-"))
+    workdir = Path(bench.scratch_dir("storefront-budget-bench-"))
     os.chmod(workdir, 0o755)  # the cluster runs as the postgres user
     pg = Postgres(workdir)
     try:

@@ -30,7 +30,6 @@ import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -347,7 +346,7 @@ def main():
                    help="only this workload (its own report); webhooks: ours beside BASE, one run each a rep")
     p.add_argument("--out", default=str(ROOT / "target/bench/events.md"))
     cfg = p.parse_args()
-    workdir = tempfile.mkdtemp(prefix="events-bench-")
+    workdir = bench.scratch_dir("events-bench-")
     if cfg.only == "webhooks":
         bench.write_report(cfg.out, webhooks_side_by_side(cfg, workdir))
         return

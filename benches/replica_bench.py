@@ -26,7 +26,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.request
@@ -202,7 +201,7 @@ def main():
     p.add_argument("--locations", type=int, default=1_000_000)
     p.add_argument("--out", default=str(ROOT / "target/bench/replicas.md"))
     cfg = p.parse_args()
-    workdir = tempfile.mkdtemp(prefix="replica-bench-")
+    workdir = bench.scratch_dir("replica-bench-")
     os.chmod(workdir, 0o755)  # the clusters run as the postgres user
     pg = bench.Postgres(workdir)
     standby = None

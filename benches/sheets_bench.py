@@ -26,11 +26,10 @@ import os
 import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
-from bench import BIN, free_port, log, wait_http
+from bench import BIN, free_port, log, scratch_dir, wait_http
 
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 HEADER = ["merchant_location_id", "location_types", "name", "address_tail", "comment", "latitude", "longitude",
@@ -108,7 +107,7 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--keep", help="keep the generated files in this folder")
     a = p.parse_args()
-    workdir = Path(a.keep or tempfile.mkdtemp(prefix="sheets-bench-"))
+    workdir = Path(a.keep or scratch_dir("sheets-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     n = a.rows
     log(f"== writing {n:,} rows four ways into {workdir}")

@@ -20,7 +20,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -28,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import Attacker, free_port  # noqa: E402  (one definition for both scripts)
+from bench import Attacker, free_port, scratch_dir  # noqa: E402  (one definition for both scripts)
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "target/release/storefront"
@@ -253,7 +252,7 @@ def main():
     engine = "postgres" if cfg.database else "sqlite"
     name = cfg.name or f"soak-{engine}" + (f"-{cfg.attacker}" if cfg.attacker else "")
     OUT.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="storefront-soak-"))
+    work = Path(scratch_dir("storefront-soak-"))
     db_path = None if cfg.database else work / "soak.db"
     url = cfg.database or f"sqlite://{db_path}"
     env = dict(os.environ, STOREFRONT_DATABASE=url, STOREFRONT_LOG_FORMAT="json")
