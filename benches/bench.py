@@ -18,7 +18,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -514,7 +513,7 @@ def main():
             servers.append("base")
     command = "scripts/bench " + " ".join(sys.argv[1:])
 
-    workdir = Path(tempfile.mkdtemp(prefix="storefront-bench-"))
+    workdir = Path(scratch_dir("storefront-bench-"))
     pg = None
     try:
         if any(w in PG_MERCHANTS or w.endswith(("-pg", "-pg-sf")) for w in workloads):
@@ -626,7 +625,6 @@ def main():
     finally:
         if pg:
             pg.stop()
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def pinning(n):

@@ -1,7 +1,6 @@
 """Webhooks end to end (see run): the real binary, a receiver here, the library's verify()."""
 
 import atexit
-import itertools
 import json
 import os
 import signal
@@ -23,7 +22,6 @@ FAST = ["--webhook-allow-private", "--webhook-allow-http", "--webhook-retry-sche
 # any server still running is stopped).
 WORK = tempfile.TemporaryDirectory(prefix="storefront-webhooks-")
 SERVERS = []
-NAMES = itertools.count()
 
 
 @atexit.register
@@ -91,7 +89,7 @@ class Receiver:
 
 class Server:
     def __init__(self, database, *extra):
-        n = next(NAMES)
+        n = len(SERVERS)
         self.log = open(os.path.join(WORK.name, f"server-{n}.log"), "w")
         self.out = open(os.path.join(WORK.name, f"server-{n}.out"), "w")
         self.database = database
