@@ -13,8 +13,8 @@ use super::extract::{ImportBody, JsonBody, invalid, object};
 use super::gate::Merchant;
 use super::import_schemas::{ImportIdRequest, ImportObject, ImportRowObject, ImportRowsRequest, ImportsRequest};
 use super::paging::{
-    PageSize, cursor_position, filter_value, invalid_filter, paged, parse_pagination, reject_unknown_filter_keys,
-    section,
+    MerchantPage, PageSize, cursor_position, filter_value, invalid_filter, paged, parse_pagination,
+    reject_unknown_filter_keys, section,
 };
 use crate::client::table::rows::Format;
 use crate::domain::import::{Import, ImportOptions, ImportRow, MAX_ACTIVE, MAX_FILE_BYTES};
@@ -245,13 +245,6 @@ pub async fn get(
     Ok(Json(ImportAnswer { import }))
 }
 
-fn list_digest(merchant_id: &str) -> [u8; 16] {
-    let mut h = Sha256::new();
-    h.update(b"imports/v1\0");
-    h.update(merchant_id.as_bytes());
-    crate::domain::wire::digest16(h)
-}
-
 /// The merchant's imports, newest first.
 #[utoipa::path(
     post, path = "/v1/import/list", tag = "imports", operation_id = "listImports",
@@ -268,17 +261,16 @@ pub async fn list(
     Merchant(merchant): Merchant,
     body: JsonBody,
 ) -> Result<Json<ImportList>, ApiError> {
-    let mut body = object(body.parse()?, &["pagination"])?;
-    let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, PAGE)?;
-    let digest = list_digest(&merchant.id);
-    let before = cursor_position::<BeforeImport>(cursor.as_deref(), &state.cursors, &digest)?;
+    let page = MerchantPage::<BeforeImport>::parse(body.parse()?, PAGE, b"imports/v1", &merchant.id, &state.cursors)?;
     let imports = state
         .store
         .imports()
-        .list_imports(merchant.pk, before.map(|b| b.0), limit + 1)
+        .list_imports(merchant.pk, page.after.map(|b| b.0), page.limit + 1)
         .await?;
     ReadOn::Primary.count();
-    let (imports, pagination) = paged(imports, limit, &state.cursors, &digest, |(key, _)| BeforeImport(*key));
+    let (imports, pagination) = paged(imports, page.limit, &state.cursors, &page.digest, |(key, _)| {
+        BeforeImport(*key)
+    });
     Ok(Json(ImportList {
         imports: imports.into_iter().map(|(_, import)| import).collect(),
         pagination,

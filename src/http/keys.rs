@@ -8,12 +8,11 @@ use axum::extract::State;
 use axum::{Extension, Json};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, ErrorCode};
 use super::extract::{JsonBody, invalid, object};
 use super::gate::Merchant;
-use super::paging::{PageSize, cursor_position, paged, parse_pagination, section};
+use super::paging::{MerchantPage, PageSize, paged};
 use crate::auth::{self, KeyScope, KeySpec};
 use crate::domain::key::{MAX_ORIGINS, MAX_STOREFRONT_KEYS, ORIGIN_FORM, is_key_origin, label_problem};
 use crate::domain::wire::timestamp_text;
@@ -147,13 +146,6 @@ pub async fn create(
     }))
 }
 
-fn list_digest(merchant_id: &str) -> [u8; 16] {
-    let mut h = Sha256::new();
-    h.update(b"keys/v1\0");
-    h.update(merchant_id.as_bytes());
-    crate::domain::wire::digest16(h)
-}
-
 /// The merchant's keys, full and storefront, revoked ones too, oldest first; never a key itself.
 #[utoipa::path(
     post, path = "/v1/key/list", tag = "keys", operation_id = "listKeys",
@@ -170,16 +162,13 @@ pub async fn list(
     Merchant(merchant): Merchant,
     body: JsonBody,
 ) -> Result<Json<KeyList>, ApiError> {
-    let mut body = object(body.parse()?, &["pagination"])?;
-    let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, PAGE)?;
-    let digest = list_digest(&merchant.id);
-    let after = cursor_position::<AfterKey>(cursor.as_deref(), &state.cursors, &digest)?;
+    let page = MerchantPage::<AfterKey>::parse(body.parse()?, PAGE, b"keys/v1", &merchant.id, &state.cursors)?;
     let keys = state
         .store
-        .key_page(merchant.pk, after.map(|a| (a.0, a.1)), limit + 1)
+        .key_page(merchant.pk, page.after.map(|a| (a.0, a.1)), page.limit + 1)
         .await?;
     ReadOn::Primary.count();
-    let (keys, pagination) = paged(keys, limit, &state.cursors, &digest, |k| {
+    let (keys, pagination) = paged(keys, page.limit, &state.cursors, &page.digest, |k| {
         AfterKey(k.created_at_ms, k.key_id.clone())
     });
     Ok(Json(KeyList {

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, ErrorCode};
 pub use crate::domain::wire::{Total, answer_tail};
@@ -54,6 +55,38 @@ impl<F> ListRequest<F> {
     /// when the cursor is not one of this list's for the filter with `digest`.
     pub fn after<P: Position>(&self, cursors: &Cursors, digest: &[u8; 16]) -> Result<Option<P>, ApiError> {
         cursor_position(self.cursor.as_deref(), cursors, digest)
+    }
+}
+
+/// A list of one merchant's own things that takes nothing but `pagination` (`{}` or
+/// `{"pagination": …}`): its page size, the position its cursor continues after, and the digest
+/// its cursors carry (`kind` and the merchant: a cursor of another list or merchant is refused).
+#[derive(Debug)]
+pub struct MerchantPage<P> {
+    pub limit: usize,
+    pub after: Option<P>,
+    pub digest: [u8; 16],
+}
+
+impl<P: Position> MerchantPage<P> {
+    /// `kind` names the list and the version of its cursors (`keys/v1`): a cursor keeps working
+    /// across releases while both stay.
+    pub fn parse(
+        body: Value,
+        size: PageSize,
+        kind: &[u8],
+        merchant_id: &str,
+        cursors: &Cursors,
+    ) -> Result<Self, ApiError> {
+        let mut body = super::extract::object(body, &["pagination"])?;
+        let (limit, cursor) = parse_pagination(section(&mut body, "pagination")?, size)?;
+        let mut h = Sha256::new();
+        h.update(kind);
+        h.update(b"\0");
+        h.update(merchant_id.as_bytes());
+        let digest = crate::domain::wire::digest16(h);
+        let after = cursor_position(cursor.as_deref(), cursors, &digest)?;
+        Ok(MerchantPage { limit, after, digest })
     }
 }
 
