@@ -326,10 +326,20 @@ fn parse_origin(value: &str) -> Result<String, String> {
         && rest
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
-    if !matches!(scheme, "http" | "https") || !host_ok {
+    let default_port = match scheme {
+        "https" => ":443",
+        "http" => ":80",
+        _ => return Err(bad()),
+    };
+    if !host_ok {
         return Err(bad());
     }
-    Ok(origin)
+    // A browser leaves out its scheme's default port, so an origin written with it is kept as
+    // the browser sends it.
+    Ok(match origin.strip_suffix(default_port) {
+        Some(without) => without.to_owned(),
+        None => origin,
+    })
 }
 
 #[cfg(test)]
@@ -360,6 +370,19 @@ mod tests {
             Ok("http://localhost:3000".to_owned())
         );
         assert_eq!(parse_origin("http://[::1]:8080"), Ok("http://[::1]:8080".to_owned()));
+        assert_eq!(
+            parse_origin("https://shop.example:443/"),
+            Ok("https://shop.example".to_owned())
+        );
+        assert_eq!(parse_origin("http://localhost:80"), Ok("http://localhost".to_owned()));
+        assert_eq!(
+            parse_origin("http://localhost:8080"),
+            Ok("http://localhost:8080".to_owned())
+        );
+        assert_eq!(
+            parse_origin("https://shop.example:80"),
+            Ok("https://shop.example:80".to_owned())
+        );
         for bad in [
             "shop.example",
             "ftp://shop.example",

@@ -21,11 +21,13 @@ pub fn label_problem(label: &str) -> Option<String> {
 
 /// What an allowed origin must look like, as its error says.
 pub const ORIGIN_FORM: &str = "an origin is https://host[:port] (http:// only for localhost and 127.0.0.1), \
-                               lower case, with no path, query or trailing slash";
+                               lower case, with no path, query or trailing slash, and no default port \
+                               (:443 for https, :80 for http)";
 
 /// Whether `origin` is a web origin as browsers send it in `Origin` and as a key may name it:
 /// `https://host[:port]`, or `http://` for this machine's own names (a developer's page), lower
-/// case, nothing after the port.
+/// case, nothing after the port. A browser leaves out its scheme's default port, so an origin
+/// naming it would never match a request.
 pub fn is_key_origin(origin: &str) -> bool {
     if origin.len() > MAX_ORIGIN_LEN {
         return false;
@@ -38,13 +40,17 @@ pub fn is_key_origin(origin: &str) -> bool {
         Some((host, port)) => (host, Some(port)),
         None => (authority, None),
     };
-    let port_ok = port
-        .is_none_or(|p| !p.is_empty() && !p.starts_with('0') && p.len() <= 5 && p.parse::<u16>().is_ok_and(|n| n > 0));
-    let host_ok = match scheme {
-        "https" => is_host_name(host) || host == "127.0.0.1",
-        "http" => matches!(host, "localhost" | "127.0.0.1"),
-        _ => false,
+    let (host_ok, default_port) = match scheme {
+        "https" => (is_host_name(host) || host == "127.0.0.1", 443),
+        "http" => (matches!(host, "localhost" | "127.0.0.1"), 80),
+        _ => (false, 0),
     };
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty()
+            && !p.starts_with('0')
+            && p.len() <= 5
+            && p.parse::<u16>().is_ok_and(|n| n > 0 && n != default_port)
+    });
     port_ok && host_ok
 }
 
@@ -84,6 +90,8 @@ mod tests {
             "http://localhost:3000",
             "http://127.0.0.1:8080",
             "https://127.0.0.1",
+            "https://shop.example:80",
+            "http://localhost:443",
         ] {
             assert!(is_key_origin(good), "{good}");
         }
@@ -99,6 +107,8 @@ mod tests {
             "https://shop.example:0",
             "https://shop.example:65536",
             "https://shop.example:08080",
+            "https://shop.example:443",
+            "http://localhost:80",
             "http://shop.example",
             "ftp://shop.example",
             "https://user@shop.example",

@@ -16,18 +16,18 @@ pub struct KeyCreateRequest {
     label: String,
     /// The web origins whose pages may use the key (a request with another `Origin` is refused
     /// 403; one without `Origin` is served): 1 to 10, each `https://host[:port]` (or `http://` for
-    /// `localhost` and `127.0.0.1`), lower case, no path. Null or absent: any origin the service
-    /// allows.
+    /// `localhost` and `127.0.0.1`), lower case, no path, no default port (`:443`, `:80`: a browser
+    /// leaves it out). Null or absent: any origin the service allows.
     #[schema(min_items = 1, max_items = 10)]
     allowed_origins: Option<Vec<OriginText>>,
 }
 
-/// A web origin as browsers send it in `Origin`.
+/// A web origin as browsers send it in `Origin` (a port other than the scheme's default).
 #[derive(Deserialize, ToSchema)]
 #[schema(
     value_type = String,
     max_length = 267,
-    pattern = r"^(https://[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*|http://(localhost|127\.0\.0\.1))(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?$"
+    pattern = r"^(https://[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{3}|[1-35-9][0-9]{2}|4[0-35-9][0-9]|44[0-24-9]|[1-9][0-9]?))?|http://(localhost|127\.0\.0\.1)(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{3}|[1-9][0-9]{2}|[1-79][0-9]|8[1-9]|[1-9]))?)$"
 )]
 pub struct OriginText(String);
 

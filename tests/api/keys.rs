@@ -199,6 +199,10 @@ async fn each_rule_of_a_new_key_is_refused_at_its_field_and_nothing_is_stored() 
             json!({"label": "shop", "allowed_origins": ["http://shop.example"]}),
             "allowed_origins[0]",
         ),
+        (
+            json!({"label": "shop", "allowed_origins": [SHOP, "https://shop.example:443"]}),
+            "allowed_origins[1]",
+        ),
         (json!({"label": "shop", "allowed_origins": [7]}), "allowed_origins[0]"),
         (json!({"label": "shop", "colour": "red"}), "colour"),
     ];
