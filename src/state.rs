@@ -17,6 +17,7 @@ use crate::rate_limit::shared::Peers;
 use crate::rate_limit::{Budget, Sharing};
 use crate::search_memory::SearchMemory;
 use crate::store::event_signal::EventSignal;
+use crate::store::heavy::HeavyWork;
 use crate::store::{Store, StoreError};
 use crate::webhooks::SystemClock;
 use crate::webhooks::by_hand::ByHand;
@@ -78,6 +79,10 @@ pub struct Services {
     pub by_hand: Arc<ByHand>,
     /// Rung when an import is created here: this instance's runner claims it at once.
     pub imports_wake: Arc<tokio::sync::Notify>,
+    /// Turns at the location lists filtered by text: such a list may read much of its merchant's
+    /// text index (a text too short to look up, or other conditions that few of its matches
+    /// meet), so a merchant's run one at a time, and all merchants' at most one a core (two at least).
+    pub text_turns: HeavyWork,
     pub settings: Settings,
 }
 
@@ -132,6 +137,7 @@ impl AppState {
                 settings.webhooks.clone(),
             )),
             imports_wake: Arc::default(),
+            text_turns: HeavyWork::new(std::thread::available_parallelism().map_or(2, |n| n.get().max(2))),
             settings,
         })))
     }

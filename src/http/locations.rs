@@ -3,6 +3,8 @@
 //! `POST /v1/location/list`: parse the filter, read one page, answer the records.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Instant;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -15,7 +17,7 @@ use serde_json::Map;
 use super::body::Pieces;
 use super::error::{ApiError, ErrorCode};
 use super::extract::JsonBody;
-use super::gate::Merchant;
+use super::gate::{InFlight, Merchant};
 use super::paging::{
     ListRequest, Total, answer_tail, filter_value, id_list, invalid_filter, reject_unknown_filter_keys,
 };
@@ -27,7 +29,9 @@ use crate::domain::location::{LocationType, Persist, Status, TypeSet, text};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
 use crate::store::ReadOn;
+use crate::store::StoreError;
 use crate::store::WriteFor;
+use crate::store::heavy::Turn;
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct CreateResponse {
@@ -200,27 +204,50 @@ struct Inconsistent(&'static str);
         (status = 200, description = "A page of the merchant's locations", body = crate::http::schemas::LocationListResponse,
          example = json!(crate::http::schemas::location_list_example_answer())),
         (status = 400, description = "INVALID_REQUEST, TOO_MANY_ITEMS, INVALID_FILTER, INVALID_PAGINATION, INVALID_CURSOR",
+         body = crate::http::schemas::ErrorBody),
+        (status = 429, description = "RATE_LIMITED: or, a list filtered by `text`, its turn did not come within half its \
+         time (a merchant's lists by text run one at a time)",
          body = crate::http::schemas::ErrorBody)
     )
 )]
 pub async fn list(
     State(state): State<AppState>,
     Merchant(merchant): Merchant,
+    Extension(Deadline(deadline)): Extension<Deadline>,
+    in_flight: Option<Extension<InFlight>>,
     body: JsonBody,
 ) -> Result<Response, ApiError> {
     let request = ListRequest::parse(body.parse()?, parse_filter)?;
     drop(body);
     let digest = request.filter.digest(&merchant.id);
     let after = request.after::<AfterSeq>(&state.cursors, &digest)?;
-    let page = state
-        .store
-        .list_locations(LocationQuery {
-            merchant_pk: merchant.pk,
-            after: after.map(|a| a.0),
-            limit: request.limit,
-            filter: request.filter,
+    let turn = match request.filter.text {
+        Some(_) => Some(text_turn(&state, merchant.pk, deadline, in_flight).await?),
+        None => None,
+    };
+    let store = Arc::clone(&state.store);
+    let list = async move {
+        store
+            .list_locations(LocationQuery {
+                merchant_pk: merchant.pk,
+                after: after.map(|a| a.0),
+                limit: request.limit,
+                filter: request.filter,
+            })
+            .await
+    };
+    let page = match turn {
+        // The turn is held until the list's reading has ended, even when the request is
+        // abandoned meanwhile (its client gone, its time up).
+        Some(turn) => tokio::spawn(async move {
+            let page = list.await;
+            drop(turn);
+            page
         })
-        .await?;
+        .await
+        .unwrap_or(Err(StoreError::Unavailable))?,
+        None => list.await?,
+    };
     ReadOn::Primary.count();
     let next_cursor = page
         .last_seq
@@ -233,6 +260,34 @@ pub async fn list(
     body.push(answer_tail(next_cursor.as_deref(), Total::Of(page.total)));
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
+
+/// Waits for the merchant's turn at a list filtered by text (`Services::text_turns`), out of the
+/// requests in flight meanwhile, for half the time left before the deadline at most: the other
+/// half is the list's. 429 when the turn does not come by then.
+async fn text_turn(
+    state: &AppState,
+    merchant_pk: i64,
+    deadline: Instant,
+    in_flight: Option<Extension<InFlight>>,
+) -> Result<Turn, ApiError> {
+    if let Some(Extension(slot)) = in_flight {
+        slot.give_back();
+    }
+    let now = Instant::now();
+    let wait_until = now + deadline.saturating_duration_since(now) / 2;
+    state.text_turns.turn_by(merchant_pk, wait_until).await.map_err(|_| {
+        ApiError::new(
+            ErrorCode::RateLimited,
+            "this merchant's lists filtered by text run one at a time, and the ones before this one took \
+             all its wait; try again in a few seconds",
+        )
+        .retry_after(TEXT_RETRY_S)
+        .detail("retry_after_ms", TEXT_RETRY_S * 1000)
+    })
+}
+
+/// When to try a list filtered by text again after its turn did not come.
+const TEXT_RETRY_S: u64 = 5;
 
 /// The location list's filter.
 fn parse_filter(filter: &Map<String, serde_json::Value>) -> Result<LocationFilter, ApiError> {

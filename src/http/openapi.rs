@@ -163,9 +163,16 @@ impl Modify for CommonAnswers {
                         .into(),
                 );
             }
+            // Every operation's 429 starts with the budgets; an operation that refuses for a
+            // reason of its own says it after them.
+            let budgets = "RATE_LIMITED: the merchant's budget (policy \"merchant\"), its storefront keys' budget (policy \"storefront\"), or the client address's budget of 401s (policy \"unauthenticated\")";
+            let limited = match answers.get("429") {
+                Some(RefOr::T(own)) => format!("{budgets}; {}", own.description.trim_start_matches("RATE_LIMITED: ")),
+                _ => budgets.to_owned(),
+            };
             answers.insert(
                 "429".into(),
-                error("RATE_LIMITED: the merchant's budget (policy \"merchant\"), its storefront keys' budget (policy \"storefront\"), or the client address's budget of 401s (policy \"unauthenticated\")")
+                error(&limited)
                     .header("Retry-After", retry_after.clone())
                     .build()
                     .into(),

@@ -84,7 +84,7 @@ async fn attempt(
         (status = 200, description = "The attempt, as the deliveries log records it (trigger `resend`)", body = DeliveryAnswer),
         (status = 400, description = "INVALID_REQUEST, NOT_FOUND (field webhook_id or event_id)",
          body = crate::http::schemas::ErrorBody),
-        (status = 429, description = "RATE_LIMITED: over the merchant's rate, or the endpoint's attempts in flight stayed at their bound",
+        (status = 429, description = "RATE_LIMITED: or the endpoint's attempts in flight stayed at their bound",
          body = crate::http::schemas::ErrorBody)
     )
 )]
@@ -141,7 +141,7 @@ pub async fn resend(
         (status = 200, description = "The attempt, as the deliveries log records it (trigger `test`)", body = DeliveryAnswer),
         (status = 400, description = "INVALID_REQUEST, NOT_FOUND (field webhook_id)",
          body = crate::http::schemas::ErrorBody),
-        (status = 429, description = "RATE_LIMITED: over the merchant's rate, or the endpoint's attempts in flight stayed at their bound",
+        (status = 429, description = "RATE_LIMITED: or the endpoint's attempts in flight stayed at their bound",
          body = crate::http::schemas::ErrorBody)
     )
 )]

@@ -202,7 +202,7 @@ The code of a request-level error (the whole request refused, nothing stored):
 | 404 | `NOT_FOUND` | no such path |
 | 405 | `METHOD_NOT_ALLOWED` | not `POST` |
 | 408 | `REQUEST_TIMEOUT` | the body paused for 10 s, or was not complete within 30 s |
-| 429 | `RATE_LIMITED` | over the merchant's rate: wait `Retry-After` seconds (`details.retry_after_ms`) |
+| 429 | `RATE_LIMITED` | over the merchant's rate, or a wait that did not end in time (an endpoint's attempts in flight; a merchant's lists filtered by `text`, which run one at a time): wait `Retry-After` seconds (`details.retry_after_ms`) |
 | 500 | `INTERNAL` | anything unexpected; nothing of the request is stored, then or later; `details.request_id` |
 | 503 | `OUTCOME_UNKNOWN` | the connection to PostgreSQL broke during the commit: it may be stored; resend it (a create by `merchant_location_id` is safe to resend) |";
 

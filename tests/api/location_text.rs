@@ -3,8 +3,11 @@
 //! combines with the other conditions, binds the cursor, pages in creation order with `total`
 //! null, follows renames, and never shows another merchant's locations.
 
+use std::time::Duration;
+
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use storefront::config::Settings;
 
 use crate::helpers::*;
 
@@ -143,4 +146,37 @@ async fn a_text_filter_that_is_not_one_is_refused_at_its_field() {
     assert_eq!(most.body["locations"], json!([]));
     let null = page(&app, json!({"text": null}), 10).await;
     assert_eq!(null.body["pagination"]["total"], 0, "a null text is no text");
+}
+
+/// A list filtered by text may read much of its merchant's index, so a merchant's lists by text
+/// take turns: while the merchant's turn is held, its next list by text waits (out of the requests
+/// in flight) and is answered 429 with Retry-After when its turn has not come within half its time.
+/// Its list without text, and another merchant's list by text, are answered meanwhile; the turn
+/// given back, its list by text is answered again.
+#[tokio::test]
+async fn a_merchant_s_lists_by_text_take_turns_and_no_other_list_waits_for_them() {
+    let app = TestApp::spawn_with_settings(Settings {
+        request_timeout: Duration::from_secs(8),
+        ..Settings::default()
+    })
+    .await;
+    app.create(vec![named(1, "Склад на Садовой", "wh-01")]).await;
+    let other = app.merchant_key("other").await;
+    app.create_as(&other, vec![named(2, "Склад у моста", "wh-02")]).await;
+    let by_text = json!({"filter": {"text": "склад"}});
+
+    let held = app.state.text_turns.turn(app.merchant_pk().await).await.unwrap();
+    let waited = app.list_locations(&by_text).await;
+    let details = assert_error(&waited, 429, "ERROR_TYPE_RATE_LIMIT", "RATE_LIMITED");
+    assert_eq!(details["retry_after_ms"], 5000);
+    assert_eq!(waited.headers["retry-after"], "5");
+    let all = page(&app, Value::Null, 10).await;
+    assert_eq!(ids(all.body["locations"].as_array().unwrap()), ["wh-01"]);
+    let theirs = app.post_as("/v1/location/list", &other, &by_text).await;
+    assert_eq!(theirs.status, StatusCode::OK, "{:#}", theirs.body);
+    assert_eq!(ids(theirs.body["locations"].as_array().unwrap()), ["wh-02"]);
+
+    drop(held);
+    let mine = page(&app, json!({"text": "склад"}), 10).await;
+    assert_eq!(ids(mine.body["locations"].as_array().unwrap()), ["wh-01"]);
 }

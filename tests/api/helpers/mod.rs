@@ -231,8 +231,17 @@ impl TestApp {
 
     /// The public id of this app's merchant.
     pub async fn merchant_id(&self) -> String {
+        self.merchant().await.id
+    }
+
+    /// The store's number of this app's merchant.
+    pub async fn merchant_pk(&self) -> i64 {
+        self.merchant().await.pk
+    }
+
+    async fn merchant(&self) -> storefront::store::MerchantRef {
         let key_id = self.key.strip_prefix("sf_").unwrap().split_once('_').unwrap().0;
-        self.store.find_key(key_id).await.unwrap().unwrap().merchant.id
+        self.store.find_key(key_id).await.unwrap().unwrap().merchant
     }
 
     /// A new storefront key (CONTRACT §13.1) of this app's merchant: its key and its key id.
