@@ -81,7 +81,8 @@ pub struct Services {
     pub imports_wake: Arc<tokio::sync::Notify>,
     /// Turns at the location lists filtered by text: such a list may read much of its merchant's
     /// text index (a text too short to look up, or other conditions that few of its matches
-    /// meet), so a merchant's run one at a time, and all merchants' at most one a core (two at least).
+    /// meet), so a merchant's run one at a time, and all merchants' at most one a core (two at
+    /// least).
     pub text_turns: HeavyWork,
     pub settings: Settings,
 }

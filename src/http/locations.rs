@@ -28,10 +28,8 @@ use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use crate::domain::location::{LocationType, Persist, Status, TypeSet, text};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
-use crate::store::ReadOn;
-use crate::store::StoreError;
-use crate::store::WriteFor;
 use crate::store::heavy::Turn;
+use crate::store::{ReadOn, StoreError, WriteFor};
 
 #[derive(Serialize, utoipa::ToSchema)]
 pub struct CreateResponse {
