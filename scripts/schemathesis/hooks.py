@@ -176,8 +176,10 @@ def before_call(ctx, case, kwargs):
             or not isinstance(case.body, dict):
         return
     # A feed may wait up to 25 s for an event that never comes: one second is enough to check it.
-    if case.operation.path == "/v1/location/events" and isinstance(case.body.get("wait_s"), int) \
-            and 1 < case.body["wait_s"] <= 25:
+    # A whole number written as a float (`24.0`) is that integer to the server, and waits as long.
+    wait = case.body.get("wait_s")
+    if case.operation.path == "/v1/location/events" and isinstance(wait, (int, float)) \
+            and not isinstance(wait, bool) and float(wait).is_integer() and 1 < wait <= 25:
         case.body = dict(case.body, wait_s=1)
     search_filter = case.body.get("filter")
     if case.operation.path == "/v1/location/search" and isinstance(search_filter, dict):
