@@ -65,12 +65,6 @@ async fn all_keys(app: &TestApp, limit: usize) -> Vec<Value> {
     }
 }
 
-fn error_at(answer: &Answer, code: &str, field: &str) {
-    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{field}: {:#}", answer.body);
-    assert_eq!(answer.body["code"], code, "{field}: {:#}", answer.body);
-    assert_eq!(answer.body["details"]["field"], field, "{:#}", answer.body);
-}
-
 #[tokio::test]
 async fn a_merchant_makes_lists_and_revokes_its_storefront_keys() {
     let app = TestApp::spawn().await;

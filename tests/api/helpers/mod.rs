@@ -395,6 +395,13 @@ pub fn field_codes(result: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A 400 with `code` at `field`.
+pub fn error_at(answer: &Answer, code: &str, field: &str) {
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{field}: {:#}", answer.body);
+    assert_eq!(answer.body["code"], code, "{field}: {:#}", answer.body);
+    assert_eq!(answer.body["details"]["field"], field, "{:#}", answer.body);
+}
+
 /// Asserts the contract's request-level error body and returns its `details`.
 pub fn assert_error(answer: &Answer, status: u16, error_type: &str, code: &str) -> Value {
     assert_eq!(answer.status.as_u16(), status, "{:#}", answer.body);
