@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use super::outcome::{self, Ended, ItemAnswer, Known, Outcome, Route, RowReport};
 use super::table::RowError;
 use super::table::rows::Row;
+use crate::domain::ids;
 
 /// What became of one item sent to create or update.
 pub enum Sent {
@@ -41,11 +42,18 @@ pub(crate) trait Applier {
 }
 
 /// The names the chunk's rows are read back by: their `merchant_location_id`s, and (when
-/// updating) their `location_id`s.
+/// updating) their `location_id`s; not those that can name nothing (`ids::may_name`).
 pub fn names(rows: &[Row], update: bool) -> (Vec<&str>, Vec<&str>) {
-    let mlids = rows.iter().filter_map(|r| r.merchant_location_id.as_deref()).collect();
+    let mlids = rows
+        .iter()
+        .filter_map(|r| r.merchant_location_id.as_deref())
+        .filter(|id| ids::may_name(id))
+        .collect();
     let ids = if update {
-        rows.iter().filter_map(Row::location_id_str).collect()
+        rows.iter()
+            .filter_map(Row::location_id_str)
+            .filter(|id| ids::may_name(id))
+            .collect()
     } else {
         Vec::new()
     };

@@ -184,6 +184,11 @@ pub fn expect_integer(value: &Value, path: &Path<'_>, errors: &mut FieldErrors) 
     }
 }
 
+/// Whether `s` is a single line of text: without control characters (names, ids, labels).
+pub fn is_single_line(s: &str) -> bool {
+    !s.chars().any(char::is_control)
+}
+
 /// Which control characters a text field tolerates.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Text {

@@ -1,6 +1,8 @@
 //! Storefront keys a merchant makes for itself: the rules of a key's label and of the web origins
 //! such a key may be used from.
 
+use super::json::is_single_line;
+
 /// Most characters in a key's label.
 pub const MAX_LABEL_CHARS: usize = 100;
 /// Most origins one key may name.
@@ -14,9 +16,12 @@ pub const MAX_ORIGIN_LEN: usize = "https://".len() + 253 + 6;
 /// Why `label` is not a key's label, if it is not.
 pub fn label_problem(label: &str) -> Option<String> {
     let chars = label.chars().count();
-    (chars == 0 || chars > MAX_LABEL_CHARS).then(|| {
-        format!("label must be 1 to {MAX_LABEL_CHARS} characters (it has {chars}): a name people recognise the key by")
-    })
+    if chars == 0 || chars > MAX_LABEL_CHARS {
+        return Some(format!(
+            "label must be 1 to {MAX_LABEL_CHARS} characters (it has {chars}): a name people recognise the key by"
+        ));
+    }
+    (!is_single_line(label)).then(|| "label must not contain control characters: it is a line people read".to_owned())
 }
 
 /// What an allowed origin must look like, as its error says.

@@ -6,6 +6,7 @@ pub mod cells;
 pub mod event;
 pub mod field_error;
 pub mod geo;
+pub mod ids;
 pub mod import;
 pub mod json;
 pub mod key;

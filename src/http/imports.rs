@@ -18,6 +18,7 @@ use super::paging::{
 };
 use crate::client::table::rows::Format;
 use crate::domain::import::{Import, ImportOptions, ImportRow, MAX_ACTIVE, MAX_FILE_BYTES};
+use crate::domain::json;
 use crate::pagination::{AfterRow, BeforeImport};
 use crate::state::AppState;
 use crate::store::ReadOn;
@@ -77,6 +78,12 @@ fn flag(body: &Map<String, Value>, key: &str) -> Result<bool, ApiError> {
 /// The create request's rules, each refused at its field.
 fn create_request(body: &Map<String, Value>) -> Result<CreateRequest, ApiError> {
     let file_name = match body.get("file_name") {
+        Some(Value::String(name)) if !json::is_single_line(name) => {
+            return Err(invalid(
+                "file_name",
+                "file_name must not contain control characters: it is the file's name, shown as it is",
+            ));
+        }
         Some(Value::String(name)) if Format::of_path(std::path::Path::new(name)).is_some() => name.clone(),
         Some(Value::String(_)) => {
             return Err(invalid(
@@ -124,7 +131,13 @@ fn create_request(body: &Map<String, Value>) -> Result<CreateRequest, ApiError> 
     let dry_run = flag(body, "dry_run")?;
     let sheet = match body.get("sheet") {
         None | Some(Value::Null) => None,
-        Some(Value::String(sheet)) => Some(sheet.clone()),
+        Some(Value::String(sheet)) if json::is_single_line(sheet) => Some(sheet.clone()),
+        Some(Value::String(_)) => {
+            return Err(invalid(
+                "sheet",
+                "sheet must not contain control characters: no workbook names a sheet so",
+            ));
+        }
         Some(_) => return Err(invalid("sheet", "sheet must be a string (a workbook's sheet) or null")),
     };
     if archive_missing && !update {

@@ -23,7 +23,7 @@ use super::paging::{
 };
 use crate::domain::json::Value;
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
-use crate::domain::location::listing::{self, LocationFilter, LocationQuery};
+use crate::domain::location::listing::{self, LocationFilter, LocationPage, LocationQuery};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
 use crate::domain::location::{LocationType, Persist, Status, TypeSet, text};
 use crate::pagination::AfterSeq;
@@ -219,7 +219,9 @@ pub async fn list(
     drop(body);
     let digest = request.filter.digest(&merchant.id);
     let after = request.after::<AfterSeq>(&state.cursors, &digest)?;
-    let turn = match request.filter.text {
+    let turn = match request.filter.text.as_deref() {
+        // A text no location can hold answers an empty page without a turn or a read.
+        Some(t) if !text::findable(t) => return Ok(list_answer(&state, &digest, LocationPage::default())),
         Some(_) => Some(text_turn(&state, merchant.pk, deadline, in_flight).await?),
         None => None,
     };
@@ -247,16 +249,21 @@ pub async fn list(
         None => list.await?,
     };
     ReadOn::Primary.count();
+    Ok(list_answer(&state, &digest, page))
+}
+
+/// The answer of a page of the location list whose filter's digest is `digest`.
+fn list_answer(state: &AppState, digest: &[u8; 16], page: LocationPage) -> Response {
     let next_cursor = page
         .last_seq
         .filter(|_| page.has_next)
-        .map(|last| state.cursors.encode(&digest, &AfterSeq(last)));
+        .map(|last| state.cursors.encode(digest, &AfterSeq(last)));
     // The records' JSON as the store wrote it, between the answer's head and tail.
     let mut body = Pieces::with_capacity(3);
     body.push(Bytes::from_static(br#"{"locations":["#));
     body.push(page.json);
     body.push(answer_tail(next_cursor.as_deref(), Total::Of(page.total)));
-    Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
+    ([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response()
 }
 
 /// Waits for the merchant's turn at a list filtered by text (`Services::text_turns`), out of the

@@ -226,10 +226,21 @@ fn answer(location_id: String, status: &str, version: Option<u64>, errors: Vec<F
 /// A row's outcome as stored: (row, merchant_location_id, location_id, outcome, errors as JSON).
 pub(crate) struct StoredRow<'a> {
     pub row: i64,
-    pub merchant_location_id: Option<&'a str>,
-    pub location_id: Option<&'a str>,
+    pub merchant_location_id: Option<Cow<'a, str>>,
+    pub location_id: Option<Cow<'a, str>>,
     pub outcome: &'static str,
     pub errors: String,
+}
+
+/// A file's text as both engines can store it: PostgreSQL's text holds no null character, so one
+/// (in a row that failed for it) is kept as U+FFFD, the character that stands for one that cannot
+/// be shown.
+fn storable(text: &str) -> Cow<'_, str> {
+    if text.contains('\0') {
+        Cow::Owned(text.replace('\0', "\u{fffd}"))
+    } else {
+        Cow::Borrowed(text)
+    }
 }
 
 /// The reports as stored, and what they count.
@@ -241,8 +252,8 @@ pub(crate) fn stored_rows(reports: &[RowReport]) -> (Vec<StoredRow<'_>>, Counts)
             counts.add(r.outcome.as_str());
             StoredRow {
                 row: i64::try_from(r.row).unwrap_or(i64::MAX),
-                merchant_location_id: r.merchant_location_id.as_deref(),
-                location_id: r.location_id.as_deref().filter(|id| !id.is_empty()),
+                merchant_location_id: r.merchant_location_id.as_deref().map(storable),
+                location_id: r.location_id.as_deref().filter(|id| !id.is_empty()).map(storable),
                 outcome: r.outcome.as_str(),
                 errors: errors_json(&r.errors),
             }

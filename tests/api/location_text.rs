@@ -148,6 +148,32 @@ async fn a_text_filter_that_is_not_one_is_refused_at_its_field() {
     assert_eq!(null.body["pagination"]["total"], 0, "a null text is no text");
 }
 
+/// No name or id holds a control character, and the index keeps a location's name and id apart
+/// with one: a text holding one finds no location (before, the null character and the separator
+/// found every location on SQLite, and a text across the name and the id found it).
+#[tokio::test]
+async fn a_text_with_a_control_character_finds_nothing() {
+    let app = TestApp::spawn().await;
+    app.create(vec![named(1, "Пункт выдачи", "pvz-1"), named(2, "Depot", "d-2")])
+        .await;
+    assert_eq!(app.walk_locations(&app.key, &json!({"text": "p"}), 10).await.len(), 2);
+    for text in [
+        "\u{0}",
+        "\u{0}\u{0}\u{0}",
+        "\u{1}",
+        "выдачи\u{1}pvz",
+        "t\u{1}d",
+        "\t",
+        "\u{7f}",
+        "a\u{0}",
+    ] {
+        let answer = page(&app, json!({"text": text}), 10).await;
+        assert_eq!(answer.body["locations"], json!([]), "{text:?}");
+        assert_eq!(answer.body["pagination"]["has_next"], false);
+        assert_eq!(answer.body["pagination"]["total"], Value::Null);
+    }
+}
+
 /// A list filtered by text may read much of its merchant's index, so a merchant's lists by text
 /// take turns: while the merchant's turn is held, its next list by text waits (out of the requests
 /// in flight) and is answered 429 with Retry-After when its turn has not come within half its time.

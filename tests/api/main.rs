@@ -25,6 +25,7 @@ mod limits;
 mod location_list;
 mod location_text;
 mod migration;
+mod null_character;
 mod operator_cli;
 mod postgres;
 mod process;

@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use sha2::{Digest, Sha256};
 
 use super::{Status, TypeSet};
+use crate::domain::ids;
 
 /// The statuses a stored location can have, in the order a filter digest writes them.
 pub const STORED: [Status; 3] = [Status::Active, Status::Quarantine, Status::Archived];
@@ -74,14 +75,17 @@ impl LocationFilter {
         self.location_ids.is_some() || self.merchant_location_ids.is_some()
     }
 
-    /// The ids to look up: `(by location_id, ids)`, from the shorter of the two lists.
-    pub fn lookup(&self) -> Option<(bool, &BTreeSet<String>)> {
-        match (&self.location_ids, &self.merchant_location_ids) {
-            (Some(a), Some(b)) if b.len() < a.len() => Some((false, b)),
-            (Some(a), _) => Some((true, a)),
-            (None, Some(b)) => Some((false, b)),
-            (None, None) => None,
-        }
+    /// The ids to look up: `(by location_id, ids)`, from the shorter of the two lists, but those
+    /// that can name nothing (`ids::may_name`).
+    pub fn lookup(&self) -> Option<(bool, Vec<&str>)> {
+        let (by_location_id, ids) = match (&self.location_ids, &self.merchant_location_ids) {
+            (Some(a), Some(b)) if b.len() < a.len() => (false, b),
+            (Some(a), _) => (true, a),
+            (None, Some(b)) => (false, b),
+            (None, None) => return None,
+        };
+        let ids = ids.iter().map(String::as_str).filter(|id| ids::may_name(id)).collect();
+        Some((by_location_id, ids))
     }
 
     /// Whether a location found by id or by text meets the other conditions.

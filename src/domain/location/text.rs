@@ -33,6 +33,13 @@ pub fn indexed(name: &str, merchant_location_id: Option<&str>) -> String {
     text
 }
 
+/// Whether any location's name or id can contain `text`: neither holds a control character (the
+/// separator between them in the index is one), so a text with one matches no location, and no
+/// engine's index is asked for it (where its patterns would take such a character otherwise).
+pub fn findable(text: &str) -> bool {
+    crate::domain::json::is_single_line(text)
+}
+
 /// Whether a location indexed by `indexed` text matches the folded `text`.
 pub fn matches(indexed: &str, text: &str) -> bool {
     indexed.split(SEPARATOR).any(|part| part.contains(text))
@@ -56,5 +63,10 @@ mod tests {
             "never across the name and the id"
         );
         assert!(!matches(&self::indexed("A", None), &fold("b")));
+        for text in ["\u{0}", "\u{1}", "a\u{1}p", "\t", "\u{7f}", "\u{85}"] {
+            assert!(!findable(text), "{text:?}");
+            assert!(!matches(&indexed, text), "{text:?}");
+        }
+        assert!(findable("pvz-01 Тверская №7"));
     }
 }

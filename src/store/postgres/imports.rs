@@ -19,6 +19,7 @@ use super::{changes, events, locations};
 use crate::client::apply;
 use crate::client::outcome::{Known, RowReport, Stored};
 use crate::domain::geo::Neighbour;
+use crate::domain::ids;
 use crate::domain::import::{BATCH_ROWS, Import, ImportError, ImportRow, ImportStatus, MAX_ACTIVE};
 use crate::domain::location::Persist;
 use crate::domain::location::batch::{self, Neighbourhood, NewLocation, Outcome};
@@ -196,8 +197,8 @@ async fn save(
     let (rows, counts) = stored_rows(reports);
     let ordinals: Vec<i64> = (0..rows.len() as i64).map(|k| first + k).collect();
     let file_rows: Vec<i64> = rows.iter().map(|r| r.row).collect();
-    let names: Vec<Option<&str>> = rows.iter().map(|r| r.merchant_location_id).collect();
-    let ids: Vec<Option<&str>> = rows.iter().map(|r| r.location_id).collect();
+    let names: Vec<Option<&str>> = rows.iter().map(|r| r.merchant_location_id.as_deref()).collect();
+    let ids: Vec<Option<&str>> = rows.iter().map(|r| r.location_id.as_deref()).collect();
     let outcomes: Vec<&str> = rows.iter().map(|r| r.outcome).collect();
     let errors: Vec<&str> = rows.iter().map(|r| r.errors.as_str()).collect();
     let insert_params: Params<'_> = &[
@@ -277,6 +278,9 @@ impl ImportStore for PgImports {
     }
 
     async fn get_import(&self, merchant_pk: i64, import_id: &str) -> Result<Option<Import>, StoreError> {
+        if !ids::may_name(import_id) {
+            return Ok(None);
+        }
         let client = self.pool.get().await?;
         let found = query(&client, &sql::get(M), &[&merchant_pk, &import_id]).await?;
         found.first().map(|r| sql::read_import(r, 0)).transpose()
@@ -304,6 +308,9 @@ impl ImportStore for PgImports {
         after: i64,
         limit: usize,
     ) -> Result<Option<Vec<ImportRow>>, StoreError> {
+        if !ids::may_name(import_id) {
+            return Ok(None);
+        }
         let client = self.pool.get().await?;
         let Some(key) = query(&client, &sql::key(M), &[&merchant_pk, &import_id])
             .await?

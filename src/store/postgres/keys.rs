@@ -3,6 +3,7 @@
 
 use deadpool_postgres::{GenericClient, Pool};
 
+use crate::domain::ids;
 use crate::store::api::{KeyRow, KeyScope, MerchantKey, NewKey, StoreError, StoredKey, now_ms};
 use crate::store::key_sql;
 
@@ -116,6 +117,9 @@ async fn revoke_in(tx: &impl GenericClient, key_id: &str) -> Result<bool, StoreE
 
 /// Revokes the merchant's storefront key with this id.
 pub(super) async fn revoke_of(pool: &Pool, merchant_pk: i64, key_id: &str) -> Result<MerchantKey, StoreError> {
+    if !ids::may_name(key_id) {
+        return Ok(MerchantKey::NotFound);
+    }
     let mut client = pool.get().await?;
     let tx = client.transaction().await?;
     let get = key_sql::get_of('$');

@@ -210,7 +210,6 @@ pub(super) async fn candidates(
     let Some((by_location_id, ids)) = filter.lookup() else {
         return Ok(Vec::new());
     };
-    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
     let rows = tx
         .query(
             if by_location_id {

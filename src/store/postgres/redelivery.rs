@@ -8,6 +8,7 @@ use deadpool_postgres::GenericClient;
 use super::events::{bounds, stored_event};
 use super::webhooks::{DB_NOW, PgWebhooks};
 use crate::domain::event::{EventTypes, LogBounds};
+use crate::domain::ids;
 use crate::domain::webhook::Attempt;
 use crate::store::api::StoreError;
 use crate::store::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, ENDPOINT_WIDTH};
@@ -30,6 +31,9 @@ async fn endpoint(
     webhook_id: &str,
     lock: bool,
 ) -> Result<Option<(ClaimedEndpoint, i64, bool, i64)>, StoreError> {
+    if !ids::may_name(webhook_id) {
+        return Ok(None);
+    }
     let sql = format!(
         "SELECT {ENDPOINT_COLUMNS}, w.created_through, w.status = 'ENABLED', w.delivered_through FROM webhooks w \
          WHERE w.webhook_id = $1 AND w.merchant_pk = $2 AND w.deleted_at IS NULL{}",
@@ -84,6 +88,9 @@ impl RedeliveryStore for PgWebhooks {
         let Some((endpoint, created_through, ..)) = endpoint(&client, merchant_pk, webhook_id, false).await? else {
             return Ok(Resendable::NoWebhook);
         };
+        if !ids::may_name(event_id) {
+            return Ok(Resendable::NoEvent);
+        }
         let event = client
             .query_opt(&redelivery_sql::event_by_id(M), &[&merchant_pk, &event_id])
             .await?

@@ -11,6 +11,7 @@ use tokio_postgres::Row;
 use super::events::stored_event;
 use super::sql::lock_merchant;
 use crate::domain::event::EventTypes;
+use crate::domain::ids;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, WebhookStatus};
 use crate::store::api::millis;
 use crate::store::api::{StoreError, stored_word};
@@ -56,6 +57,9 @@ fn bits(types: Option<EventTypes>) -> Option<i32> {
 }
 
 async fn find(c: &impl GenericClient, merchant_pk: i64, webhook_id: &str) -> Result<Option<Webhook>, StoreError> {
+    if !ids::may_name(webhook_id) {
+        return Ok(None);
+    }
     c.query_opt(
         &format!("SELECT {WEBHOOK} FROM webhooks WHERE webhook_id = $1 AND merchant_pk = $2 AND deleted_at IS NULL"),
         &[&webhook_id, &merchant_pk],
@@ -260,6 +264,9 @@ impl WebhookStore for PgWebhooks {
     async fn attempts(&self, page: AttemptsQuery) -> Result<Option<Vec<Attempt>>, StoreError> {
         let (merchant_pk, before, limit) = (page.merchant_pk, page.before, page.limit);
         let webhook_id = page.webhook_id;
+        if !ids::may_name(&webhook_id) {
+            return Ok(None);
+        }
         let client = self.pool.get().await?;
         let known = client
             .query_opt(
@@ -269,6 +276,9 @@ impl WebhookStore for PgWebhooks {
             .await?;
         if known.is_none() {
             return Ok(None);
+        }
+        if page.filter.event_id.as_deref().is_some_and(|id| !ids::may_name(id)) {
+            return Ok(Some(Vec::new()));
         }
         let sql = attempts_sql(&page.filter, '$');
         let before = before.unwrap_or(i64::MAX);

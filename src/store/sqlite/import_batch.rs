@@ -99,8 +99,8 @@ pub(super) fn save(
             import_pk,
             first + k as i64,
             r.row,
-            r.merchant_location_id,
-            r.location_id,
+            r.merchant_location_id.as_deref(),
+            r.location_id.as_deref(),
             r.outcome,
             r.errors,
             for_archive

@@ -29,6 +29,7 @@ use super::Status;
 use super::batch::quarantine_issue;
 use crate::domain::field_error::{FieldCode, Path};
 use crate::domain::geo::Neighbour;
+use crate::domain::ids;
 use crate::domain::json::Value;
 
 /// A change request after everything that needs no storage.
@@ -71,14 +72,16 @@ impl ChangePlan {
         !self.items.is_empty()
     }
 
-    /// The `location_id`s and `merchant_location_id`s the items name.
+    /// The `location_id`s and `merchant_location_id`s the items name, but those that can name
+    /// nothing (`ids::may_name`): their items are not found.
     pub fn lookups(&self) -> (Vec<&str>, Vec<&str>) {
         let mut by_id = Vec::new();
         let mut by_merchant_id = Vec::new();
         for item in &self.items {
             match &item.naming {
-                Naming::LocationId(id) => by_id.push(id.as_str()),
-                Naming::MerchantId(id) => by_merchant_id.push(id.as_str()),
+                Naming::LocationId(id) if ids::may_name(id) => by_id.push(id.as_str()),
+                Naming::MerchantId(id) if ids::may_name(id) => by_merchant_id.push(id.as_str()),
+                _ => {}
             }
         }
         (by_id, by_merchant_id)
