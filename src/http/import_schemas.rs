@@ -12,8 +12,10 @@ use super::schemas::PaginationRequest;
 #[serde(deny_unknown_fields)]
 pub struct ImportCreateRequest {
     /// The file's name: its extension says its format (`.csv`, `.xlsx`, `.jsonl` or `.ndjson`,
-    /// `.json`, in any case), as `locations push` reads it.
-    #[schema(pattern = r"[^/]\.([cC][sS][vV]|[xX][lL][sS][xX]|[jJ][sS][oO][nN][lL]?|[nN][dD][jJ][sS][oO][nN])$")]
+    /// `.json`, in any case), as `locations push` reads it; on one line (no control characters).
+    #[schema(
+        pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^/\u0000-\u001F\u007F-\u009F]\.([cC][sS][vV]|[xX][lL][sS][xX]|[jJ][sS][oO][nN][lL]?|[nN][dD][jJ][sS][oO][nN])$"
+    )]
     file_name: String,
     /// The file's bytes in standard base64 (with its padding), at most 6 MiB once decoded (8 MiB
     /// of base64); not empty.
@@ -28,7 +30,8 @@ pub struct ImportCreateRequest {
     /// Store nothing and append no event: each row's outcome is what a real run would have now,
     /// each row seeing the file's earlier rows.
     dry_run: Option<bool>,
-    /// A workbook's sheet (default: the first).
+    /// A workbook's sheet (default: the first); no control characters.
+    #[schema(pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     sheet: Option<String>,
 }
 

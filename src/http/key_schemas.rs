@@ -11,8 +11,8 @@ use super::schemas::PaginationRequest;
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyCreateRequest {
-    /// What people call the key: 1 to 100 characters.
-    #[schema(min_length = 1, max_length = 100)]
+    /// What people call the key: 1 to 100 characters, on one line (no control characters).
+    #[schema(min_length = 1, max_length = 100, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*$")]
     label: String,
     /// The web origins whose pages may use the key (a request with another `Origin` is refused
     /// 403; one without `Origin` is served): 1 to 10, each `https://host[:port]` (or `http://` for
