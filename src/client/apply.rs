@@ -49,7 +49,7 @@ pub fn names(rows: &[Row], update: bool) -> (Vec<&str>, Vec<&str>) {
         .filter_map(|r| r.merchant_location_id.as_deref())
         .filter(|id| ids::may_name(id))
         .collect();
-    let ids = if update {
+    let location_ids = if update {
         rows.iter()
             .filter_map(Row::location_id_str)
             .filter(|id| ids::may_name(id))
@@ -57,7 +57,7 @@ pub fn names(rows: &[Row], update: bool) -> (Vec<&str>, Vec<&str>) {
     } else {
         Vec::new()
     };
-    (mlids, ids)
+    (mlids, location_ids)
 }
 
 /// One chunk, start to end: its rows' outcomes in row order. The rows of a chunk name different
