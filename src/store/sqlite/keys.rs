@@ -171,3 +171,51 @@ pub(super) fn origin_named(conn: &Connection, origin: &str) -> Result<bool, Stor
         .prepare_cached(&key_sql::origin_named('?'))?
         .query_row([origin], |r| r.get(0))?)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::super::SqliteStore;
+    use super::super::schema::BUSY_TIMEOUT;
+    use super::*;
+    use crate::store::api::Store;
+
+    /// What the CLI does from another process: its own connection, its own commit.
+    fn revoke_elsewhere(db: &Path, key_id: &str) {
+        let conn = Connection::open(db).unwrap();
+        conn.busy_timeout(BUSY_TIMEOUT).unwrap();
+        let changed = conn
+            .execute(
+                "UPDATE api_keys SET revoked_at = 1 WHERE key_id = ?1 AND revoked_at IS NULL",
+                [key_id],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+
+    #[tokio::test]
+    async fn a_key_revoked_by_another_connection_is_refused_by_the_next_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("keys.db");
+        let store = SqliteStore::open(&db).await.unwrap();
+        // The lock-free source is the one in use.
+        assert!(matches!(store.keys.version(), Some(Version::WalIndex(_))));
+        let merchant = crate::auth::create_merchant(&store, "m").await.unwrap();
+        for round in 0..20 {
+            let issued = crate::auth::issue_key(&store, &merchant.merchant_id, crate::store::api::KeyScope::Full)
+                .await
+                .unwrap();
+            // Twice: the second answer comes from the cache.
+            for _ in 0..2 {
+                assert!(store.find_key(&issued.key_id).await.unwrap().is_some(), "round {round}");
+            }
+            let version = store.keys.version();
+            assert!(store.keys.get(&issued.key_id, version.unwrap()).is_some(), "cached");
+            revoke_elsewhere(&db, &issued.key_id);
+            assert_ne!(store.keys.version(), version, "a commit elsewhere changes the version");
+            assert!(store.find_key(&issued.key_id).await.unwrap().is_none(), "round {round}");
+        }
+        store.close().await;
+    }
+}

@@ -334,3 +334,29 @@ pub(super) fn records(tx: &Connection, seqs: &[i64]) -> Result<Vec<StoredRecord>
     }
     Ok(records)
 }
+
+#[cfg(test)]
+mod tests {
+    use rusqlite::StatementStatus;
+
+    use super::super::{locations, schema};
+    use super::*;
+
+    #[test]
+    fn a_cached_statement_is_not_prepared_again_for_other_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("plans.db");
+        drop(schema::open_writer(&db).unwrap());
+        let conn = Connection::open(&db).unwrap();
+        schema::configure(&conn).unwrap();
+        let sql = locations::group_page_sql();
+        // The first page's 0 and the later pages' larger `seq`s, as a walk binds them.
+        for after in [0_i64, 7, 0, 1_000_000, 1] {
+            let mut stmt = conn.prepare_cached(&sql).unwrap();
+            let mut rows = stmt.query(rusqlite::params![1, "ACTIVE", 1, after]).unwrap();
+            assert!(rows.next().unwrap().is_none());
+        }
+        let stmt = conn.prepare_cached(&sql).unwrap();
+        assert_eq!(stmt.get_status(StatementStatus::RePrepare), 0);
+    }
+}

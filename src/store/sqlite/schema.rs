@@ -178,3 +178,35 @@ fn name_quarantining_neighbours(tx: &Connection) -> Result<(), StoreError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::schema;
+    use super::*;
+
+    #[test]
+    fn a_new_database_has_large_pages_and_an_existing_one_keeps_its_own() {
+        let page_size = |db: &Path| -> i64 {
+            let conn = Connection::open(db).unwrap();
+            conn.pragma_query_value(None, "page_size", |r| r.get(0)).unwrap()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let new = dir.path().join("new.db");
+        drop(schema::open_writer(&new).unwrap());
+        assert_eq!(page_size(&new), schema::PAGE_SIZE);
+
+        let old = dir.path().join("old.db");
+        let conn = Connection::open(&old).unwrap();
+        conn.execute_batch("PRAGMA page_size = 4096; CREATE TABLE earlier (x INTEGER);")
+            .unwrap();
+        drop(conn);
+        let conn = schema::open_writer(&old).unwrap();
+        let autocheckpoint: i64 = conn
+            .pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0))
+            .unwrap();
+        drop(conn);
+        assert_eq!(page_size(&old), 4096);
+        // The backstop is a WAL size, whatever the page size.
+        assert_eq!(autocheckpoint, 16 * 1024);
+    }
+}
