@@ -502,52 +502,6 @@ async fn on_shutdown_idle_connections_close_at_once_and_the_server_returns() {
     assert!(closed_within(&mut h2, Duration::from_secs(1)).await);
 }
 
-/// A server whose requests have 3 s (their writes' deadline: 1.5 s).
-async fn short_lived_requests() -> TestApp {
-    TestApp::spawn_with_settings(Settings {
-        rate: Rate::Off,
-        request_timeout: Duration::from_secs(3),
-        ..Settings::default()
-    })
-    .await
-}
-
-#[tokio::test]
-async fn a_write_that_overruns_its_deadline_is_rolled_back_and_never_stored_after_its_500() {
-    // The request's time cap is 3 s, its write's deadline 1.5 s; the failpoint stalls the write
-    // for 4 s inside its transaction, past both.
-    let app = short_lived_requests().await;
-    app.store.delay_next_write(Duration::from_secs(4));
-    let answer = app
-        .post("/v1/location/create", &json!({"locations": [warehouse(1)]}))
-        .await;
-    let details = assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
-    assert!(details["request_id"].is_string());
-    // Wait out the stalled write, then look: nothing of it may have been committed.
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let listed = app.list_locations(&json!({})).await;
-    assert_eq!(listed.body["locations"], json!([]), "a 500 stored after all");
-    // The writer is free again: the same item is stored now.
-    let results = app.create(vec![warehouse(1)]).await;
-    assert_eq!(results[0]["status"], "ACTIVE", "{:#}", results[0]);
-}
-
-#[tokio::test]
-async fn a_change_that_overruns_its_deadline_is_rolled_back_and_never_stored_after_its_500() {
-    let app = short_lived_requests().await;
-    let created = app.create(vec![warehouse(1)]).await;
-    let id = created[0]["location_id"].as_str().unwrap().to_owned();
-    app.store.delay_next_write(Duration::from_secs(4));
-    let answer = app
-        .post("/v1/location/archive", &json!({"locations": [{"location_id": id}]}))
-        .await;
-    assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let listed = app.list_locations(&json!({})).await;
-    assert_eq!(listed.body["locations"][0]["status"], "ACTIVE", "{:#}", listed.body);
-    assert_eq!(listed.body["locations"][0]["version"], 1);
-}
-
 /// One request with a made-up key on a connection that opens with `proxy_line`; answers the status.
 async fn through_balancer(balancer: [u8; 4], to: SocketAddr, proxy_line: &str) -> Option<u16> {
     let mut stream = connect_from(balancer, to).await;
