@@ -300,9 +300,14 @@ async fn discard(mut body: axum::body::Body, timing: BodyTiming) {
     }
 }
 
-/// `application/json`, optionally with a `charset` parameter (and nothing else).
+/// `application/json`, optionally with a `charset` parameter (and nothing else), in exactly one
+/// header: a body declared twice is not declared JSON.
 fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+    let mut values = headers.get_all(header::CONTENT_TYPE).iter();
+    let (Some(value), None) = (values.next(), values.next()) else {
+        return false;
+    };
+    let Ok(value) = value.to_str() else {
         return false;
     };
     let mut parts = value.split(';');
@@ -354,5 +359,8 @@ mod tests {
             assert!(!is_json(&with(header::CONTENT_TYPE, bad)), "{bad}");
         }
         assert!(!is_json(&HeaderMap::new()));
+        let mut twice = with(header::CONTENT_TYPE, "application/json");
+        twice.append(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        assert!(!is_json(&twice));
     }
 }

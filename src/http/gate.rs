@@ -224,12 +224,19 @@ async fn unauthenticated_limited(refusal: Refusal) -> Response {
     )
 }
 
-/// `Authorization: Bearer <token>` (the scheme word in any case).
+/// `Authorization: Bearer <token>` (the scheme word in any case), in exactly one header: of two,
+/// neither is taken, since a proxy on the way may have added one the client did not send.
 fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     let unauthenticated = |message: &'static str| ApiError::new(ErrorCode::Unauthenticated, message);
-    let value = headers
-        .get(header::AUTHORIZATION)
+    let mut values = headers.get_all(header::AUTHORIZATION).iter();
+    let value = values
+        .next()
         .ok_or_else(|| unauthenticated("missing Authorization header; send Authorization: Bearer <api_key>"))?;
+    if values.next().is_some() {
+        return Err(unauthenticated(
+            "more than one Authorization header; send one: Authorization: Bearer <api_key>",
+        ));
+    }
     let malformed = || unauthenticated("malformed Authorization header; send Authorization: Bearer <api_key>");
     let value = value.to_str().map_err(|_| malformed())?;
     let (scheme, token) = value.trim().split_once(' ').ok_or_else(malformed)?;
@@ -296,6 +303,12 @@ mod tests {
         }
         assert_eq!(
             bearer_token(&HeaderMap::new()).map_err(|e| e.code()),
+            Err(ErrorCode::Unauthenticated)
+        );
+        let mut twice = with("Bearer abc");
+        twice.append(header::AUTHORIZATION, HeaderValue::from_static("Bearer abc"));
+        assert_eq!(
+            bearer_token(&twice).map_err(|e| e.code()),
             Err(ErrorCode::Unauthenticated)
         );
     }

@@ -186,7 +186,7 @@ The code of a request-level error (the whole request refused, nothing stored):
 
 | HTTP | code | when |
 |---|---|---|
-| 400 | `UNSUPPORTED_MEDIA_TYPE` | `Content-Type` missing or not `application/json` |
+| 400 | `UNSUPPORTED_MEDIA_TYPE` | `Content-Type` missing, not `application/json`, or sent twice |
 | 400 | `PAYLOAD_TOO_LARGE` | a body over 8 MiB, or of more than 1,000,000 JSON tokens |
 | 400 | `MALFORMED_JSON` | not JSON; `details.line` and `details.column` say where |
 | 400 | `INVALID_REQUEST` | JSON, but not the request's shape; `details.field` names the key |
@@ -196,7 +196,7 @@ The code of a request-level error (the whole request refused, nothing stored):
 | 400 | `INVALID_CURSOR` | a cursor not issued by this service, altered, or sent with another filter |
 | 400 | `CURSOR_EXPIRED` | a feed cursor older than the oldest event kept: start again from `latest` |
 | 400 | `NOT_FOUND` | a webhook operation naming an endpoint or an event the merchant does not have; `details.field` names it |
-| 401 | `UNAUTHENTICATED` | no `Authorization: Bearer` header |
+| 401 | `UNAUTHENTICATED` | no `Authorization: Bearer` header, or more than one |
 | 401 | `INVALID_API_KEY` | an unknown or revoked key |
 | 403 | `FORBIDDEN` | a storefront key calling what its scope does not allow; a preflight from an origin not allowed |
 | 404 | `NOT_FOUND` | no such path |

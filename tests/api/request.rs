@@ -32,6 +32,11 @@ async fn content_type_must_be_json_with_an_optional_charset() {
         let answer = read(raw(&app, Some(ct), r#"{"locations":[]}"#)).await;
         assert_eq!(answer.status, 200, "{ct}");
     }
+    // Declared twice, the body is not declared JSON, whichever comes first.
+    for (first, second) in [("application/json", "text/plain"), ("text/plain", "application/json")] {
+        let answer = read(raw(&app, Some(first), r#"{"locations":[]}"#).header("content-type", second)).await;
+        assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "UNSUPPORTED_MEDIA_TYPE");
+    }
 }
 
 #[tokio::test]
@@ -194,6 +199,19 @@ async fn authentication_comes_first_and_is_strict() {
     )
     .await;
     assert_eq!(answer.status, 200);
+    // Two Authorization headers, even two valid keys of two merchants: neither is taken.
+    let other = app.merchant_key("other").await;
+    for keys in [[&app.key, &other], [&app.key, &app.key]] {
+        let answer = read(
+            app.request(Method::POST, "/v1/location/list")
+                .header("authorization", format!("Bearer {}", keys[0]))
+                .header("authorization", format!("Bearer {}", keys[1]))
+                .header("content-type", "application/json")
+                .body("{}"),
+        )
+        .await;
+        assert_error(&answer, 401, "ERROR_TYPE_UNAUTHORIZED", "UNAUTHENTICATED");
+    }
 }
 
 #[tokio::test]
