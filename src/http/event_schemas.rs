@@ -126,7 +126,8 @@ pub struct WebhookObject {
 #[allow(dead_code)]
 pub struct WebhookCreateRequest {
     /// An absolute https:// URL without user name, password or fragment, at most 2048
-    /// characters, reaching a public address.
+    /// characters, reaching a public address (an IPv4 address written in IPv6 counts as that
+    /// IPv4 address), on a port other than 0.
     url: String,
     /// The event types it takes (a repeated one counts once); null or absent: every type.
     #[schema(min_items = 1)]

@@ -12,14 +12,19 @@ pub fn refused(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => refused_v4(v4),
         IpAddr::V6(v6) => {
-            // An IPv4 address written in IPv6 (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, or the
-            // old compatible ::a.b.c.d) is the IPv4 address it carries.
+            // An IPv4 address written in IPv6 (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, the old
+            // compatible ::a.b.c.d, or a 6to4 2002:a.b.c.d::/48, which a host with a 6to4 tunnel
+            // sends to that IPv4 address) is the IPv4 address it carries.
             let s = v6.segments();
+            let v4 = |high: u16, low: u16| Ipv4Addr::new((high >> 8) as u8, high as u8, (low >> 8) as u8, low as u8);
             let embedded = v6.to_ipv4_mapped().or_else(|| {
                 let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6].iter().all(|x| *x == 0);
                 let compatible = s[..6].iter().all(|x| *x == 0) && !v6.is_loopback() && !v6.is_unspecified();
-                (nat64 || compatible)
-                    .then(|| Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8))
+                if nat64 || compatible {
+                    Some(v4(s[6], s[7]))
+                } else {
+                    (s[0] == 0x2002).then(|| v4(s[1], s[2]))
+                }
             });
             match embedded {
                 Some(v4) => refused_v4(v4),
@@ -60,6 +65,8 @@ fn refused_v6(ip: Ipv6Addr) -> Option<&'static str> {
         "a private address (fc00::/7)"
     } else if first & 0xffc0 == 0xfe80 {
         "a link-local address"
+    } else if first & 0xffc0 == 0xfec0 {
+        "a site-local address (fec0::/10)"
     } else if ip.is_multicast() {
         "a multicast address"
     } else {
@@ -96,6 +103,9 @@ pub fn check_url(text: &str, reach: Reach) -> Result<Url, String> {
     }
     if url.fragment().is_some() {
         return Err("url must not have a fragment (#...)".into());
+    }
+    if url.port() == Some(0) {
+        return Err("url must not name port 0: no receiver can listen on it".into());
     }
     let ip = match url.host() {
         None => return Err("url must name a host".into()),
@@ -139,6 +149,10 @@ mod tests {
             "::ffff:10.0.0.1",
             "64:ff9b::7f00:1",
             "::127.0.0.1",
+            "2002:7f00:1::",
+            "2002:a9fe:a9fe::1",
+            "2002:c0a8:101::",
+            "fec0::1",
         ] {
             let parsed: IpAddr = ip.parse().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
             assert!(refused(parsed).is_some(), "{ip}");
@@ -149,6 +163,7 @@ mod tests {
             "2606:2800:220:1:248:1893:25c8:1946",
             "::ffff:8.8.8.8",
             "100.128.0.1",
+            "2002:808:808::1",
         ] {
             let parsed: IpAddr = ip.parse().unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
             assert_eq!(refused(parsed), None, "{ip}");
@@ -169,6 +184,8 @@ mod tests {
             "https://[::1]/",
             "https://[::ffff:127.0.0.1]/",
             "https://169.254.169.254/latest/meta-data",
+            "https://[2002:7f00:1::]/",
+            "https://hooks.example.com:0/in",
         ] {
             assert!(check_url(bad, strict).is_err(), "{bad}");
         }

@@ -25,6 +25,7 @@ async fn every_webhook_request_rule_has_its_code_and_field() {
         (json!({"url": "http://hooks.example.com/in"}), "url"),
         (json!({"url": "https://user:pw@hooks.example.com/"}), "url"),
         (json!({"url": "https://hooks.example.com/#f"}), "url"),
+        (json!({"url": "https://hooks.example.com:0/in"}), "url"),
         (json!({ "url": long }), "url"),
         (json!({"url": "https://localhost.example/", "types": []}), "types"),
         (
@@ -48,6 +49,7 @@ async fn every_webhook_request_rule_has_its_code_and_field() {
         "https://[::1]/",
         "https://169.254.169.254/latest/meta-data",
         "https://[::ffff:127.0.0.1]/",
+        "https://[2002:7f00:1::]/",
         "https://10.0.0.8/",
     ] {
         let answer = strict.post("/v1/webhook/create", &json!({ "url": url })).await;
