@@ -95,13 +95,19 @@ impl FromRequest<AppState> for ImportBody {
 async fn extract(request: Request, state: &AppState, max: usize) -> Result<JsonBody, ApiError> {
     let budgets = &state.bodies;
     let (parts, body) = request.into_parts();
-    let is_json = is_json(&parts.headers);
+    let media = not_plain_json(&parts.headers);
+    let is_json = media.is_none();
     let timing = parts.extensions.get::<BodyTiming>().copied().unwrap_or_default();
     let declared = parts
         .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let unsupported = || ApiError::new(ErrorCode::UnsupportedMediaType, "Content-Type must be application/json");
+    let unsupported = || {
+        ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            media.unwrap_or("Content-Type must be application/json"),
+        )
+    };
     let too_large = || {
         ApiError::new(
             ErrorCode::PayloadTooLarge,
@@ -300,6 +306,24 @@ async fn discard(mut body: axum::body::Body, timing: BodyTiming) {
     }
 }
 
+/// Why a body is not JSON as the service reads it, or `None` when it is: its type must be JSON,
+/// and its bytes the JSON itself, not compressed or otherwise encoded.
+fn not_plain_json(headers: &HeaderMap) -> Option<&'static str> {
+    if !is_json(headers) {
+        return Some("Content-Type must be application/json");
+    }
+    let encoded = headers.get_all(header::CONTENT_ENCODING).iter().any(|value| {
+        value.to_str().map_or(true, |codings| {
+            // A list's empty elements are no coding.
+            codings
+                .split(',')
+                .map(str::trim)
+                .any(|c| !c.is_empty() && !c.eq_ignore_ascii_case("identity"))
+        })
+    });
+    encoded.then_some("Content-Encoding must be absent or identity: send the JSON body as it is, not compressed")
+}
+
 /// `application/json`, optionally with a `charset` parameter (and nothing else), in exactly one
 /// header: a body declared twice is not declared JSON.
 fn is_json(headers: &HeaderMap) -> bool {
@@ -362,5 +386,27 @@ mod tests {
         let mut twice = with(header::CONTENT_TYPE, "application/json");
         twice.append(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
         assert!(!is_json(&twice));
+    }
+
+    #[test]
+    fn only_an_unencoded_body_is_read() {
+        let json = || with(header::CONTENT_TYPE, "application/json");
+        assert_eq!(not_plain_json(&json()), None);
+        for identity in ["identity", "Identity", "identity, identity", "", " , "] {
+            let mut h = json();
+            h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(identity));
+            assert_eq!(not_plain_json(&h), None, "{identity}");
+        }
+        for coding in ["gzip", "br", "deflate", "identity, gzip", ", gzip"] {
+            let mut h = json();
+            h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(coding));
+            assert!(
+                not_plain_json(&h).is_some_and(|why| why.starts_with("Content-Encoding")),
+                "{coding:?}"
+            );
+        }
+        let mut h = with(header::CONTENT_TYPE, "text/plain");
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        assert!(not_plain_json(&h).is_some_and(|why| why.starts_with("Content-Type")));
     }
 }

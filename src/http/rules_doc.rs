@@ -186,7 +186,7 @@ The code of a request-level error (the whole request refused, nothing stored):
 
 | HTTP | code | when |
 |---|---|---|
-| 400 | `UNSUPPORTED_MEDIA_TYPE` | `Content-Type` missing, not `application/json`, or sent twice |
+| 400 | `UNSUPPORTED_MEDIA_TYPE` | `Content-Type` missing, not `application/json`, or sent twice; a `Content-Encoding` other than `identity` (send the body uncompressed) |
 | 400 | `PAYLOAD_TOO_LARGE` | a body over 8 MiB, or of more than 1,000,000 JSON tokens |
 | 400 | `MALFORMED_JSON` | not JSON; `details.line` and `details.column` say where |
 | 400 | `INVALID_REQUEST` | JSON, but not the request's shape; `details.field` names the key |

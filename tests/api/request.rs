@@ -32,6 +32,17 @@ async fn content_type_must_be_json_with_an_optional_charset() {
         let answer = read(raw(&app, Some(ct), r#"{"locations":[]}"#)).await;
         assert_eq!(answer.status, 200, "{ct}");
     }
+    // A body sent compressed (or declared so) is refused as such, not read as broken JSON.
+    for coding in ["gzip", "br"] {
+        let answer =
+            read(raw(&app, Some("application/json"), r#"{"locations":[]}"#).header("content-encoding", coding)).await;
+        assert_error(&answer, 400, "ERROR_TYPE_BAD_REQUEST", "UNSUPPORTED_MEDIA_TYPE");
+        let message = answer.body["message"].as_str().unwrap();
+        assert!(message.starts_with("Content-Encoding"), "{message}");
+    }
+    let answer =
+        read(raw(&app, Some("application/json"), r#"{"locations":[]}"#).header("content-encoding", "identity")).await;
+    assert_eq!(answer.status, 200);
     // Declared twice, the body is not declared JSON, whichever comes first.
     for (first, second) in [("application/json", "text/plain"), ("text/plain", "application/json")] {
         let answer = read(raw(&app, Some(first), r#"{"locations":[]}"#).header("content-type", second)).await;
