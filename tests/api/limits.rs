@@ -114,22 +114,31 @@ async fn requests_over_the_in_flight_bound_are_refused_not_queued() {
     assert_eq!(app.list(&json!({})).await.status, 200);
 }
 
-#[tokio::test]
-async fn a_request_over_its_time_is_a_500_and_stores_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = fresh_database_url(dir.path()).await;
-    let store = FaultyStore::wrap(open_store(&url).await, Fault::Slow(Duration::from_millis(2500)));
-    let settings = Settings {
-        rate: Rate::Off,
-        request_timeout: Duration::from_secs(2),
-        ..Settings::default()
-    };
-    let app = TestApp::spawn_configured(store, dir, settings).await;
+/// Creates one warehouse and checks the 500 of a request over its time, with its request id.
+async fn create_answered_500(app: &TestApp) {
     let answer = app
         .post("/v1/location/create", &json!({"locations": [warehouse(1)]}))
         .await;
     let details = assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
     assert!(details["request_id"].is_string());
+}
+
+/// Settings whose requests have `time` each, with no rate limit.
+fn requests_of(time: Duration) -> Settings {
+    Settings {
+        rate: Rate::Off,
+        request_timeout: time,
+        ..Settings::default()
+    }
+}
+
+#[tokio::test]
+async fn a_request_over_its_time_is_a_500_and_stores_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let store = FaultyStore::wrap(open_store(&url).await, Fault::Slow(Duration::from_millis(2500)));
+    let app = TestApp::spawn_configured(store, dir, requests_of(Duration::from_secs(2))).await;
+    create_answered_500(&app).await;
     // Let the slow store reach the real one: past its deadline, it must not write.
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let plain = TestApp::spawn_with(open_store(&url).await, tempfile::tempdir().unwrap()).await;
@@ -142,12 +151,7 @@ async fn a_request_over_its_time_is_a_500_and_stores_nothing() {
 
 /// A server whose requests have 3 s (their writes' deadline: 1.5 s).
 async fn short_lived_requests() -> TestApp {
-    TestApp::spawn_with_settings(Settings {
-        rate: Rate::Off,
-        request_timeout: Duration::from_secs(3),
-        ..Settings::default()
-    })
-    .await
+    TestApp::spawn_with_settings(requests_of(Duration::from_secs(3))).await
 }
 
 #[tokio::test]
@@ -156,11 +160,7 @@ async fn a_write_that_overruns_its_deadline_is_rolled_back_and_never_stored_afte
     // for 4 s inside its transaction, past both.
     let app = short_lived_requests().await;
     app.store.delay_next_write(Duration::from_secs(4));
-    let answer = app
-        .post("/v1/location/create", &json!({"locations": [warehouse(1)]}))
-        .await;
-    let details = assert_error(&answer, 500, "ERROR_TYPE_INTERNAL", "INTERNAL");
-    assert!(details["request_id"].is_string());
+    create_answered_500(&app).await;
     // Wait out the stalled write, then look: nothing of it may have been committed.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let listed = app.list_locations(&json!({})).await;
