@@ -5,6 +5,8 @@
 //! Nothing is authenticated, validated or stored.
 //!
 //! Usage: `ceiling ADDR PAGE_FILE` (PAGE_FILE: the JSON answer to serve for the list route).
+//! With `CEILING_WORK_US=N` in the environment, a search first keeps its thread busy for N µs: what
+//! a server that costs N µs a search more than the ceiling can serve on the same machine.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -37,10 +39,31 @@ async fn main() -> std::io::Result<()> {
             async move { ([(header::CONTENT_TYPE, "application/json")], page) }
         })
     };
+    let work = std::time::Duration::from_micros(
+        std::env::var("CEILING_WORK_US")
+            .ok()
+            .and_then(|us| us.parse().ok())
+            .unwrap_or(0),
+    );
+    let search = {
+        let page = page.clone();
+        post(move || {
+            let page = page.clone();
+            async move {
+                if !work.is_zero() {
+                    let began = std::time::Instant::now();
+                    while began.elapsed() < work {
+                        std::hint::spin_loop();
+                    }
+                }
+                ([(header::CONTENT_TYPE, "application/json")], page)
+            }
+        })
+    };
     let app = Router::new()
         .route("/v1/categories/list", list.clone())
-        .route("/v1/location/list", list.clone())
-        .route("/v1/location/search", list)
+        .route("/v1/location/list", list)
+        .route("/v1/location/search", search)
         .route(
             "/v1/location/create",
             post(move |body: Bytes| {
