@@ -7,7 +7,11 @@
 //! The index counts its entries in the point's cell of one level of the quadtree, chosen when
 //! they are sorted: the finest level at which an entry's cell holds [`DENSE`] entries on average
 //! over the entries. Near where most entries lie, that cell holds enough of them to say how
-//! densely they lie, and is small enough to be the point's neighbourhood.
+//! densely they lie, and is small enough to be the point's neighbourhood. The counts are taken
+//! when the entries are sorted (a cell's count is then one look in a small map, where counting
+//! the sorted entries of its range would take two searches through them all).
+
+use std::collections::HashMap;
 
 use crate::domain::cells::{LEVELS, cell_area_m2, cell_key, cell_keys_at};
 
@@ -15,10 +19,12 @@ use crate::domain::cells::{LEVELS, cell_area_m2, cell_key, cell_keys_at};
 const DENSE: usize = 128;
 
 /// The level whose cells an index counts (see the module).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(super) struct Density {
     /// 0 when the entries are too few to say: the walk starts as it would on disk.
     level: u32,
+    /// The entries of each cell of that level that holds any, by the cell's first key.
+    counts: HashMap<i64, usize>,
 }
 
 impl Density {
@@ -46,12 +52,27 @@ impl Density {
                 sparse = level;
             }
         }
-        Density { level: dense }
+        let counts = match dense {
+            0 => HashMap::new(),
+            level => cells
+                .chunk_by(|a, b| cell_keys_at(*a, level) == cell_keys_at(*b, level))
+                .map(|run| (cell_keys_at(run[0], level).0, run.len()))
+                .collect(),
+        };
+        Density { level: dense, counts }
     }
 
-    /// The key range of the point's cell whose entries to count, unless the entries are too few.
-    pub(super) fn cell_around(&self, latitude: f64, longitude: f64) -> Option<(i64, i64)> {
-        (self.level > 0).then(|| cell_keys_at(cell_key(latitude, longitude), self.level))
+    /// The entries in the point's cell, unless the entries are too few to say.
+    pub(super) fn count_around(&self, latitude: f64, longitude: f64) -> Option<usize> {
+        (self.level > 0).then(|| {
+            let (first, _) = cell_keys_at(cell_key(latitude, longitude), self.level);
+            self.counts.get(&first).copied().unwrap_or(0)
+        })
+    }
+
+    /// What it holds on the heap, in bytes.
+    pub(super) fn bytes(&self) -> usize {
+        self.counts.capacity() * (std::mem::size_of::<i64>() + std::mem::size_of::<usize>() + 1)
     }
 
     /// The radius in metres of the disk around a point at `latitude` that holds `want` entries, if
@@ -99,20 +120,33 @@ mod tests {
             } else {
                 (0..=LEVELS).rev().find(|&level| mean(level) >= DENSE).unwrap_or(0)
             };
-            prop_assert_eq!(Density::of(&cells).level, expected);
+            let density = Density::of(&cells);
+            prop_assert_eq!(density.level, expected);
+            // Each point's count is that of the sorted entries in its cell's key range.
+            for &(a, o, _) in points.iter().take(20) {
+                let (latitude, longitude) = (55.75 + a, 37.61 + o);
+                let counted = (density.level > 0).then(|| {
+                    let (first, last) = cell_keys_at(cell_key(latitude, longitude), density.level);
+                    cells.partition_point(|c| *c <= last) - cells.partition_point(|c| *c < first)
+                });
+                prop_assert_eq!(density.count_around(latitude, longitude), counted);
+            }
         }
     }
 
     #[test]
     fn the_reach_holds_what_is_wanted_where_entries_lie_evenly() {
-        let density = Density { level: 17 };
+        let density = Density {
+            level: 17,
+            ..Density::default()
+        };
         let area = cell_area_m2(17, 55.75);
         // 100 entries to a hectare: 31.5 of them within 31.7 m.
         let count = (area / 100.0).round() as usize;
         let reach = density.reach_m(55.75, count, 31.5).unwrap_or_default();
         assert!((31.0..32.5).contains(&reach), "reach {reach} m");
         assert_eq!(density.reach_m(55.75, 0, 31.5), None, "nothing counted, nothing said");
-        assert_eq!(Density::default().cell_around(55.75, 37.61), None);
+        assert_eq!(Density::default().count_around(55.75, 37.61), None);
         assert_eq!(Density::default().reach_m(55.75, 100, 31.5), None);
     }
 }

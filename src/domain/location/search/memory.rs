@@ -38,8 +38,8 @@ pub struct IndexEntry {
     pub key: SearchKey,
 }
 
-/// An entry as the changes since the sort hold it (its cell beside it); its hours by their number
-/// in [`Hours`].
+/// An entry as the changes since the sort hold it (its cell beside it); its hours by where they
+/// begin in [`Hours`].
 #[derive(Clone, Copy, Debug)]
 struct Packed {
     seq: i64,
@@ -47,7 +47,7 @@ struct Packed {
     longitude: f64,
     fit: [f64; 4],
     flags: i64,
-    hours: u32,
+    hours: u64,
 }
 
 impl Packed {
@@ -79,40 +79,57 @@ struct Spot {
     seq: i64,
     latitude: f64,
     longitude: f64,
-    hours: u32,
+    hours: u64,
 }
 
-/// Every distinct opening hours, numbered, each kept once.
+/// Every distinct opening hours, each kept once, one after another in one vector: an entry holds
+/// where its hours begin, and the four bytes there say how many follow. Reading an entry's hours
+/// costs one look into memory, not two (a table of the hours, then the hours).
 #[derive(Default, Debug)]
 struct Hours {
-    /// By a hash of their bytes, the number of the hours with that hash (on a collision, the
+    /// By a hash of their bytes, where the hours with that hash begin (on a collision, the
     /// first's: the second is kept apart, under no hash).
-    numbers: HashMap<u64, u32>,
-    all: Vec<Box<[u8]>>,
-    bytes: usize,
+    places: HashMap<u64, u64>,
+    all: Vec<u8>,
+    /// How many hours `all` holds.
+    count: usize,
 }
 
+/// The bytes before an entry's hours in [`Hours`]: how many they are.
+const LENGTH: usize = 4;
+
 impl Hours {
-    fn number(&mut self, hours: &[u8]) -> u32 {
+    /// Where `hours` begin, kept now when they were not yet.
+    fn place(&mut self, hours: &[u8]) -> u64 {
         let hash = {
             let mut h = std::collections::hash_map::DefaultHasher::new();
             hours.hash(&mut h);
             h.finish()
         };
-        if let Some(&n) = self.numbers.get(&hash)
-            && self.get(n) == hours
+        if let Some(&at) = self.places.get(&hash)
+            && self.get(at) == hours
         {
-            return n;
+            return at;
         }
-        let n = u32::try_from(self.all.len()).unwrap_or(u32::MAX);
-        self.bytes += hours.len();
-        self.all.push(hours.into());
-        self.numbers.entry(hash).or_insert(n);
-        n
+        let at = self.all.len() as u64;
+        // Hours are a week and the dated days of one location: far fewer than 4 GiB of bytes.
+        let length = u32::try_from(hours.len()).unwrap_or(u32::MAX);
+        self.all.extend_from_slice(&length.to_le_bytes());
+        self.all.extend_from_slice(hours);
+        self.count += 1;
+        self.places.entry(hash).or_insert(at);
+        at
     }
 
-    fn get(&self, n: u32) -> &[u8] {
-        self.all.get(n as usize).map_or(&[], |h| h)
+    fn get(&self, at: u64) -> &[u8] {
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
+        let length = self
+            .all
+            .get(at..at.saturating_add(LENGTH))
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, |b| u32::from_le_bytes(b) as usize);
+        let from = at.saturating_add(LENGTH);
+        self.all.get(from..from.saturating_add(length)).unwrap_or(&[])
     }
 }
 
@@ -199,7 +216,7 @@ impl MemoryIndex {
             longitude: entry.longitude,
             fit: entry.key.fit,
             flags: entry.key.flags,
-            hours: self.hours.number(&entry.key.hours),
+            hours: self.hours.place(&entry.key.hours),
         };
         (entry.key.cell, packed)
     }
@@ -239,7 +256,7 @@ impl MemoryIndex {
             .chain(added.into_iter().map(|((cell, _), p)| (cell, p)))
             .collect();
         for (_, p) in &mut entries {
-            p.hours = self.hours.number(old.get(p.hours));
+            p.hours = self.hours.place(old.get(p.hours));
         }
         self.set_sorted(entries);
     }
@@ -270,19 +287,19 @@ impl MemoryIndex {
             + self.dead.capacity() * (std::mem::size_of::<i64>() + 1)
             + self.added.len() * (packed + 2 * std::mem::size_of::<i64>() + 16)
             + self.added_cells.capacity() * (2 * std::mem::size_of::<i64>() + 1)
-            + self.hours.all.capacity() * std::mem::size_of::<Box<[u8]>>()
-            + self.hours.numbers.capacity() * (std::mem::size_of::<u64>() + std::mem::size_of::<u32>() + 1)
-            + self.hours.bytes
+            + self.hours.all.capacity()
+            + self.density.bytes()
+            + self.hours.places.capacity() * (2 * std::mem::size_of::<u64>() + 1)
     }
 
     /// Every entry with a cell in `first..=last` that passes `test`, as the stores' range scan
     /// gives it to [`Walk::consider`]: seq, coordinates and (when `hours`) its opening hours.
-    pub fn scan(
-        &self,
+    pub fn scan<'s>(
+        &'s self,
         (first, last): (i64, i64),
         test: &IndexTest,
         hours: bool,
-        mut visit: impl FnMut(i64, f64, f64, Option<&[u8]>),
+        mut visit: impl FnMut(i64, f64, f64, &dyn Fn() -> Option<&'s [u8]>),
     ) {
         let from = self.place(|cell| cell < first);
         let to = self.place(|cell| cell <= last).max(from);
@@ -301,8 +318,8 @@ impl MemoryIndex {
             .filter(|p| p.passes(test))
             .map(Packed::spot);
         for spot in passing.chain(added) {
-            let opening = hours.then(|| self.hours.get(spot.hours));
-            visit(spot.seq, spot.latitude, spot.longitude, opening);
+            let opening = || hours.then(|| self.hours.get(spot.hours));
+            visit(spot.seq, spot.latitude, spot.longitude, &opening);
         }
     }
 
@@ -310,8 +327,7 @@ impl MemoryIndex {
     /// in metres, by the count of its sorted entries around the point.
     fn reach_m(&self, query: &SearchQuery) -> Option<f64> {
         let latitude = query.near().latitude();
-        let (first, last) = self.density.cell_around(latitude, query.near().longitude())?;
-        let count = self.place(|cell| cell <= last) - self.place(|cell| cell < first);
+        let count = self.density.count_around(latitude, query.near().longitude())?;
         self.density.reach_m(latitude, count, (query.limit() + 1) as f64 * 1.5)
     }
 
@@ -331,7 +347,7 @@ impl MemoryIndex {
         while let Some(ring) = walk.next_ring() {
             for range in ring.ranges_in_memory() {
                 self.scan(range, &test, hours, |seq, latitude, longitude, opening| {
-                    walk.consider(seq, latitude, longitude, opening)
+                    walk.consider_with(seq, latitude, longitude, opening)
                 });
             }
         }
@@ -385,7 +401,7 @@ mod tests {
     fn scanned(index: &MemoryIndex, range: (i64, i64), test: &IndexTest) -> Vec<(i64, u64, u64, Vec<u8>)> {
         let mut found = Vec::new();
         index.scan(range, test, true, |seq, lat, lon, hours| {
-            found.push((seq, lat.to_bits(), lon.to_bits(), hours.unwrap_or_default().to_vec()));
+            found.push((seq, lat.to_bits(), lon.to_bits(), hours().unwrap_or_default().to_vec()));
         });
         found.sort();
         found
@@ -488,12 +504,12 @@ mod tests {
     #[test]
     fn a_merge_keeps_only_the_hours_still_used() {
         let mut index = MemoryIndex::of((0..10).map(|s| entry(s, 55.75, 37.61, 1, 1.0, (s % 2) as u8)));
-        assert_eq!(index.hours.all.len(), 2, "equal hours kept once");
+        assert_eq!(index.hours.count, 2, "equal hours kept once");
         for s in 0..10 {
             index.upsert(entry(s, 55.75, 37.61, 1, 1.0, 9));
         }
         index.merge();
-        assert_eq!(index.hours.all.len(), 1);
+        assert_eq!(index.hours.count, 1);
         assert_eq!(index.len(), 10);
     }
 

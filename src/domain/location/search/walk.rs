@@ -133,6 +133,18 @@ impl<'q> Walk<'q> {
     /// kept when it lies in the ring, after the cursor, and is open when asked (`hours` is read
     /// only when [`Walk::needs_hours`]).
     pub fn consider(&mut self, seq: i64, latitude: f64, longitude: f64, hours: Option<&[u8]>) {
+        self.consider_with(seq, latitude, longitude, || hours);
+    }
+
+    /// [`Walk::consider`] with the entry's opening hours read only when they decide: an index in
+    /// memory keeps them apart from the entries, and most entries read lie outside the ring.
+    pub fn consider_with<'h>(
+        &mut self,
+        seq: i64,
+        latitude: f64,
+        longitude: f64,
+        hours: impl FnOnce() -> Option<&'h [u8]>,
+    ) {
         // Most entries read lie outside the ring (a ring's cells reach beyond both its edges),
         // and bounds without trigonometry tell most of them: a distance rounds into the ring when
         // it is at least `inner + ½` and below `outer + ½`.
@@ -152,7 +164,7 @@ impl<'q> Walk<'q> {
             return;
         }
         if let Some(at) = self.query.filter().open_at
-            && !hours.is_some_and(|h| key::hours::is_open(h, at.date, at.weekday, at.minute))
+            && !hours().is_some_and(|h| key::hours::is_open(h, at.date, at.weekday, at.minute))
         {
             return;
         }
