@@ -118,11 +118,11 @@ async fn extract(request: Request, state: &AppState, max: usize) -> Result<JsonB
     match declared {
         Some(0) => return Ok(JsonBody::empty()),
         Some(_) if !is_json => {
-            discard(body, timing).await;
+            refuse_unsent(body, &parts.headers, timing).await;
             return Err(unsupported());
         }
         Some(n) if n > max as u64 => {
-            discard(body, timing).await;
+            refuse_unsent(body, &parts.headers, timing).await;
             return Err(too_large());
         }
         _ => {}
@@ -292,6 +292,19 @@ fn tokens(bytes: &[u8], max: usize) -> Option<usize> {
 /// Most bytes of a refused body read and dropped, so that an ordinary client, still sending,
 /// gets the answer rather than a broken connection; past this the connection is closed.
 const DISCARD_LIMIT: usize = 32 * 1024 * 1024;
+
+/// A body refused by its headers alone, before a byte of it is read: read and dropped
+/// ([`discard`]), unless the client waits to be asked for it (`Expect: 100-continue`). Then it is
+/// never asked for: the answer goes first, and hyper, finding the body unread, closes the
+/// connection after it, since the client may still send the body and those bytes are no request.
+async fn refuse_unsent(body: axum::body::Body, headers: &HeaderMap, timing: BodyTiming) {
+    let waits_to_be_asked = headers
+        .get(header::EXPECT)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+    if !waits_to_be_asked {
+        discard(body, timing).await;
+    }
+}
 
 /// Reads and drops what is left of a refused body, up to `DISCARD_LIMIT`, holding none of it,
 /// for as long as it keeps arriving in time.
