@@ -19,6 +19,7 @@
 //! **Bounded.** A merchant not held is searched on the database as before, and its index is built
 //! in the background when it fits the bound (`--search-memory`); none is built at start.
 
+mod build;
 mod fresh;
 mod held;
 
@@ -26,11 +27,11 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use crate::domain::location::search::memory::MemoryIndex;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery};
 use crate::store::api::{ReadFrom, ReadOn, Store, StoreError};
 use crate::store::event_signal::EventSignal;
 use crate::store::search_api::{Changes, SearchSource};
+use build::Builds;
 use held::{Held, Merchant};
 
 /// Events read a step while an index catches up with its log.
@@ -45,6 +46,7 @@ pub struct SearchMemory {
     source: Arc<dyn SearchSource>,
     signal: Arc<EventSignal>,
     held: Held,
+    builds: Builds,
     counts: Counts,
 }
 
@@ -85,6 +87,7 @@ impl SearchMemory {
             signal: store.event_signal(),
             store,
             held: Held::new(bytes),
+            builds: Builds::for_this_machine(),
             counts: Counts::default(),
         })
     }
@@ -244,22 +247,15 @@ impl SearchMemory {
         }
     }
 
-    /// Builds the merchant's index in the background, unless it is being built or was found too
-    /// large for the bound a short while ago.
+    /// Builds the merchant's index in the background, in its turn (`build`), unless it is being
+    /// built or was found too large for the bound a short while ago.
     fn build_later(self: &Arc<Self>, merchant_pk: i64) {
         if !self.held.start_build(merchant_pk) {
             return;
         }
         let memory = Arc::clone(self);
         tokio::spawn(async move {
-            let built = match memory.source.entries(merchant_pk).await {
-                // Sorting a million entries takes a while: off the threads that answer requests.
-                Ok(entries) => tokio::task::spawn_blocking(move || (MemoryIndex::of(entries.entries), entries.through))
-                    .await
-                    .map_err(StoreError::backend),
-                Err(e) => Err(e),
-            };
-            match built {
+            match memory.builds.build(memory.source.as_ref(), merchant_pk).await {
                 Ok((index, through)) => {
                     metrics::counter!("search_memory_builds_total").increment(1);
                     memory.counts.builds.fetch_add(1, Ordering::Relaxed);

@@ -7,7 +7,9 @@
 //! merchants (a fair, first-come queue), where it has at most one place: the merchants with heavy
 //! work take turns, and the one that sends eight recoveries at once waits for each of its own.
 //! SQLite has one writer, so one heavy transaction at a time; PostgreSQL a few, fewer than the
-//! connections left to the merchants' writes.
+//! connections left to the merchants' writes. The same turns pace other long work of one merchant
+//! that others must not wait behind: lists filtered by text, and the builds of the search indexes
+//! held in memory.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
