@@ -28,16 +28,23 @@ impl Builds {
         Builds::new(std::thread::available_parallelism().map_or(1, |n| n.get() / 2))
     }
 
-    /// The merchant's index and the sequence of its log it is as of, built in its turn.
+    /// The merchant's index and the sequence of its log it is as of, built in its turn; `None`,
+    /// its entries never read, when they are more than an index within `bound` bytes can hold.
     pub(super) async fn build(
         &self,
         source: &dyn SearchSource,
         merchant_pk: i64,
-    ) -> Result<(MemoryIndex, i64), StoreError> {
+        bound: usize,
+    ) -> Result<Option<(MemoryIndex, i64)>, StoreError> {
         let _turn = self.turns.turn(merchant_pk).await?;
-        let entries = source.entries(merchant_pk).await?;
+        let Some(entries) = source
+            .entries(merchant_pk, bound / MemoryIndex::LEAST_BYTES_AN_ENTRY)
+            .await?
+        else {
+            return Ok(None);
+        };
         // Sorting a million entries takes a while: off the threads that answer requests.
-        tokio::task::spawn_blocking(move || (MemoryIndex::of(entries.entries), entries.through))
+        tokio::task::spawn_blocking(move || Some((MemoryIndex::of(entries.entries), entries.through)))
             .await
             .map_err(StoreError::backend)
     }
@@ -55,7 +62,8 @@ mod tests {
     use crate::store::reads::ReadFrom;
     use crate::store::search_api::{Changes, Entries, Records};
 
-    /// A source whose reads of entries take a while, counting how many run at once.
+    /// A source whose reads of entries take a while, counting how many run at once; every
+    /// merchant has one entry.
     #[derive(Default)]
     struct Slow {
         running: AtomicUsize,
@@ -65,16 +73,19 @@ mod tests {
 
     #[async_trait]
     impl SearchSource for Slow {
-        async fn entries(&self, merchant_pk: i64) -> Result<Entries, StoreError> {
+        async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError> {
+            if at_most < 1 {
+                return Ok(None);
+            }
             let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(30)).await;
             self.running.fetch_sub(1, Ordering::SeqCst);
             self.read.fetch_add(1, Ordering::SeqCst);
-            Ok(Entries {
+            Ok(Some(Entries {
                 through: merchant_pk,
                 entries: Vec::new(),
-            })
+            }))
         }
 
         async fn changes(&self, _: i64, _: i64, _: usize) -> Result<Changes, StoreError> {
@@ -93,19 +104,14 @@ mod tests {
             .map(|merchant_pk| {
                 let (source, builds) = (Arc::clone(&source), Arc::clone(&builds));
                 tokio::spawn(async move {
-                    builds
-                        .build(source.as_ref(), merchant_pk)
-                        .await
-                        .map(|(_, through)| through)
+                    let built = builds.build(source.as_ref(), merchant_pk, 1 << 20).await;
+                    built.map(|built| built.map(|(_, through)| through))
                 })
             })
             .collect();
         for (task, merchant_pk) in tasks.into_iter().zip(1..) {
-            assert_eq!(
-                task.await.unwrap().unwrap(),
-                merchant_pk,
-                "each build is its own merchant's"
-            );
+            let built = task.await.unwrap().unwrap();
+            assert_eq!(built, Some(merchant_pk), "each build is its own merchant's");
         }
         source
     }
@@ -117,5 +123,17 @@ mod tests {
             assert_eq!(source.read.load(Ordering::SeqCst), 6);
             assert_eq!(source.most.load(Ordering::SeqCst), at_once, "{at_once} at once");
         }
+    }
+
+    #[tokio::test]
+    async fn a_merchant_with_more_entries_than_the_bound_can_hold_is_not_read() {
+        let source = Slow::default();
+        let builds = Builds::new(1);
+        let too_small = MemoryIndex::LEAST_BYTES_AN_ENTRY - 1;
+        assert!(builds.build(&source, 1, too_small).await.unwrap().is_none());
+        assert_eq!(source.read.load(Ordering::SeqCst), 0);
+        let room = MemoryIndex::LEAST_BYTES_AN_ENTRY;
+        assert!(builds.build(&source, 1, room).await.unwrap().is_some());
+        assert_eq!(source.read.load(Ordering::SeqCst), 1);
     }
 }

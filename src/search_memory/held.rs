@@ -191,26 +191,39 @@ impl Held {
         state.building.insert(merchant_pk)
     }
 
+    /// The bytes the indexes are held within.
+    pub(super) fn bound(&self) -> usize {
+        self.bound
+    }
+
     pub(super) fn build_failed(&self, merchant_pk: i64) {
         self.state().building.remove(&merchant_pk);
     }
 
-    /// Holds a built index, dropping the least recently searched others to make room; not held
-    /// when it alone passes the bound.
-    pub(super) fn insert(&self, merchant_pk: i64, merchant: Merchant) {
-        let bytes = merchant.bytes();
+    /// The merchant's index was not built, or is not held: it is larger than the bound. Its
+    /// searches stay on the database for a while.
+    pub(super) fn too_large(&self, merchant_pk: i64) {
+        tracing::info!(
+            merchant_pk,
+            bound = self.bound,
+            "a merchant's search index is larger than --search-memory: its searches stay on the database"
+        );
+        metrics::counter!("search_memory_too_large_total").increment(1);
         let mut state = self.state();
         state.building.remove(&merchant_pk);
+        state.too_large.insert(merchant_pk, Instant::now());
+    }
+
+    /// Holds a built index, dropping the least recently searched others to make room; not held
+    /// (`false`) when it alone passes the bound.
+    pub(super) fn insert(&self, merchant_pk: i64, merchant: Merchant) -> bool {
+        let bytes = merchant.bytes();
         if bytes > self.bound {
-            tracing::info!(
-                merchant_pk,
-                bytes,
-                bound = self.bound,
-                "a merchant's search index is larger than --search-memory: its searches stay on the database"
-            );
-            state.too_large.insert(merchant_pk, Instant::now());
-            return;
+            self.too_large(merchant_pk);
+            return false;
         }
+        let mut state = self.state();
+        state.building.remove(&merchant_pk);
         let clock = state.clock;
         state.bytes += bytes;
         state.merchants.insert(
@@ -223,6 +236,7 @@ impl Held {
         );
         state.evict_beyond(self.bound, merchant_pk);
         state.show();
+        true
     }
 
     /// The merchant's index now takes `bytes` (it changed): others make room, or it goes when it

@@ -16,8 +16,9 @@ use crate::domain::location::search::memory::IndexEntry;
 
 #[async_trait]
 pub trait SearchSource: Send + Sync {
-    /// The merchant's `ACTIVE` locations' entries, as of the sequence its log stood at.
-    async fn entries(&self, merchant_pk: i64) -> Result<Entries, StoreError>;
+    /// The merchant's `ACTIVE` locations' entries, as of the sequence its log stood at; `None`,
+    /// none read, when they are more than `at_most` (counted first, in the same snapshot).
+    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError>;
 
     /// What the merchant's log says changed after the sequence `after`, at most `limit` events.
     async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError>;
@@ -69,6 +70,19 @@ pub struct ChangedRow {
 
 /// An entry's columns (the table as `l`).
 const ENTRY: &str = "l.seq, l.latitude, l.longitude, l.cell, l.flags, l.fit_a, l.fit_b, l.fit_c, l.fit_w, l.hours";
+
+/// How many `ACTIVE` locations the merchant (1) has, from the counts every write keeps.
+pub fn active_count(mark: char) -> String {
+    marked(
+        "SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM location_counts WHERE merchant_pk = $1 AND status = 'ACTIVE'",
+        mark,
+    )
+}
+
+/// Whether `count` of [`active_count`] is `at_most` or fewer.
+pub fn within(count: i64, at_most: usize) -> bool {
+    usize::try_from(count).is_ok_and(|count| count <= at_most)
+}
 
 /// The merchant's (1) `ACTIVE` locations' entries.
 pub fn entries(mark: char) -> String {
@@ -147,6 +161,13 @@ pub fn changes_of(head: LogBounds, after: i64, rows: Vec<ChangedRow>, limit: usi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_is_within_a_limit_up_to_it() {
+        assert!(within(0, 0) && within(5, 5));
+        assert!(!within(6, 5));
+        assert!(!within(-1, 5), "no count is negative: one that is, is not believed");
+    }
 
     fn row(sequence: i64, seq: i64) -> ChangedRow {
         ChangedRow {

@@ -308,6 +308,37 @@ async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
 }
 
 #[tokio::test]
+async fn a_merchant_with_more_locations_than_the_bound_can_hold_is_never_read_into_memory() {
+    let database = TestApp::spawn_with_settings(settings(0)).await;
+    let mut rng = Rng::new(11);
+    let items: Vec<Value> = (0..150).map(|n| random_location(&mut rng, n, CENTRE, 2000.0)).collect();
+    database.create_as(&database.key, items).await;
+    // Room for 100 locations' entries at the least an entry takes: fewer than the merchant has.
+    let bound = 100 * storefront::domain::location::search::memory::MemoryIndex::LEAST_BYTES_AN_ENTRY;
+    let dir = tempfile::tempdir().unwrap();
+    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(bound)).await;
+    let question = random_question(&mut rng, CENTRE);
+    same_walk(&database, &memory, &database.key, &question, 10).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while stats(&memory).too_large == 0 {
+        assert!(Instant::now() < deadline, "never found too large: {:?}", stats(&memory));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Found so by the count alone: no index was built of its entries.
+    let after = stats(&memory);
+    assert_eq!(
+        (after.too_large, after.builds, after.merchants, after.bytes),
+        (1, 0, 0, 0),
+        "{after:?}"
+    );
+    // Its searches stay on the database, correct, and ask for no index again meanwhile.
+    same_walk(&database, &memory, &database.key, &question, 10).await;
+    let later = stats(&memory);
+    assert_eq!((later.too_large, later.from_memory), (1, 0), "{later:?}");
+    assert!(later.from_database > after.from_database, "{later:?}");
+}
+
+#[tokio::test]
 async fn the_first_search_after_a_start_is_answered_without_waiting_for_an_index() {
     let database = TestApp::spawn_with_settings(settings(0)).await;
     let mut rng = Rng::new(3);

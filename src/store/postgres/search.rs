@@ -197,9 +197,14 @@ async fn records_on(pool: &Pool, merchant_pk: i64, seqs: &[i64]) -> Result<(i64,
 
 #[async_trait]
 impl SearchSource for PgSearch {
-    async fn entries(&self, merchant_pk: i64) -> Result<Entries, StoreError> {
+    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = snapshot(&mut client).await?;
+        let counted = query(&tx, &search_api::active_count(M), &[&merchant_pk]).await?;
+        let count: i64 = counted.first().map_or(Ok(0), |r| r.try_get(0))?;
+        if !search_api::within(count, at_most) {
+            return Ok(None);
+        }
         let through = bounds(&tx, merchant_pk).await?.last;
         let rows = query(&tx, &search_api::entries(M), &[&merchant_pk]).await?;
         tx.commit().await?;
@@ -207,7 +212,7 @@ impl SearchSource for PgSearch {
             .iter()
             .map(|r| search_api::read_entry(r, 0))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Entries { through, entries })
+        Ok(Some(Entries { through, entries }))
     }
 
     async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError> {

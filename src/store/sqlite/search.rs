@@ -102,16 +102,22 @@ pub(super) const HEADS_KEPT: usize = 10_000;
 
 #[async_trait]
 impl SearchSource for SqliteSearch {
-    async fn entries(&self, merchant_pk: i64) -> Result<Entries, StoreError> {
+    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError> {
         self.readers
             .snapshot(move |tx| {
+                let count: i64 = tx
+                    .prepare_cached(&search_api::active_count(M))?
+                    .query_row([merchant_pk], |r| r.get(0))?;
+                if !search_api::within(count, at_most) {
+                    return Ok(None);
+                }
                 let through = bounds(tx, merchant_pk)?.last;
                 let mut statement = tx.prepare_cached(&search_api::entries(M))?;
                 let entries = statement
                     .query_map([merchant_pk], |r| Ok(search_api::read_entry(r, 0)))?
                     .map(|entry| entry?)
                     .collect::<Result<Vec<_>, StoreError>>()?;
-                Ok(Entries { through, entries })
+                Ok(Some(Entries { through, entries }))
             })
             .await
     }

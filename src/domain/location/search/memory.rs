@@ -159,6 +159,11 @@ pub struct MemoryIndex {
 }
 
 impl MemoryIndex {
+    /// The fewest bytes an index holds for an entry, whatever its hours: its fields in the sorted
+    /// vectors. More entries than a bound's bytes divided by this cannot be held within it.
+    pub const LEAST_BYTES_AN_ENTRY: usize =
+        2 * std::mem::size_of::<i64>() + std::mem::size_of::<[f64; 4]>() + std::mem::size_of::<Spot>();
+
     /// An index of `entries` (one per seq).
     pub fn of(entries: impl IntoIterator<Item = IndexEntry>) -> MemoryIndex {
         let mut index = MemoryIndex::default();
@@ -503,6 +508,7 @@ mod tests {
         assert_eq!(index.len(), n as usize);
         let per_entry = index.bytes() as f64 / n as f64;
         assert!((80.0..90.0).contains(&per_entry), "{per_entry} bytes an entry");
+        assert!(index.bytes() >= n as usize * MemoryIndex::LEAST_BYTES_AN_ENTRY);
     }
 
     #[test]
