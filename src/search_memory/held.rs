@@ -132,6 +132,8 @@ struct State {
     bytes: usize,
     building: HashSet<i64>,
     too_large: HashMap<i64, Instant>,
+    /// Merchants found too large, since the start (each time again).
+    found_too_large: u64,
     /// Counts searches: a slot's `used` is the count at its last.
     clock: u64,
 }
@@ -154,10 +156,11 @@ impl Held {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The held indexes' bytes, and how many merchants they are.
-    pub(super) fn size(&self) -> (usize, usize) {
+    /// The held indexes' bytes, how many merchants they are, and how many times a merchant was
+    /// found larger than the bound.
+    pub(super) fn size(&self) -> (usize, usize, u64) {
         let state = self.state();
-        (state.bytes, state.merchants.len())
+        (state.bytes, state.merchants.len(), state.found_too_large)
     }
 
     /// The merchant's index, when held (and it is now the most recently searched).
@@ -203,24 +206,18 @@ impl Held {
     /// The merchant's index was not built, or is not held: it is larger than the bound. Its
     /// searches stay on the database for a while.
     pub(super) fn too_large(&self, merchant_pk: i64) {
-        tracing::info!(
-            merchant_pk,
-            bound = self.bound,
-            "a merchant's search index is larger than --search-memory: its searches stay on the database"
-        );
-        metrics::counter!("search_memory_too_large_total").increment(1);
         let mut state = self.state();
         state.building.remove(&merchant_pk);
-        state.too_large.insert(merchant_pk, Instant::now());
+        state.found_too_large(merchant_pk, self.bound);
     }
 
     /// Holds a built index, dropping the least recently searched others to make room; not held
-    /// (`false`) when it alone passes the bound.
-    pub(super) fn insert(&self, merchant_pk: i64, merchant: Merchant) -> bool {
+    /// when it alone passes the bound.
+    pub(super) fn insert(&self, merchant_pk: i64, merchant: Merchant) {
         let bytes = merchant.bytes();
         if bytes > self.bound {
             self.too_large(merchant_pk);
-            return false;
+            return;
         }
         let mut state = self.state();
         state.building.remove(&merchant_pk);
@@ -236,7 +233,6 @@ impl Held {
         );
         state.evict_beyond(self.bound, merchant_pk);
         state.show();
-        true
     }
 
     /// The merchant's index now takes `bytes` (it changed): others make room, or it goes when it
@@ -250,7 +246,7 @@ impl Held {
         state.bytes = state.bytes - was + bytes;
         if bytes > self.bound {
             state.remove(merchant_pk);
-            state.too_large.insert(merchant_pk, Instant::now());
+            state.found_too_large(merchant_pk, self.bound);
         } else {
             state.evict_beyond(self.bound, merchant_pk);
         }
@@ -266,6 +262,17 @@ impl Held {
 }
 
 impl State {
+    fn found_too_large(&mut self, merchant_pk: i64, bound: usize) {
+        tracing::info!(
+            merchant_pk,
+            bound,
+            "a merchant's search index is larger than --search-memory: its searches stay on the database"
+        );
+        metrics::counter!("search_memory_too_large_total").increment(1);
+        self.found_too_large += 1;
+        self.too_large.insert(merchant_pk, Instant::now());
+    }
+
     fn remove(&mut self, merchant_pk: i64) {
         if let Some(slot) = self.merchants.remove(&merchant_pk) {
             self.bytes -= slot.bytes;

@@ -55,7 +55,6 @@ struct Counts {
     from_memory: AtomicU64,
     from_database: AtomicU64,
     builds: AtomicU64,
-    too_large: AtomicU64,
     reads_from_memory: AtomicU64,
 }
 
@@ -73,8 +72,9 @@ pub struct SearchStats {
     pub bytes: usize,
     pub merchants: usize,
     pub builds: u64,
-    /// Merchants found larger than the bound (counted before their entries were read, or once
-    /// built), whose searches stay on the database for a while.
+    /// Times a merchant was found larger than the bound (by its count of locations before its
+    /// entries were read, once built, or grown since), its searches then left on the database for
+    /// a while.
     pub too_large: u64,
     pub from_memory: u64,
     pub from_database: u64,
@@ -97,12 +97,12 @@ impl SearchMemory {
     }
 
     pub fn stats(&self) -> SearchStats {
-        let (bytes, merchants) = self.held.size();
+        let (bytes, merchants, too_large) = self.held.size();
         SearchStats {
             bytes,
             merchants,
             builds: self.counts.builds.load(Ordering::Relaxed),
-            too_large: self.counts.too_large.load(Ordering::Relaxed),
+            too_large,
             from_memory: self.counts.from_memory.load(Ordering::Relaxed),
             from_database: self.counts.from_database.load(Ordering::Relaxed),
             reads_from_memory: self.counts.reads_from_memory.load(Ordering::Relaxed),
@@ -261,26 +261,19 @@ impl SearchMemory {
         let memory = Arc::clone(self);
         tokio::spawn(async move {
             let bound = memory.held.bound();
-            let held = match memory.builds.build(memory.source.as_ref(), merchant_pk, bound).await {
+            match memory.builds.build(memory.source.as_ref(), merchant_pk, bound).await {
                 Ok(Some((index, through))) => {
                     metrics::counter!("search_memory_builds_total").increment(1);
                     memory.counts.builds.fetch_add(1, Ordering::Relaxed);
                     let rings = memory.signal.rings(merchant_pk);
-                    memory.held.insert(merchant_pk, Merchant::new(index, through, rings))
+                    memory.held.insert(merchant_pk, Merchant::new(index, through, rings));
                 }
                 // More locations than the bound could hold: none was read.
-                Ok(None) => {
-                    memory.held.too_large(merchant_pk);
-                    false
-                }
+                Ok(None) => memory.held.too_large(merchant_pk),
                 Err(e) => {
                     tracing::warn!(merchant_pk, error = %e.chain(), "building a search index failed; searches stay on the database");
                     memory.held.build_failed(merchant_pk);
-                    return;
                 }
-            };
-            if !held {
-                memory.counts.too_large.fetch_add(1, Ordering::Relaxed);
             }
         });
     }
