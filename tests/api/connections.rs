@@ -17,7 +17,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::helpers::*;
-use crate::staying_up::closed_within;
 
 const LIST: &str = "/v1/categories/list";
 

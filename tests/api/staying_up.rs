@@ -45,20 +45,6 @@ fn head(path: &str, key: &str, length: usize) -> String {
     )
 }
 
-/// Whether the server closes `stream` within `within` (reads until EOF, an error, or the wait).
-pub async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
-    let until = Instant::now() + within;
-    let mut buf = [0u8; 4096];
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        match tokio::time::timeout(left, stream.read(&mut buf)).await {
-            Ok(Ok(0) | Err(_)) => return true,
-            Ok(Ok(_)) => {}
-            Err(_) => return false,
-        }
-    }
-}
-
 /// Sends `n` requests as the victim, one after another, each asserted 200; their 99th
 /// percentile latency (the contract's measure of being served).
 async fn victim_p99(app: &TestApp, key: &str, n: usize) -> Duration {
@@ -254,34 +240,6 @@ async fn a_body_that_drips_past_the_request_time_is_answered_408() {
     };
     let answer = dripping.await;
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-}
-
-async fn read_raw_answer(stream: &mut TcpStream) -> String {
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 4096];
-    loop {
-        match tokio::time::timeout(Duration::from_secs(20), stream.read(&mut buf)).await {
-            Ok(Ok(0) | Err(_)) | Err(_) => break,
-            Ok(Ok(n)) => {
-                answer.extend_from_slice(&buf[..n]);
-                let text = String::from_utf8_lossy(&answer);
-                if let Some((head, body)) = text.split_once("\r\n\r\n") {
-                    let length = head
-                        .lines()
-                        .find_map(|l| {
-                            l.to_ascii_lowercase()
-                                .strip_prefix("content-length: ")
-                                .map(str::to_owned)
-                        })
-                        .and_then(|n| n.trim().parse::<usize>().ok());
-                    if length.is_some_and(|length| body.len() >= length) {
-                        break;
-                    }
-                }
-            }
-        }
-    }
-    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// `n` creates of `key` declaring 8 MiB bodies, `sent` bytes of each sent at once and then a byte

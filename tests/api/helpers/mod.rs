@@ -3,11 +3,13 @@
 pub mod api_reference;
 mod cluster;
 mod faulty;
+mod raw;
 mod receiver;
 mod server;
 
 pub use cluster::Cluster;
 pub use faulty::{Fault, FaultyStore, faulty_app};
+pub use raw::{closed_within, read_raw_answer};
 pub use receiver::{
     Receiver, counter, event_ids, events, now_rfc3339, signed_by, wait_until, webhook_app, webhook_settings,
 };
