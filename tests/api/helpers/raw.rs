@@ -20,8 +20,9 @@ pub async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
     }
 }
 
-/// One answer read from `stream`: its head and as much body as its `Content-Length` says (or what
-/// came before the connection ended or 20 s passed).
+/// One answer read from `stream`: its head and as much body as its `Content-Length` says, none
+/// without one (an interim `100 Continue`; every final answer of the service has a length), or
+/// what came before the connection ended or 20 s passed.
 pub async fn read_raw_answer(stream: &mut TcpStream) -> String {
     let mut answer = Vec::new();
     let mut buf = [0u8; 4096];
@@ -39,7 +40,7 @@ pub async fn read_raw_answer(stream: &mut TcpStream) -> String {
                                 .strip_prefix("content-length: ")
                                 .map(str::to_owned)
                         })
-                        .and_then(|n| n.trim().parse::<usize>().ok());
+                        .map_or(Some(0), |n| n.trim().parse::<usize>().ok());
                     if length.is_some_and(|length| body.len() >= length) {
                         break;
                     }
