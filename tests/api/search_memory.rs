@@ -35,6 +35,15 @@ async fn pair() -> (TestApp, TestApp) {
     (database, memory)
 }
 
+/// A server whose searches are all made on the database, its merchant given `n` random locations
+/// within 2 km of the centre.
+async fn on_the_database(rng: &mut Rng, n: usize) -> TestApp {
+    let database = TestApp::spawn_with_settings(settings(0)).await;
+    let items: Vec<Value> = (0..n).map(|i| random_location(rng, i, CENTRE, 2000.0)).collect();
+    database.create_as(&database.key, items).await;
+    database
+}
+
 fn stats(app: &TestApp) -> SearchStats {
     app.state.search.stats()
 }
@@ -309,10 +318,8 @@ async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
 
 #[tokio::test]
 async fn a_merchant_with_more_locations_than_the_bound_can_hold_is_never_read_into_memory() {
-    let database = TestApp::spawn_with_settings(settings(0)).await;
     let mut rng = Rng::new(11);
-    let items: Vec<Value> = (0..150).map(|n| random_location(&mut rng, n, CENTRE, 2000.0)).collect();
-    database.create_as(&database.key, items).await;
+    let database = on_the_database(&mut rng, 150).await;
     // Room for 100 locations' entries at the least an entry takes: fewer than the merchant has.
     let bound = 100 * storefront::domain::location::search::memory::MemoryIndex::LEAST_BYTES_AN_ENTRY;
     let dir = tempfile::tempdir().unwrap();
@@ -340,10 +347,8 @@ async fn a_merchant_with_more_locations_than_the_bound_can_hold_is_never_read_in
 
 #[tokio::test]
 async fn the_first_search_after_a_start_is_answered_without_waiting_for_an_index() {
-    let database = TestApp::spawn_with_settings(settings(0)).await;
     let mut rng = Rng::new(3);
-    let items: Vec<Value> = (0..200).map(|n| random_location(&mut rng, n, CENTRE, 2000.0)).collect();
-    database.create_as(&database.key, items).await;
+    let database = on_the_database(&mut rng, 200).await;
     let dir = tempfile::tempdir().unwrap();
     let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(64 << 20)).await;
     assert_eq!(stats(&memory), SearchStats::default(), "nothing built at the start");
