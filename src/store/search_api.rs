@@ -79,9 +79,9 @@ pub fn active_count(mark: char) -> String {
     )
 }
 
-/// Whether `count` of [`active_count`] is `at_most` or fewer.
-pub fn within(count: i64, at_most: usize) -> bool {
-    usize::try_from(count).is_ok_and(|count| count <= at_most)
+/// `count` of [`active_count`], when it is `at_most` or fewer.
+pub fn within(count: i64, at_most: usize) -> Option<usize> {
+    usize::try_from(count).ok().filter(|count| *count <= at_most)
 }
 
 /// The merchant's (1) `ACTIVE` locations' entries.
@@ -164,9 +164,13 @@ mod tests {
 
     #[test]
     fn a_count_is_within_a_limit_up_to_it() {
-        assert!(within(0, 0) && within(5, 5));
-        assert!(!within(6, 5));
-        assert!(!within(-1, 5), "no count is negative: one that is, is not believed");
+        assert_eq!((within(0, 0), within(5, 5)), (Some(0), Some(5)));
+        assert_eq!(within(6, 5), None);
+        assert_eq!(
+            within(-1, 5),
+            None,
+            "no count is negative: one that is, is not believed"
+        );
     }
 
     fn row(sequence: i64, seq: i64) -> ChangedRow {

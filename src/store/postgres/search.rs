@@ -202,16 +202,20 @@ impl SearchSource for PgSearch {
         let tx = snapshot(&mut client).await?;
         let counted = query(&tx, &search_api::active_count(M), &[&merchant_pk]).await?;
         let count: i64 = counted.first().map_or(Ok(0), |r| r.try_get(0))?;
-        if !search_api::within(count, at_most) {
+        let Some(count) = search_api::within(count, at_most) else {
             return Ok(None);
-        }
+        };
         let through = bounds(&tx, merchant_pk).await?.last;
-        let rows = query(&tx, &search_api::entries(M), &[&merchant_pk]).await?;
+        // Each row made an entry as it arrives, rather than every row held first: as many entries
+        // as counted in this snapshot, the vector never growing past them.
+        let statement = tx.prepare_cached(&search_api::entries(M)).await?;
+        let rows = tx.query_raw(&statement, [&merchant_pk]).await?;
+        futures_util::pin_mut!(rows);
+        let mut entries = Vec::with_capacity(count);
+        while let Some(row) = futures_util::TryStreamExt::try_next(&mut rows).await? {
+            entries.push(search_api::read_entry(&row, 0)?);
+        }
         tx.commit().await?;
-        let entries = rows
-            .iter()
-            .map(|r| search_api::read_entry(r, 0))
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(Some(Entries { through, entries }))
     }
 

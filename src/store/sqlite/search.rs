@@ -108,15 +108,16 @@ impl SearchSource for SqliteSearch {
                 let count: i64 = tx
                     .prepare_cached(&search_api::active_count(M))?
                     .query_row([merchant_pk], |r| r.get(0))?;
-                if !search_api::within(count, at_most) {
+                let Some(count) = search_api::within(count, at_most) else {
                     return Ok(None);
-                }
+                };
                 let through = bounds(tx, merchant_pk)?.last;
                 let mut statement = tx.prepare_cached(&search_api::entries(M))?;
-                let entries = statement
-                    .query_map([merchant_pk], |r| Ok(search_api::read_entry(r, 0)))?
-                    .map(|entry| entry?)
-                    .collect::<Result<Vec<_>, StoreError>>()?;
+                // As many as counted in this snapshot: the vector never grows past them.
+                let mut entries = Vec::with_capacity(count);
+                for entry in statement.query_map([merchant_pk], |r| Ok(search_api::read_entry(r, 0)))? {
+                    entries.push(entry??);
+                }
                 Ok(Some(Entries { through, entries }))
             })
             .await
