@@ -132,7 +132,7 @@ struct State {
     bytes: usize,
     building: HashSet<i64>,
     too_large: HashMap<i64, Instant>,
-    /// Merchants found too large, since the start (each time again).
+    /// How many times a merchant was found too large, since the start.
     found_too_large: u64,
     /// Counts searches: a slot's `used` is the count at its last.
     clock: u64,
