@@ -206,8 +206,8 @@ impl SearchSource for PgSearch {
             return Ok(None);
         };
         let through = bounds(&tx, merchant_pk).await?.last;
-        // Each row made an entry as it arrives, rather than every row held first: as many entries
-        // as counted in this snapshot, the vector never growing past them.
+        // Each row is made an entry as it arrives, rather than every row being held first; the
+        // vector is sized to the count read in this snapshot.
         let statement = tx.prepare_cached(&search_api::entries(M)).await?;
         let rows = tx.query_raw(&statement, [&merchant_pk]).await?;
         futures_util::pin_mut!(rows);

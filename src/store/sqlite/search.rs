@@ -113,7 +113,7 @@ impl SearchSource for SqliteSearch {
                 };
                 let through = bounds(tx, merchant_pk)?.last;
                 let mut statement = tx.prepare_cached(&search_api::entries(M))?;
-                // As many as counted in this snapshot: the vector never grows past them.
+                // The vector is sized to the count read in this snapshot.
                 let mut entries = Vec::with_capacity(count);
                 for entry in statement.query_map([merchant_pk], |r| Ok(search_api::read_entry(r, 0)))? {
                     entries.push(entry??);
