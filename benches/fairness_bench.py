@@ -11,6 +11,11 @@ scheduler), each run on a fresh database and a freshly started server:
 - `recovering`: merchant A (an endpoint whose receiver refuses connections, 20,000 events) keeps 8
   recoveries of all of them in flight for `--seconds`; merchant B creates one location after
   another meanwhile. Reported: B's create p50 / p99, and the recoveries answered. Goal: p99 <= 250 ms.
+- `building`: six merchants of 30,000 locations each are searched in turn, as fast as 4 clients go,
+  with `--search-memory` room for about two of their indexes: each search of a merchant not held
+  starts the build of its index (reading all its locations, then sorting them), which drops
+  another's, so builds run back to back; merchant B creates one location after another meanwhile.
+  Reported: B's create p50 / p99, the builds made and the searches answered. Goal: p99 <= 250 ms.
 - `throughput`: merchant C with 4 endpoints at a receiver that answers at once creates 10,000
   locations (50 creates of 200, 4 at once): 40,000 deliveries, per second from the first create
   to the last delivery; alone, and with 100 hanging endpoints of other merchants beside it.
@@ -187,6 +192,57 @@ def recovering_run(binary, workdir, seconds, events=20_000):
             "recovered": max((a.get("recovered", 0) for a in answered), default=0)}
 
 
+def building_run(binary, workdir, seconds, merchants=6, each=30_000):
+    db, key, proc, base = fresh(binary, workdir, "building")
+    keys = [events_bench.merchant(binary, db, f"big-{m}") for m in range(merchants)]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(lambda job: post(base, keys[job[0]], "/v1/location/create",
+                                           {"locations": [location(f"big{job[0]}", job[1] + i) for i in range(200)]}),
+                          [(m, c) for m in range(merchants) for c in range(0, each, 200)]))
+        # One merchant's index held, to size the bound: room for about two and a half of them.
+        near = {"near": {"latitude": -60, "longitude": -170}, "radius_m": 50_000, "pagination": {"limit": 20}}
+        post(base, keys[0], "/v1/location/search", near)
+        held = bench.index_held(base)
+    finally:
+        events_bench.stop(proc)
+    if not held:
+        raise RuntimeError("no index was held: the build keeps none in memory")
+    bound = int(held["index_bytes"] * 2.5)
+    url = db if PG else f"sqlite://{db}"
+    proc, base = bench.serve(binary, url, [*FLAGS, "--search-memory", str(bound)])
+    stop_at = time.time() + seconds
+    searches = []
+
+    def search_loop(first):
+        m = first
+        while time.time() < stop_at:
+            searches.append(post(base, keys[m], "/v1/location/search", near))
+            m = (m + 1) % merchants
+
+    latencies = []
+    try:
+        builds_before = bench.scrape(base).get("search_memory_builds_total", 0)
+        with ThreadPoolExecutor(4) as pool:
+            loops = [pool.submit(search_loop, i) for i in range(4)]
+            time.sleep(1)
+            i = 0
+            while time.time() < stop_at:
+                t = time.perf_counter()
+                post(base, key, "/v1/location/create", {"locations": [location("b", i)]})
+                latencies.append(time.perf_counter() - t)
+                i += 1
+            for f in loops:
+                f.result()
+        builds = bench.scrape(base).get("search_memory_builds_total", 0) - builds_before
+    finally:
+        events_bench.stop(proc)
+    latencies.sort()
+    return {"creates": len(latencies), "p50_ms": statistics.median(latencies) * 1000,
+            "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000, "builds": int(builds),
+            "searches": len(searches), "bound_mib": bound / 2**20}
+
+
 def throughput_run(binary, workdir, hanging, rows=10_000):
     receiver = events_bench.Receiver()
     silent = Silent(hanging) if hanging else None
@@ -220,7 +276,7 @@ def main():
     p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
     p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
     p.add_argument("--seconds", type=int, default=20)
-    p.add_argument("--only", default="hanging,recovering,throughput")
+    p.add_argument("--only", default="hanging,recovering,building,throughput")
     p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--out", default=str(ROOT / "target/bench/fairness.md"))
     cfg = p.parse_args()
@@ -266,6 +322,15 @@ def run_all(cfg, only, builds, workdir):
             bench.log(f"   recovering {kind}: {r}")
             lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | "
                          f"{r['recoveries']} (of {r['recovered']:,}) |")
+        lines.append("")
+    if "building" in only:
+        lines += ["| B's one-location creates while six merchants' indexes are built back to back | build | "
+                  "creates | p50 | p99 | builds | searches answered |", "|---|---|---:|---:|---:|---:|---:|"]
+        for kind, binary in builds:
+            r = building_run(binary, workdir, cfg.seconds)
+            bench.log(f"   building {kind}: {r}")
+            lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | "
+                         f"{r['builds']} | {r['searches']:,} |")
         lines.append("")
     if "throughput" in only:
         lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 100 hanging | ratio |",
