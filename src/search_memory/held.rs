@@ -1,12 +1,17 @@
 //! The merchants whose indexes are held, within the bound: each with its bytes and when it was last
 //! searched; the least recently searched dropped first when another needs the room. A merchant
-//! whose index alone passes the bound is not held, and not built again for a while.
+//! whose index alone passes the bound is not held, and not built again for a while. An index that
+//! needs others dropped is held only when its merchant was searched lately more than half again
+//! as often as those it would drop together: a merchant searched once (a crawler going through
+//! every shop) takes the room of idle indexes only, and merchants searched alike, more than the
+//! bound holds, do not take each other's room by turns, each turn a build.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use super::demand::Demand;
 use super::fresh::Fresh;
 use crate::domain::location::search::memory::MemoryIndex;
 use crate::domain::location::search::{Hit, SearchPage};
@@ -112,12 +117,27 @@ impl Records {
 /// index is tried again (it may have shrunk, or the bound been shared by fewer).
 const TOO_LARGE_FOR: Duration = Duration::from_secs(600);
 
+/// How long a merchant refused room is searched on the database before its searches lately are
+/// weighed against the held indexes' again.
+const ROOM_ASKED_EVERY: Duration = Duration::from_millis(250);
+
+/// Every this many searches the counts of searches lately are aged (a look at the clock).
+const AGE_EVERY: u64 = 256;
+
 pub(super) fn read(m: &RwLock<Merchant>) -> RwLockReadGuard<'_, Merchant> {
     m.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 pub(super) fn write(m: &RwLock<Merchant>) -> RwLockWriteGuard<'_, Merchant> {
     m.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What [`Held::size`] tells.
+pub(super) struct Size {
+    pub(super) bytes: usize,
+    pub(super) merchants: usize,
+    pub(super) too_large: u64,
+    pub(super) not_held: u64,
 }
 
 pub(super) struct Held {
@@ -134,6 +154,14 @@ struct State {
     too_large: HashMap<i64, Instant>,
     /// How many times a merchant was found too large, since the start.
     found_too_large: u64,
+    /// Every merchant's searches lately, held or not.
+    demand: Demand,
+    /// The bytes of each merchant's index when last built or held: what it would need again.
+    sizes: HashMap<i64, usize>,
+    /// When a merchant was last refused room.
+    refused: HashMap<i64, Instant>,
+    /// How many built indexes were not held for want of room, since the start.
+    not_held: u64,
     /// Counts searches: a slot's `used` is the count at its last.
     clock: u64,
 }
@@ -156,25 +184,39 @@ impl Held {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The held indexes' bytes, how many merchants they are, and how many times a merchant was
-    /// found larger than the bound.
-    pub(super) fn size(&self) -> (usize, usize, u64) {
+    /// The held indexes' bytes, how many merchants they are, how many times a merchant was found
+    /// larger than the bound, and how many built indexes were not held for want of room.
+    pub(super) fn size(&self) -> Size {
         let state = self.state();
-        (state.bytes, state.merchants.len(), state.found_too_large)
+        Size {
+            bytes: state.bytes,
+            merchants: state.merchants.len(),
+            too_large: state.found_too_large,
+            not_held: state.not_held,
+        }
     }
 
-    /// The merchant's index, when held (and it is now the most recently searched).
+    /// The merchant's index, when held (and it is now the most recently searched); counts the
+    /// search either way.
     pub(super) fn get(&self, merchant_pk: i64) -> Option<Arc<RwLock<Merchant>>> {
+        if self.bound == 0 {
+            return None;
+        }
         let mut state = self.state();
         state.clock += 1;
         let clock = state.clock;
+        state.demand.searched(merchant_pk);
+        if clock.is_multiple_of(AGE_EVERY) {
+            state.demand.age(Instant::now());
+        }
         let slot = state.merchants.get_mut(&merchant_pk)?;
         slot.used = clock;
         Some(Arc::clone(&slot.merchant))
     }
 
     /// Whether to build the merchant's index now: not held, not being built, not found too large
-    /// lately, and a bound to hold it in.
+    /// lately, a bound to hold it in, and, when its size is known from an earlier build, room
+    /// for it (`has_room`).
     pub(super) fn start_build(&self, merchant_pk: i64) -> bool {
         if self.bound == 0 {
             return false;
@@ -191,6 +233,20 @@ impl Held {
             return false;
         }
         state.too_large.remove(&merchant_pk);
+        if let Some(&bytes) = state.sizes.get(&merchant_pk) {
+            if state
+                .refused
+                .get(&merchant_pk)
+                .is_some_and(|at| at.elapsed() < ROOM_ASKED_EVERY)
+            {
+                return false;
+            }
+            if !state.has_room(merchant_pk, bytes, self.bound) {
+                state.refused.insert(merchant_pk, Instant::now());
+                return false;
+            }
+        }
+        state.refused.remove(&merchant_pk);
         state.building.insert(merchant_pk)
     }
 
@@ -212,7 +268,7 @@ impl Held {
     }
 
     /// Holds a built index, dropping the least recently searched others to make room; not held
-    /// when it alone passes the bound.
+    /// when it alone passes the bound, or when there is no room for it (`has_room`).
     pub(super) fn insert(&self, merchant_pk: i64, merchant: Merchant) {
         let bytes = merchant.bytes();
         if bytes > self.bound {
@@ -221,6 +277,13 @@ impl Held {
         }
         let mut state = self.state();
         state.building.remove(&merchant_pk);
+        state.sizes.insert(merchant_pk, bytes);
+        if !state.has_room(merchant_pk, bytes, self.bound) {
+            state.refused.insert(merchant_pk, Instant::now());
+            state.not_held += 1;
+            metrics::counter!("search_memory_not_held_total").increment(1);
+            return;
+        }
         let clock = state.clock;
         state.bytes += bytes;
         state.merchants.insert(
@@ -244,6 +307,7 @@ impl Held {
         };
         let was = std::mem::replace(&mut slot.bytes, bytes);
         state.bytes = state.bytes - was + bytes;
+        state.sizes.insert(merchant_pk, bytes);
         if bytes > self.bound {
             state.remove(merchant_pk);
             state.found_too_large(merchant_pk, self.bound);
@@ -271,6 +335,33 @@ impl State {
         metrics::counter!("search_memory_too_large_total").increment(1);
         self.found_too_large += 1;
         self.too_large.insert(merchant_pk, Instant::now());
+    }
+
+    /// Whether `bytes` of the merchant's index fit beside the held indexes, or, dropping the least
+    /// recently searched others until they fit, whether the merchant was searched lately more
+    /// than half again as often as those dropped together.
+    fn has_room(&mut self, merchant_pk: i64, bytes: usize, bound: usize) -> bool {
+        let mut room = bound.saturating_sub(self.bytes);
+        if bytes <= room {
+            return true;
+        }
+        self.demand.age(Instant::now());
+        let mut others: Vec<(u64, usize, i64)> = self
+            .merchants
+            .iter()
+            .filter(|(pk, _)| **pk != merchant_pk)
+            .map(|(pk, slot)| (slot.used, slot.bytes, *pk))
+            .collect();
+        others.sort_unstable();
+        let mut dropped_searches = 0;
+        for (_, other_bytes, pk) in others {
+            if bytes <= room {
+                break;
+            }
+            room += other_bytes;
+            dropped_searches += self.demand.of(pk);
+        }
+        bytes <= room && self.demand.of(merchant_pk) > dropped_searches + dropped_searches / 2
     }
 
     fn remove(&mut self, merchant_pk: i64) {
@@ -340,5 +431,82 @@ mod tests {
         assert!(small.records.bytes <= RECORDS_AT_LEAST);
         assert!(small.records.bytes > RECORDS_AT_LEAST / 3);
         assert_eq!(records_room(120 << 20), 15 << 20, "a million locations' index");
+    }
+
+    /// A merchant whose index and records take `bytes` (within a few).
+    fn merchant_of(bytes: usize) -> Merchant {
+        let mut merchant = Merchant::new(MemoryIndex::of(Vec::new()), 0, Arc::default());
+        let index = merchant.bytes();
+        merchant.keep_record(0, vec![0; bytes - index - 48]);
+        assert_eq!(merchant.bytes(), bytes);
+        merchant
+    }
+
+    fn searched(held: &Held, merchant_pk: i64, times: usize) {
+        for _ in 0..times {
+            held.get(merchant_pk);
+        }
+    }
+
+    fn held_pks(held: &Held) -> Vec<i64> {
+        let mut pks: Vec<i64> = held.state().merchants.keys().copied().collect();
+        pks.sort_unstable();
+        pks
+    }
+
+    #[test]
+    fn an_index_that_needs_others_dropped_is_held_only_for_a_merchant_searched_half_again_as_often() {
+        const ONE: usize = 100_000;
+        let held = Held::new(ONE * 5 / 2);
+        for pk in [1, 2] {
+            searched(&held, pk, 10);
+            assert!(held.start_build(pk));
+            held.insert(pk, merchant_of(ONE));
+        }
+        assert_eq!(held_pks(&held), [1, 2]);
+        // Searched as often as the least recently searched it would drop: built once, not held.
+        searched(&held, 3, 10);
+        assert!(held.start_build(3));
+        held.insert(3, merchant_of(ONE));
+        assert_eq!(held_pks(&held), [1, 2], "merchants searched alike keep their room");
+        assert_eq!(held.size().not_held, 1);
+        assert!(!held.start_build(3), "its size known, no room: not built again");
+        searched(&held, 3, 5);
+        std::thread::sleep(ROOM_ASKED_EVERY);
+        assert!(
+            !held.start_build(3),
+            "15 searches: not more than half again the 10 of the one it drops"
+        );
+        searched(&held, 3, 1);
+        std::thread::sleep(ROOM_ASKED_EVERY);
+        assert!(held.start_build(3), "16 searches: room is made");
+        held.insert(3, merchant_of(ONE));
+        assert_eq!(held_pks(&held), [2, 3], "the least recently searched is dropped");
+        assert!(held.size().bytes <= ONE * 5 / 2);
+        assert_eq!(held.size().not_held, 1);
+    }
+
+    #[test]
+    fn an_index_fits_beside_the_others_or_takes_the_room_of_those_not_searched_whatever_its_searches() {
+        const ONE: usize = 100_000;
+        let held = Held::new(ONE * 5 / 2);
+        for pk in [1, 2] {
+            assert!(held.start_build(pk), "room enough: built unsearched");
+            held.insert(pk, merchant_of(ONE));
+        }
+        searched(&held, 3, 1);
+        assert!(held.start_build(3));
+        held.insert(3, merchant_of(ONE));
+        assert_eq!(held_pks(&held), [2, 3], "one search outweighs none");
+        searched(&held, 3, 100);
+        searched(&held, 4, 1);
+        assert!(held.start_build(4));
+        held.insert(4, merchant_of(ONE * 2));
+        assert_eq!(
+            held_pks(&held),
+            [2, 3],
+            "room for it would drop 3's 100 searches for its 1"
+        );
+        assert_eq!(held.size().not_held, 1);
     }
 }

@@ -20,6 +20,7 @@
 //! in the background when it fits the bound (`--search-memory`); none is built at start.
 
 mod build;
+mod demand;
 mod fresh;
 mod held;
 
@@ -76,6 +77,9 @@ pub struct SearchStats {
     /// entries were read, once built, or grown since), its searches then left on the database for
     /// a while.
     pub too_large: u64,
+    /// Built indexes not held: holding them would have dropped indexes searched lately about as
+    /// often or more.
+    pub not_held: u64,
     pub from_memory: u64,
     pub from_database: u64,
     /// Of the searches from memory, those that read the database (where the log stands, and
@@ -97,12 +101,13 @@ impl SearchMemory {
     }
 
     pub fn stats(&self) -> SearchStats {
-        let (bytes, merchants, too_large) = self.held.size();
+        let size = self.held.size();
         SearchStats {
-            bytes,
-            merchants,
+            bytes: size.bytes,
+            merchants: size.merchants,
             builds: self.counts.builds.load(Ordering::Relaxed),
-            too_large,
+            too_large: size.too_large,
+            not_held: size.not_held,
             from_memory: self.counts.from_memory.load(Ordering::Relaxed),
             from_database: self.counts.from_database.load(Ordering::Relaxed),
             reads_from_memory: self.counts.reads_from_memory.load(Ordering::Relaxed),

@@ -316,6 +316,69 @@ async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
     );
 }
 
+/// A few searches of each of other merchants (a crawler going through every shop), with no room
+/// beside the index of a merchant searched often: their indexes are built once and not held, that
+/// merchant's stays, and their next searches build nothing. Searched more than the held merchant
+/// lately, one of them is given the room. Every answer is the database's.
+#[tokio::test]
+async fn a_few_searches_of_each_of_other_merchants_do_not_drop_an_index_searched_often() {
+    let mut rng = Rng::new(23);
+    let database = TestApp::spawn_with_settings(settings(0)).await;
+    let mut keys = vec![database.key.clone()];
+    for n in 0..3 {
+        keys.push(database.merchant_key(&format!("crawled-{n}")).await);
+    }
+    for key in &keys {
+        let items: Vec<Value> = (0..400).map(|i| random_location(&mut rng, i, CENTRE, 3000.0)).collect();
+        for chunk in items.chunks(200) {
+            database.create_as(key, chunk.to_vec()).await;
+        }
+    }
+    let crawled = &keys[1..];
+    let probe = TestApp::spawn_configured(
+        std::sync::Arc::clone(&database.store),
+        tempfile::tempdir().unwrap(),
+        settings(64 << 20),
+    )
+    .await;
+    until_held(&probe, &database.key).await;
+    // Room for one merchant's index, and a quarter of it beside.
+    let bound = stats(&probe).bytes * 5 / 4;
+    let dir = tempfile::tempdir().unwrap();
+    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(bound)).await;
+    until_held(&memory, &database.key).await;
+    for _ in 0..60 {
+        found(&memory, &database.key).await;
+    }
+    let question = random_question(&mut rng, CENTRE);
+    for key in crawled {
+        same_walk(&database, &memory, key, &question, 50).await;
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stats(&memory).not_held < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "three builds not ended: {:?}",
+            stats(&memory)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let from_memory = stats(&memory).from_memory;
+    found(&memory, &database.key).await;
+    let held = stats(&memory);
+    assert_eq!((held.merchants, held.from_memory), (1, from_memory + 1), "{held:?}");
+    for key in crawled {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        same_walk(&database, &memory, key, &question, 50).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = stats(&memory);
+    assert_eq!((after.builds, after.not_held), (held.builds, 3), "{after:?}");
+    until_held(&memory, &crawled[0]).await;
+    assert_eq!(stats(&memory).merchants, 1, "{:?}", stats(&memory));
+    same_walk(&database, &memory, &crawled[0], &question, 10).await;
+}
+
 #[tokio::test]
 async fn a_merchant_with_more_locations_than_the_bound_can_hold_is_never_read_into_memory() {
     let mut rng = Rng::new(11);
