@@ -8,7 +8,7 @@
 use crate::domain::location::search::memory::MemoryIndex;
 use crate::store::api::StoreError;
 use crate::store::heavy::HeavyWork;
-use crate::store::search_api::SearchSource;
+use crate::store::search_api::{Counted, SearchSource};
 
 /// The turns of the builds of one server's indexes.
 pub(super) struct Builds {
@@ -28,26 +28,37 @@ impl Builds {
         Builds::new(std::thread::available_parallelism().map_or(1, |n| n.get() / 2))
     }
 
-    /// The merchant's index and the sequence of its log it is as of, built in its turn; `None`,
-    /// its entries never read, when they are more than an index within `bound` bytes can hold.
+    /// The merchant's index and the sequence of its log it is as of, built in its turn; only the
+    /// count of its entries, none read, when they are more than `room()` bytes can hold (the room
+    /// is weighed when the turn comes: indexes may have been held or dropped meanwhile).
     pub(super) async fn build(
         &self,
         source: &dyn SearchSource,
         merchant_pk: i64,
-        bound: usize,
-    ) -> Result<Option<(MemoryIndex, i64)>, StoreError> {
+        room: impl FnOnce() -> usize + Send,
+    ) -> Result<Built, StoreError> {
         let _turn = self.turns.turn(merchant_pk).await?;
-        let Some(entries) = source
-            .entries(merchant_pk, bound / MemoryIndex::LEAST_BYTES_AN_ENTRY)
+        let entries = match source
+            .entries(merchant_pk, room() / MemoryIndex::LEAST_BYTES_AN_ENTRY)
             .await?
-        else {
-            return Ok(None);
+        {
+            Counted::Read(entries) => entries,
+            Counted::Beyond(count) => return Ok(Built::Beyond(count)),
         };
         // Sorting a million entries takes a while: off the threads that answer requests.
-        tokio::task::spawn_blocking(move || Some((MemoryIndex::of(entries.entries), entries.through)))
+        tokio::task::spawn_blocking(move || Built::Index(Box::new(MemoryIndex::of(entries.entries)), entries.through))
             .await
             .map_err(StoreError::backend)
     }
+}
+
+/// What a build made.
+#[derive(Debug)]
+pub(super) enum Built {
+    /// The merchant's index, and the sequence of its log it is as of.
+    Index(Box<MemoryIndex>, i64),
+    /// Nothing: the merchant has this many `ACTIVE` locations, more than the room could hold.
+    Beyond(usize),
 }
 
 #[cfg(test)]
@@ -73,16 +84,16 @@ mod tests {
 
     #[async_trait]
     impl SearchSource for Slow {
-        async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError> {
+        async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError> {
             if at_most < 1 {
-                return Ok(None);
+                return Ok(Counted::Beyond(1));
             }
             let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
             self.most.fetch_max(now, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(30)).await;
             self.running.fetch_sub(1, Ordering::SeqCst);
             self.read.fetch_add(1, Ordering::SeqCst);
-            Ok(Some(Entries {
+            Ok(Counted::Read(Entries {
                 through: merchant_pk,
                 entries: Vec::new(),
             }))
@@ -104,8 +115,11 @@ mod tests {
             .map(|merchant_pk| {
                 let (source, builds) = (Arc::clone(&source), Arc::clone(&builds));
                 tokio::spawn(async move {
-                    let built = builds.build(source.as_ref(), merchant_pk, 1 << 20).await;
-                    built.map(|built| built.map(|(_, through)| through))
+                    let built = builds.build(source.as_ref(), merchant_pk, || 1 << 20).await;
+                    built.map(|built| match built {
+                        Built::Index(_, through) => Some(through),
+                        Built::Beyond(_) => None,
+                    })
                 })
             })
             .collect();
@@ -126,14 +140,16 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_merchant_with_more_entries_than_the_bound_can_hold_is_not_read() {
+    async fn a_merchant_with_more_entries_than_the_room_can_hold_is_not_read() {
         let source = Slow::default();
         let builds = Builds::new(1);
         let too_small = MemoryIndex::LEAST_BYTES_AN_ENTRY - 1;
-        assert!(builds.build(&source, 1, too_small).await.unwrap().is_none());
+        let built = builds.build(&source, 1, || too_small).await.unwrap();
+        assert!(matches!(built, Built::Beyond(1)), "{built:?}");
         assert_eq!(source.read.load(Ordering::SeqCst), 0);
         let room = MemoryIndex::LEAST_BYTES_AN_ENTRY;
-        assert!(builds.build(&source, 1, room).await.unwrap().is_some());
+        let built = builds.build(&source, 1, || room).await.unwrap();
+        assert!(matches!(built, Built::Index(_, 1)), "{built:?}");
         assert_eq!(source.read.load(Ordering::SeqCst), 1);
     }
 }

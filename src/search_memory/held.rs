@@ -137,7 +137,7 @@ pub(super) struct Size {
     pub(super) bytes: usize,
     pub(super) merchants: usize,
     pub(super) too_large: u64,
-    pub(super) not_held: u64,
+    pub(super) no_room: u64,
 }
 
 pub(super) struct Held {
@@ -160,8 +160,8 @@ struct State {
     sizes: HashMap<i64, usize>,
     /// When a merchant was last refused room.
     refused: HashMap<i64, Instant>,
-    /// How many built indexes were not held for want of room, since the start.
-    not_held: u64,
+    /// How many builds were refused room, since the start.
+    no_room: u64,
     /// Counts searches: a slot's `used` is the count at its last.
     clock: u64,
 }
@@ -185,14 +185,14 @@ impl Held {
     }
 
     /// The held indexes' bytes, how many merchants they are, how many times a merchant was found
-    /// larger than the bound, and how many built indexes were not held for want of room.
+    /// larger than the bound, and how many builds were refused room.
     pub(super) fn size(&self) -> Size {
         let state = self.state();
         Size {
             bytes: state.bytes,
             merchants: state.merchants.len(),
             too_large: state.found_too_large,
-            not_held: state.not_held,
+            no_room: state.no_room,
         }
     }
 
@@ -250,9 +250,24 @@ impl Held {
         state.building.insert(merchant_pk)
     }
 
-    /// The bytes the indexes are held within.
-    pub(super) fn bound(&self) -> usize {
-        self.bound
+    /// The bytes the merchant's index may take: the room beside the held indexes, and that of
+    /// those it may drop (`State::room_for`).
+    pub(super) fn room_for(&self, merchant_pk: i64) -> usize {
+        self.state().room_for(merchant_pk, self.bound)
+    }
+
+    /// A build found `count` `ACTIVE` locations, more than the merchant's room could hold, and
+    /// read none: too large for the bound, or no room now (its size kept as the least it takes).
+    pub(super) fn beyond_room(&self, merchant_pk: i64, count: usize) {
+        let bytes = count.saturating_mul(MemoryIndex::LEAST_BYTES_AN_ENTRY);
+        if bytes > self.bound {
+            self.too_large(merchant_pk);
+            return;
+        }
+        let mut state = self.state();
+        state.building.remove(&merchant_pk);
+        state.sizes.entry(merchant_pk).or_insert(bytes);
+        state.refused_room(merchant_pk);
     }
 
     pub(super) fn build_failed(&self, merchant_pk: i64) {
@@ -279,9 +294,7 @@ impl Held {
         state.building.remove(&merchant_pk);
         state.sizes.insert(merchant_pk, bytes);
         if !state.has_room(merchant_pk, bytes, self.bound) {
-            state.refused.insert(merchant_pk, Instant::now());
-            state.not_held += 1;
-            metrics::counter!("search_memory_not_held_total").increment(1);
+            state.refused_room(merchant_pk);
             return;
         }
         let clock = state.clock;
@@ -337,15 +350,18 @@ impl State {
         self.too_large.insert(merchant_pk, Instant::now());
     }
 
-    /// Whether `bytes` of the merchant's index fit beside the held indexes, or, dropping the least
-    /// recently searched others until they fit, whether the merchant was searched lately more
-    /// than half again as often as those dropped together.
+    /// Whether `bytes` of the merchant's index fit in its room (`room_for`).
     fn has_room(&mut self, merchant_pk: i64, bytes: usize, bound: usize) -> bool {
+        bytes <= bound.saturating_sub(self.bytes) || bytes <= self.room_for(merchant_pk, bound)
+    }
+
+    /// The room beside the held indexes, and that of the least recently searched others, in that
+    /// order, for as long as the merchant was searched lately more than half again as often as
+    /// those together.
+    fn room_for(&mut self, merchant_pk: i64, bound: usize) -> usize {
         let mut room = bound.saturating_sub(self.bytes);
-        if bytes <= room {
-            return true;
-        }
         self.demand.age(Instant::now());
+        let wanted = self.demand.of(merchant_pk);
         let mut others: Vec<(u64, usize, i64)> = self
             .merchants
             .iter()
@@ -353,15 +369,22 @@ impl State {
             .map(|(pk, slot)| (slot.used, slot.bytes, *pk))
             .collect();
         others.sort_unstable();
-        let mut dropped_searches = 0;
-        for (_, other_bytes, pk) in others {
-            if bytes <= room {
+        let mut dropped = 0;
+        for (_, bytes, pk) in others {
+            let with = dropped + self.demand.of(pk);
+            if wanted <= with + with / 2 {
                 break;
             }
-            room += other_bytes;
-            dropped_searches += self.demand.of(pk);
+            dropped = with;
+            room += bytes;
         }
-        bytes <= room && self.demand.of(merchant_pk) > dropped_searches + dropped_searches / 2
+        room
+    }
+
+    fn refused_room(&mut self, merchant_pk: i64) {
+        self.refused.insert(merchant_pk, Instant::now());
+        self.no_room += 1;
+        metrics::counter!("search_memory_no_room_total").increment(1);
     }
 
     fn remove(&mut self, merchant_pk: i64) {
@@ -377,7 +400,8 @@ impl State {
                 .merchants
                 .iter()
                 .filter(|(pk, _)| **pk != keep)
-                .min_by_key(|(_, slot)| slot.used)
+                // The order `room_for` counts them in.
+                .min_by_key(|(pk, slot)| (slot.used, slot.bytes, **pk))
                 .map(|(pk, _)| *pk);
             let Some(oldest) = oldest else { return };
             self.remove(oldest);
@@ -469,7 +493,7 @@ mod tests {
         assert!(held.start_build(3));
         held.insert(3, merchant_of(ONE));
         assert_eq!(held_pks(&held), [1, 2], "merchants searched alike keep their room");
-        assert_eq!(held.size().not_held, 1);
+        assert_eq!(held.size().no_room, 1);
         assert!(!held.start_build(3), "its size known, no room: not built again");
         searched(&held, 3, 5);
         std::thread::sleep(ROOM_ASKED_EVERY);
@@ -483,7 +507,7 @@ mod tests {
         held.insert(3, merchant_of(ONE));
         assert_eq!(held_pks(&held), [2, 3], "the least recently searched is dropped");
         assert!(held.size().bytes <= ONE * 5 / 2);
-        assert_eq!(held.size().not_held, 1);
+        assert_eq!(held.size().no_room, 1);
     }
 
     #[test]
@@ -507,6 +531,39 @@ mod tests {
             [2, 3],
             "room for it would drop 3's 100 searches for its 1"
         );
-        assert_eq!(held.size().not_held, 1);
+        assert_eq!(held.size().no_room, 1);
+    }
+
+    #[test]
+    fn a_merchant_counted_beyond_its_room_keeps_that_count_as_its_size_and_waits_for_searches() {
+        const ONE: usize = 100_000;
+        let held = Held::new(ONE * 5 / 2);
+        for pk in [1, 2] {
+            searched(&held, pk, 10);
+            assert!(held.start_build(pk));
+            held.insert(pk, merchant_of(ONE));
+        }
+        searched(&held, 3, 10);
+        assert_eq!(
+            held.room_for(3),
+            ONE / 2,
+            "the room beside only: 10 searches are not 15"
+        );
+        assert!(held.start_build(3));
+        held.beyond_room(3, ONE / MemoryIndex::LEAST_BYTES_AN_ENTRY);
+        let size = held.size();
+        assert_eq!((size.no_room, size.too_large), (1, 0));
+        assert_eq!(held_pks(&held), [1, 2]);
+        assert!(!held.start_build(3), "no room for its count's bytes");
+        searched(&held, 3, 6);
+        assert_eq!(
+            held.room_for(3),
+            ONE * 3 / 2,
+            "16 searches outweigh the 10 of the least recently searched"
+        );
+        std::thread::sleep(ROOM_ASKED_EVERY);
+        assert!(held.start_build(3));
+        held.beyond_room(3, ONE * 3);
+        assert_eq!(held.size().too_large, 1, "more than the bound holds");
     }
 }

@@ -32,7 +32,7 @@ use crate::domain::location::search::{Hit, SearchPage, SearchQuery};
 use crate::store::api::{ReadFrom, ReadOn, Store, StoreError};
 use crate::store::event_signal::EventSignal;
 use crate::store::search_api::{Changes, SearchSource};
-use build::Builds;
+use build::{Builds, Built};
 use held::{Held, Merchant};
 
 /// Events read a step while an index catches up with its log.
@@ -77,9 +77,9 @@ pub struct SearchStats {
     /// entries were read, once built, or grown since), its searches then left on the database for
     /// a while.
     pub too_large: u64,
-    /// Built indexes not held: holding them would have dropped indexes searched lately about as
-    /// often or more.
-    pub not_held: u64,
+    /// Builds refused room (by the merchant's count of locations before its entries were read,
+    /// or once built): it would have dropped indexes searched lately about as often or more.
+    pub no_room: u64,
     pub from_memory: u64,
     pub from_database: u64,
     /// Of the searches from memory, those that read the database (where the log stands, and
@@ -107,7 +107,7 @@ impl SearchMemory {
             merchants: size.merchants,
             builds: self.counts.builds.load(Ordering::Relaxed),
             too_large: size.too_large,
-            not_held: size.not_held,
+            no_room: size.no_room,
             from_memory: self.counts.from_memory.load(Ordering::Relaxed),
             from_database: self.counts.from_database.load(Ordering::Relaxed),
             reads_from_memory: self.counts.reads_from_memory.load(Ordering::Relaxed),
@@ -265,16 +265,16 @@ impl SearchMemory {
         }
         let memory = Arc::clone(self);
         tokio::spawn(async move {
-            let bound = memory.held.bound();
-            match memory.builds.build(memory.source.as_ref(), merchant_pk, bound).await {
-                Ok(Some((index, through))) => {
+            let room = || memory.held.room_for(merchant_pk);
+            match memory.builds.build(memory.source.as_ref(), merchant_pk, room).await {
+                Ok(Built::Index(index, through)) => {
                     metrics::counter!("search_memory_builds_total").increment(1);
                     memory.counts.builds.fetch_add(1, Ordering::Relaxed);
                     let rings = memory.signal.rings(merchant_pk);
-                    memory.held.insert(merchant_pk, Merchant::new(index, through, rings));
+                    memory.held.insert(merchant_pk, Merchant::new(*index, through, rings));
                 }
-                // More locations than the bound could hold: none was read.
-                Ok(None) => memory.held.too_large(merchant_pk),
+                // More locations than the room could hold: none was read.
+                Ok(Built::Beyond(count)) => memory.held.beyond_room(merchant_pk, count),
                 Err(e) => {
                     tracing::warn!(merchant_pk, error = %e.chain(), "building a search index failed; searches stay on the database");
                     memory.held.build_failed(merchant_pk);

@@ -16,9 +16,9 @@ use crate::domain::location::search::memory::IndexEntry;
 
 #[async_trait]
 pub trait SearchSource: Send + Sync {
-    /// The merchant's `ACTIVE` locations' entries, as of the sequence its log stood at; `None`,
-    /// none read, when they are more than `at_most` (counted first, in the same snapshot).
-    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError>;
+    /// The merchant's `ACTIVE` locations' entries, as of the sequence its log stood at; only their
+    /// count, none read, when they are more than `at_most` (counted first, in the same snapshot).
+    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError>;
 
     /// What the merchant's log says changed after the sequence `after`, at most `limit` events.
     async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError>;
@@ -43,6 +43,13 @@ pub struct Records {
 pub struct Entries {
     pub through: i64,
     pub entries: Vec<IndexEntry>,
+}
+
+/// A merchant's entries, or how many there are when they are more than were asked for.
+#[derive(Debug)]
+pub enum Counted {
+    Read(Entries),
+    Beyond(usize),
 }
 
 /// What changed after a sequence.
@@ -79,9 +86,10 @@ pub fn active_count(mark: char) -> String {
     )
 }
 
-/// `count` of [`active_count`], when it is `at_most` or fewer.
-pub fn within(count: i64, at_most: usize) -> Option<usize> {
-    usize::try_from(count).ok().filter(|count| *count <= at_most)
+/// `count` of [`active_count`]: `Ok` when it is `at_most` or fewer.
+pub fn within(count: i64, at_most: usize) -> Result<usize, usize> {
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    if count <= at_most { Ok(count) } else { Err(count) }
 }
 
 /// The merchant's (1) `ACTIVE` locations' entries.
@@ -164,11 +172,11 @@ mod tests {
 
     #[test]
     fn a_count_is_within_a_limit_up_to_it() {
-        assert_eq!((within(0, 0), within(5, 5)), (Some(0), Some(5)));
-        assert_eq!(within(6, 5), None);
+        assert_eq!((within(0, 0), within(5, 5)), (Ok(0), Ok(5)));
+        assert_eq!(within(6, 5), Err(6));
         assert_eq!(
             within(-1, 5),
-            None,
+            Err(usize::MAX),
             "no count is negative: one that is, is not believed"
         );
     }

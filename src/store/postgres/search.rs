@@ -18,7 +18,7 @@ use crate::domain::location::Status;
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
-use crate::store::search_api::{self, Changes, Entries, Records, SearchSource};
+use crate::store::search_api::{self, Changes, Counted, Entries, Records, SearchSource};
 
 const M: char = '$';
 
@@ -197,13 +197,14 @@ async fn records_on(pool: &Pool, merchant_pk: i64, seqs: &[i64]) -> Result<(i64,
 
 #[async_trait]
 impl SearchSource for PgSearch {
-    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError> {
+    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = snapshot(&mut client).await?;
         let counted = query(&tx, &search_api::active_count(M), &[&merchant_pk]).await?;
         let count: i64 = counted.first().map_or(Ok(0), |r| r.try_get(0))?;
-        let Some(count) = search_api::within(count, at_most) else {
-            return Ok(None);
+        let count = match search_api::within(count, at_most) {
+            Ok(count) => count,
+            Err(beyond) => return Ok(Counted::Beyond(beyond)),
         };
         let through = bounds(&tx, merchant_pk).await?.last;
         // Each row is made an entry as it arrives, rather than every row being held first; the
@@ -216,7 +217,7 @@ impl SearchSource for PgSearch {
             entries.push(search_api::read_entry(&row, 0)?);
         }
         tx.commit().await?;
-        Ok(Some(Entries { through, entries }))
+        Ok(Counted::Read(Entries { through, entries }))
     }
 
     async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError> {

@@ -15,7 +15,7 @@ use crate::domain::location::Status;
 use crate::domain::location::record::RecordRef;
 use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
-use crate::store::search_api::{self, Changes, Entries, Records, SearchSource};
+use crate::store::search_api::{self, Changes, Counted, Entries, Records, SearchSource};
 
 const M: char = '?';
 
@@ -102,14 +102,15 @@ pub(super) const HEADS_KEPT: usize = 10_000;
 
 #[async_trait]
 impl SearchSource for SqliteSearch {
-    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Option<Entries>, StoreError> {
+    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError> {
         self.readers
             .snapshot(move |tx| {
                 let count: i64 = tx
                     .prepare_cached(&search_api::active_count(M))?
                     .query_row([merchant_pk], |r| r.get(0))?;
-                let Some(count) = search_api::within(count, at_most) else {
-                    return Ok(None);
+                let count = match search_api::within(count, at_most) {
+                    Ok(count) => count,
+                    Err(beyond) => return Ok(Counted::Beyond(beyond)),
                 };
                 let through = bounds(tx, merchant_pk)?.last;
                 let mut statement = tx.prepare_cached(&search_api::entries(M))?;
@@ -118,7 +119,7 @@ impl SearchSource for SqliteSearch {
                 for entry in statement.query_map([merchant_pk], |r| Ok(search_api::read_entry(r, 0)))? {
                     entries.push(entry??);
                 }
-                Ok(Some(Entries { through, entries }))
+                Ok(Counted::Read(Entries { through, entries }))
             })
             .await
     }
