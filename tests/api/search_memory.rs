@@ -30,9 +30,22 @@ fn settings(search_memory: usize) -> Settings {
 /// that answers from memory.
 async fn pair() -> (TestApp, TestApp) {
     let database = TestApp::spawn_with_settings(settings(0)).await;
-    let dir = tempfile::tempdir().unwrap();
-    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(64 << 20)).await;
+    let memory = beside(&database, 64 << 20).await;
     (database, memory)
+}
+
+/// A server on `database`'s store that holds indexes within `bound` bytes.
+async fn beside(database: &TestApp, bound: usize) -> TestApp {
+    let dir = tempfile::tempdir().unwrap();
+    TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(bound)).await
+}
+
+/// The bytes of `key`'s merchant's index once held (with the records its first searches keep),
+/// measured on a server beside `database` with room to spare.
+async fn index_bytes(database: &TestApp, key: &str) -> usize {
+    let probe = beside(database, 64 << 20).await;
+    until_held(&probe, key).await;
+    stats(&probe).bytes
 }
 
 /// A server whose searches are all made on the database, its merchant given `n` random locations
@@ -287,17 +300,8 @@ async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
         database.create_as(&other, chunk.to_vec()).await;
     }
     // Room for one merchant's index (measured), not for two.
-    let probe = TestApp::spawn_configured(
-        std::sync::Arc::clone(&database.store),
-        tempfile::tempdir().unwrap(),
-        settings(64 << 20),
-    )
-    .await;
-    until_held(&probe, &database.key).await;
-    let one = stats(&probe).bytes;
-    let bound = one * 3 / 2;
-    let dir = tempfile::tempdir().unwrap();
-    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(bound)).await;
+    let bound = index_bytes(&database, &database.key).await * 3 / 2;
+    let memory = beside(&database, bound).await;
     until_held(&memory, &database.key).await;
     assert_eq!(stats(&memory).merchants, 1);
     for round in 0..6 {
@@ -335,17 +339,9 @@ async fn a_few_searches_of_each_of_other_merchants_do_not_drop_an_index_searched
         }
     }
     let crawled = &keys[1..];
-    let probe = TestApp::spawn_configured(
-        std::sync::Arc::clone(&database.store),
-        tempfile::tempdir().unwrap(),
-        settings(64 << 20),
-    )
-    .await;
-    until_held(&probe, &database.key).await;
     // Room for one merchant's index, and a quarter of it beside.
-    let bound = stats(&probe).bytes * 5 / 4;
-    let dir = tempfile::tempdir().unwrap();
-    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(bound)).await;
+    let bound = index_bytes(&database, &database.key).await * 5 / 4;
+    let memory = beside(&database, bound).await;
     until_held(&memory, &database.key).await;
     for _ in 0..60 {
         found(&memory, &database.key).await;
@@ -390,8 +386,7 @@ async fn a_merchant_with_more_locations_than_the_bound_can_hold_is_never_read_in
     let database = on_the_database(&mut rng, 150).await;
     // Room for 100 locations' entries at the least an entry takes: fewer than the merchant has.
     let bound = 100 * storefront::domain::location::search::memory::MemoryIndex::LEAST_BYTES_AN_ENTRY;
-    let dir = tempfile::tempdir().unwrap();
-    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(bound)).await;
+    let memory = beside(&database, bound).await;
     let question = random_question(&mut rng, CENTRE);
     same_walk(&database, &memory, &database.key, &question, 10).await;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -417,8 +412,7 @@ async fn a_merchant_with_more_locations_than_the_bound_can_hold_is_never_read_in
 async fn the_first_search_after_a_start_is_answered_without_waiting_for_an_index() {
     let mut rng = Rng::new(3);
     let database = on_the_database(&mut rng, 200).await;
-    let dir = tempfile::tempdir().unwrap();
-    let memory = TestApp::spawn_configured(std::sync::Arc::clone(&database.store), dir, settings(64 << 20)).await;
+    let memory = beside(&database, 64 << 20).await;
     assert_eq!(stats(&memory), SearchStats::default(), "nothing built at the start");
     let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "pagination": {"limit": 20}});
     let (status, expected) = database
