@@ -478,15 +478,24 @@ mod tests {
         pks
     }
 
-    #[test]
-    fn an_index_that_needs_others_dropped_is_held_only_for_a_merchant_searched_half_again_as_often() {
-        const ONE: usize = 100_000;
+    /// An index's bytes in these tests.
+    const ONE: usize = 100_000;
+
+    /// Room for two and a half indexes of `ONE` bytes, those of merchants 1 and 2 held, each
+    /// searched 10 times.
+    fn two_held() -> Held {
         let held = Held::new(ONE * 5 / 2);
         for pk in [1, 2] {
             searched(&held, pk, 10);
             assert!(held.start_build(pk));
             held.insert(pk, merchant_of(ONE));
         }
+        held
+    }
+
+    #[test]
+    fn an_index_that_needs_others_dropped_is_held_only_for_a_merchant_searched_half_again_as_often() {
+        let held = two_held();
         assert_eq!(held_pks(&held), [1, 2]);
         // Searched as often as the least recently searched it would drop: built once, not held.
         searched(&held, 3, 10);
@@ -512,7 +521,6 @@ mod tests {
 
     #[test]
     fn an_index_fits_beside_the_others_or_takes_the_room_of_those_not_searched_whatever_its_searches() {
-        const ONE: usize = 100_000;
         let held = Held::new(ONE * 5 / 2);
         for pk in [1, 2] {
             assert!(held.start_build(pk), "room enough: built unsearched");
@@ -536,13 +544,7 @@ mod tests {
 
     #[test]
     fn a_merchant_counted_beyond_its_room_keeps_that_count_as_its_size_and_waits_for_searches() {
-        const ONE: usize = 100_000;
-        let held = Held::new(ONE * 5 / 2);
-        for pk in [1, 2] {
-            searched(&held, pk, 10);
-            assert!(held.start_build(pk));
-            held.insert(pk, merchant_of(ONE));
-        }
+        let held = two_held();
         searched(&held, 3, 10);
         assert_eq!(
             held.room_for(3),
