@@ -172,25 +172,32 @@ def recovering_run(binary, workdir, seconds, events=20_000):
         while time.time() < stop_at:
             answered.append(post(base, a_key, "/v1/webhook/recover", {"webhook_id": hook_id, "since": since}))
 
-    latencies = []
     try:
-        with ThreadPoolExecutor(8) as pool:
-            loops = [pool.submit(recover_loop, i) for i in range(8)]
-            time.sleep(1)
-            i = 0
-            while time.time() < stop_at:
-                t = time.perf_counter()
-                post(base, key, "/v1/location/create", {"locations": [location("b", i)]})
-                latencies.append(time.perf_counter() - t)
-                i += 1
-            for f in loops:
-                f.result()
+        creates = creates_beside(base, key, stop_at, recover_loop, 8)
     finally:
         events_bench.stop(proc)
+    return {**creates, "recoveries": len(answered),
+            "recovered": max((a.get("recovered", 0) for a in answered), default=0)}
+
+
+def creates_beside(base, key, stop_at, loop, workers):
+    """B's one-location creates, one after another until `stop_at`, while `workers` threads run
+    `loop(i)` (from a second before the first); how many, and their p50 and p99."""
+    latencies = []
+    with ThreadPoolExecutor(workers) as pool:
+        loops = [pool.submit(loop, i) for i in range(workers)]
+        time.sleep(1)
+        i = 0
+        while time.time() < stop_at:
+            t = time.perf_counter()
+            post(base, key, "/v1/location/create", {"locations": [location("b", i)]})
+            latencies.append(time.perf_counter() - t)
+            i += 1
+        for f in loops:
+            f.result()
     latencies.sort()
     return {"creates": len(latencies), "p50_ms": statistics.median(latencies) * 1000,
-            "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000, "recoveries": len(answered),
-            "recovered": max((a.get("recovered", 0) for a in answered), default=0)}
+            "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000}
 
 
 def building_run(binary, workdir, seconds, merchants=6, each=30_000):
@@ -221,27 +228,13 @@ def building_run(binary, workdir, seconds, merchants=6, each=30_000):
             searches.append(post(base, keys[m], "/v1/location/search", near))
             m = (m + 1) % merchants
 
-    latencies = []
     try:
         builds_before = bench.scrape(base).get("search_memory_builds_total", 0)
-        with ThreadPoolExecutor(4) as pool:
-            loops = [pool.submit(search_loop, i) for i in range(4)]
-            time.sleep(1)
-            i = 0
-            while time.time() < stop_at:
-                t = time.perf_counter()
-                post(base, key, "/v1/location/create", {"locations": [location("b", i)]})
-                latencies.append(time.perf_counter() - t)
-                i += 1
-            for f in loops:
-                f.result()
+        creates = creates_beside(base, key, stop_at, search_loop, 4)
         builds = bench.scrape(base).get("search_memory_builds_total", 0) - builds_before
     finally:
         events_bench.stop(proc)
-    latencies.sort()
-    return {"creates": len(latencies), "p50_ms": statistics.median(latencies) * 1000,
-            "p99_ms": latencies[int(len(latencies) * 0.99) - 1] * 1000, "builds": int(builds),
-            "searches": len(searches), "bound_mib": bound / 2**20}
+    return {**creates, "builds": int(builds), "searches": len(searches), "bound_mib": bound / 2**20}
 
 
 def throughput_run(binary, workdir, hanging, rows=10_000):
