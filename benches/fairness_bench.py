@@ -295,6 +295,18 @@ def main():
     print("\n".join(head + lines))
 
 
+def creates_table(name, builds, run, beside, columns, cells):
+    """The report's lines of B's creates beside another merchant's load, each build in turn:
+    `run(binary)` measures one, `cells(result)` gives its `columns`."""
+    lines = [f"| B's one-location creates while {beside} | build | creates | p50 | p99 | {' | '.join(columns)} |",
+             "|---|---|---:|---:|---:|" + "---:|" * len(columns)]
+    for kind, binary in builds:
+        r = run(binary)
+        bench.log(f"   {name} {kind}: {r}")
+        lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | {cells(r)} |")
+    return lines + [""]
+
+
 def run_all(cfg, only, builds, workdir):
     """Every workload of `only`, each build in turn; the report's lines."""
     lines = []
@@ -309,23 +321,13 @@ def run_all(cfg, only, builds, workdir):
                              f"{lag(r['p99_s'])} | {lag(r['max_s'])} |")
         lines.append("")
     if "recovering" in only:
-        lines += ["| B's one-location creates while A keeps 8 recoveries of 20,000 events in flight | build | "
-                  "creates | p50 | p99 | recoveries answered |", "|---|---|---:|---:|---:|---:|"]
-        for kind, binary in builds:
-            r = recovering_run(binary, workdir, cfg.seconds)
-            bench.log(f"   recovering {kind}: {r}")
-            lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | "
-                         f"{r['recoveries']} (of {r['recovered']:,}) |")
-        lines.append("")
+        lines += creates_table("recovering", builds, lambda binary: recovering_run(binary, workdir, cfg.seconds),
+                               "A keeps 8 recoveries of 20,000 events in flight", ["recoveries answered"],
+                               lambda r: f"{r['recoveries']} (of {r['recovered']:,})")
     if "building" in only:
-        lines += ["| B's one-location creates while six merchants are searched in turn, room for two indexes | build | "
-                  "creates | p50 | p99 | builds | searches answered |", "|---|---|---:|---:|---:|---:|---:|"]
-        for kind, binary in builds:
-            r = building_run(binary, workdir, cfg.seconds)
-            bench.log(f"   building {kind}: {r}")
-            lines.append(f"| | {kind} | {r['creates']} | {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | "
-                         f"{r['builds']} | {r['searches']:,} |")
-        lines.append("")
+        lines += creates_table("building", builds, lambda binary: building_run(binary, workdir, cfg.seconds),
+                               "six merchants are searched in turn, room for two indexes",
+                               ["builds", "searches answered"], lambda r: f"{r['builds']} | {r['searches']:,}")
     if "throughput" in only:
         lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 100 hanging | ratio |",
                   "|---|---|---:|---:|---:|"]
