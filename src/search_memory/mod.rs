@@ -1,6 +1,6 @@
 //! Buyers' searches answered from memory: each searched merchant's index of its `ACTIVE` locations
 //! (`domain::location::search::memory`) held here, within a bound of memory, the least recently
-//! searched merchants dropped first.
+//! searched merchants dropped first for a merchant searched more than they are (`held`).
 //!
 //! **Exact.** An index is as of a sequence of its merchant's event log. A search walks the index,
 //! then reads the page's records and where the log stands in one snapshot; when the log has moved
@@ -17,7 +17,8 @@
 //! request is answered, and so does a notice of another instance's.
 //!
 //! **Bounded.** A merchant not held is searched on the database as before, and its index is built
-//! in the background when it fits the bound (`--search-memory`); none is built at start.
+//! in the background when it fits the bound (`--search-memory`) and room is made for it; none is
+//! built at start.
 
 mod build;
 mod demand;
