@@ -172,6 +172,14 @@ struct Slot {
     used: u64,
 }
 
+impl Slot {
+    /// Where the merchant's index comes in the order indexes are dropped: the least recently
+    /// searched first, ties broken the same way every time.
+    fn drop_order(&self, merchant_pk: i64) -> (u64, usize, i64) {
+        (self.used, self.bytes, merchant_pk)
+    }
+}
+
 impl Held {
     pub(super) fn new(bound: usize) -> Held {
         Held {
@@ -366,7 +374,7 @@ impl State {
             .merchants
             .iter()
             .filter(|(pk, _)| **pk != merchant_pk)
-            .map(|(pk, slot)| (slot.used, slot.bytes, *pk))
+            .map(|(pk, slot)| slot.drop_order(*pk))
             .collect();
         others.sort_unstable();
         let mut dropped = 0;
@@ -400,8 +408,7 @@ impl State {
                 .merchants
                 .iter()
                 .filter(|(pk, _)| **pk != keep)
-                // The order `room_for` counts them in.
-                .min_by_key(|(pk, slot)| (slot.used, slot.bytes, **pk))
+                .min_by_key(|(pk, slot)| slot.drop_order(**pk))
                 .map(|(pk, _)| *pk);
             let Some(oldest) = oldest else { return };
             self.remove(oldest);
