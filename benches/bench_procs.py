@@ -166,6 +166,14 @@ class Postgres:
         run([f"{self.bin}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name])
         return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
 
+    def copy(self, url, tag):
+        """A new database's URL, a copy of the database at `url` (no one connected to it)."""
+        self.n += 1
+        name = f"bench_{tag}_{self.n}".replace("-", "_")
+        run([f"{self.bin}/createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-T",
+             url.rsplit("/", 1)[1], name])
+        return f"postgres://postgres@127.0.0.1:{self.port}/{name}"
+
     def pids(self):
         return tree(self.postmaster)
 

@@ -17,6 +17,11 @@ scheduler), each run on a fresh database and a freshly started server:
   another's (before room was weighed by searches, every such search did, and builds ran back to
   back); merchant B creates one location after another meanwhile. Reported: B's create p50 / p99,
   the builds made and the searches answered. Goal: p99 <= 250 ms.
+- `crawling`: merchant B (30,000 locations) is searched by 2 clients while a crawler (4 clients)
+  searches 20,000 other merchants of one location each in turn, with `--search-memory` room for B's
+  index and about half of theirs: every search of a merchant not held weighs whether room may be
+  made for it, against the indexes held. Reported: B's searches a second, p50 and p99, the
+  crawler's searches a second, and the builds made. Goal: B's p99 no more than beside no crawler.
 - `throughput`: merchant C with 4 endpoints at a receiver that answers at once creates 10,000
   locations (50 creates of 200, 4 at once): 40,000 deliveries, per second from the first create
   to the last delivery; alone, and with 100 hanging endpoints of other merchants beside it.
@@ -38,6 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
+import bench_data  # noqa: E402
 import events_bench  # noqa: E402
 
 ROOT = bench.ROOT
@@ -237,6 +243,88 @@ def building_run(binary, workdir, seconds, merchants=6, each=30_000):
     return {**creates, "builds": int(builds), "searches": len(searches), "bound_mib": bound / 2**20}
 
 
+NEAR = {"near": {"latitude": -60, "longitude": -170}, "radius_m": 50_000, "pagination": {"limit": 20}}
+
+
+def crawl_template(binary, workdir, shops):
+    """Made once for every build's run: a database of merchant B (30,000 locations) and `shops`
+    others of one location each; its URL, B's key and a file of the others' keys."""
+    db, key, proc, base = fresh(binary, workdir, "crawling")
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            keys = list(pool.map(lambda m: events_bench.merchant(binary, db, f"shop-{m}"), range(shops)))
+            list(pool.map(lambda c: post(base, key, "/v1/location/create",
+                                         {"locations": [location("b", c + i) for i in range(200)]}),
+                          range(0, 30_000, 200)))
+            list(pool.map(lambda m: post(base, keys[m], "/v1/location/create", {"locations": [location(f"s{m}", 0)]}),
+                          range(shops)))
+    finally:
+        events_bench.stop(proc)
+    keys_file = Path(workdir) / "crawl-keys.txt"
+    keys_file.write_text("\n".join(keys) + "\n")
+    return db, key, keys_file, shops
+
+
+def held_after(base, merchants, wait_s=60):
+    """The bytes of the indexes held once `merchants` are."""
+    deadline = time.time() + wait_s
+    while time.time() < deadline:
+        metrics = bench.scrape(base)
+        if metrics.get("search_memory_merchants", 0) >= merchants:
+            return metrics["search_memory_bytes"]
+        time.sleep(0.1)
+    raise RuntimeError(f"{merchants} indexes not held within {wait_s} s")
+
+
+def crawling_run(binary, workdir, seconds, template):
+    db, key, keys_file, shops = template
+    db = PG.copy(db, "crawling") if PG else bench_data.fresh_copy(db, Path(workdir), "crawling")
+    url = db if PG else f"sqlite://{db}"
+    search = "/v1/location/search"
+    # The bound: B's index and about half the shops'.
+    proc, base = bench.serve(binary, url, FLAGS)
+    try:
+        post(base, key, search, NEAR)
+        b_bytes = held_after(base, 1)
+        first_shop = keys_file.read_text().split()[0]
+        post(base, first_shop, search, NEAR)
+        held_after(base, 2)
+        post(base, first_shop, search, NEAR)  # from memory: its record kept too
+        shop_bytes = bench.scrape(base)["search_memory_bytes"] - b_bytes
+    finally:
+        events_bench.stop(proc)
+    bound = int(b_bytes + shop_bytes * shops / 2)
+    proc, base = bench.serve(binary, url, [*FLAGS, "--search-memory", str(bound)])
+    try:
+        post(base, key, search, NEAR)
+        held_after(base, 1)
+        body_file = Path(workdir) / "crawl-near.txt"
+        body_file.write_text(json.dumps(NEAR) + "\n")
+
+        def both(seconds):
+            with ThreadPoolExecutor(2) as pool:
+                crawler = pool.submit(bench.wrk, base, 4, seconds, ROOT / "benches/wrk/crawl.lua",
+                                      [str(keys_file), json.dumps(NEAR), search])
+                buyer = pool.submit(bench.wrk, base, 2, seconds, ROOT / "benches/wrk/list.lua",
+                                    [key, str(body_file), search])
+                return crawler.result(), buyer.result()
+
+        # Every shop searched once or more (its index built, or its size known), B's all along.
+        both(10)
+        before = bench.scrape(base)
+        crawler, buyer = both(seconds)
+        metrics = bench.scrape(base)
+    finally:
+        events_bench.stop(proc)
+    per_s = (lambda r: r["requests"] / (r["duration_us"] / 1e6))
+    return {"b_per_s": per_s(buyer), "b_p50_ms": buyer["p50_us"] / 1000, "b_p99_ms": buyer["p99_us"] / 1000,
+            "b_errors": buyer["errors"], "crawl_per_s": per_s(crawler), "crawl_errors": crawler["errors"],
+            "builds": int(metrics.get("search_memory_builds_total", 0) - before.get("search_memory_builds_total", 0)),
+            "b_from_memory": metrics.get('searches_total{served="memory"}', 0) - before.get('searches_total{served="memory"}', 0),
+            "held": int(metrics.get("search_memory_merchants", 0)), "bound_mib": bound / 2**20,
+            "metrics": {k: v for k, v in metrics.items() if k.startswith(("search_memory", "searches_total"))}}
+
+
 def throughput_run(binary, workdir, hanging, rows=10_000):
     receiver = events_bench.Receiver()
     silent = Silent(hanging) if hanging else None
@@ -270,7 +358,8 @@ def main():
     p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
     p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
     p.add_argument("--seconds", type=int, default=20)
-    p.add_argument("--only", default="hanging,recovering,building,throughput")
+    p.add_argument("--only", default="hanging,recovering,building,crawling,throughput")
+    p.add_argument("--shops", type=int, default=20_000, help="`crawling`: the shops crawled")
     p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--out", default=str(ROOT / "target/bench/fairness.md"))
     cfg = p.parse_args()
@@ -328,6 +417,17 @@ def run_all(cfg, only, builds, workdir):
         lines += creates_table("building", builds, lambda binary: building_run(binary, workdir, cfg.seconds),
                                "six merchants are searched in turn, room for two indexes",
                                ["builds", "searches answered"], lambda r: f"{r['builds']} | {r['searches']:,}")
+    if "crawling" in only:
+        template = crawl_template(builds[0][1], workdir, cfg.shops)
+        lines += [f"| B's searches while a crawler searches {cfg.shops:,} shops in turn | build | B's searches/s | p50 | p99 "
+                  "| the crawler's searches/s | builds | held |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for kind, binary in builds:
+            r = crawling_run(binary, workdir, cfg.seconds, template)
+            bench.log(f"   crawling {kind}: {r}")
+            lines.append(f"| | {kind} | {r['b_per_s']:,.0f} | {r['b_p50_ms']:.2f} ms | {r['b_p99_ms']:.2f} ms | "
+                         f"{r['crawl_per_s']:,.0f} | {r['builds']} | {r['held']:,} |")
+        lines.append("")
     if "throughput" in only:
         lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 100 hanging | ratio |",
                   "|---|---|---:|---:|---:|"]
