@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::demand::Demand;
 use super::fresh::Fresh;
+use super::slots::Slots;
 use crate::domain::location::search::memory::MemoryIndex;
 use crate::domain::location::search::{Hit, SearchPage};
 
@@ -147,9 +148,7 @@ pub(super) struct Held {
 
 #[derive(Default)]
 struct State {
-    merchants: HashMap<i64, Slot>,
-    /// The held indexes' bytes, together.
-    bytes: usize,
+    slots: Slots,
     building: HashSet<i64>,
     too_large: HashMap<i64, Instant>,
     /// How many times a merchant was found too large, since the start.
@@ -162,22 +161,8 @@ struct State {
     refused: HashMap<i64, Instant>,
     /// How many builds were refused room, since the start.
     no_room: u64,
-    /// Counts searches: a slot's `used` is the count at its last.
+    /// Counts searches: a slot is stamped with the count at its last.
     clock: u64,
-}
-
-struct Slot {
-    merchant: Arc<RwLock<Merchant>>,
-    bytes: usize,
-    used: u64,
-}
-
-impl Slot {
-    /// Where the merchant's index comes in the order indexes are dropped: the least recently
-    /// searched first, ties broken the same way every time.
-    fn drop_order(&self, merchant_pk: i64) -> (u64, usize, i64) {
-        (self.used, self.bytes, merchant_pk)
-    }
 }
 
 impl Held {
@@ -197,8 +182,8 @@ impl Held {
     pub(super) fn size(&self) -> Size {
         let state = self.state();
         Size {
-            bytes: state.bytes,
-            merchants: state.merchants.len(),
+            bytes: state.slots.bytes(),
+            merchants: state.slots.len(),
             too_large: state.found_too_large,
             no_room: state.no_room,
         }
@@ -217,9 +202,7 @@ impl Held {
         if clock.is_multiple_of(AGE_EVERY) {
             state.demand.age(Instant::now());
         }
-        let slot = state.merchants.get_mut(&merchant_pk)?;
-        slot.used = clock;
-        Some(Arc::clone(&slot.merchant))
+        state.slots.stamp(merchant_pk, clock)
     }
 
     /// Whether to build the merchant's index now: not held, not being built, not found too large
@@ -230,7 +213,7 @@ impl Held {
             return false;
         }
         let mut state = self.state();
-        if state.merchants.contains_key(&merchant_pk) || state.building.contains(&merchant_pk) {
+        if state.slots.contains(merchant_pk) || state.building.contains(&merchant_pk) {
             return false;
         }
         if state
@@ -261,7 +244,7 @@ impl Held {
     /// The bytes the merchant's index may take: the room beside the held indexes, and that of
     /// those it may drop (`State::room_for`).
     pub(super) fn room_for(&self, merchant_pk: i64) -> usize {
-        self.state().room_for(merchant_pk, self.bound)
+        self.state().room_for(merchant_pk, self.bound, usize::MAX)
     }
 
     /// A build found `count` `ACTIVE` locations, more than the merchant's room could hold, and
@@ -306,15 +289,7 @@ impl Held {
             return;
         }
         let clock = state.clock;
-        state.bytes += bytes;
-        state.merchants.insert(
-            merchant_pk,
-            Slot {
-                merchant: Arc::new(RwLock::new(merchant)),
-                bytes,
-                used: clock,
-            },
-        );
+        state.slots.insert(merchant_pk, merchant, bytes, clock);
         state.evict_beyond(self.bound, merchant_pk);
         state.show();
     }
@@ -323,14 +298,12 @@ impl Held {
     /// alone passes the bound.
     pub(super) fn resized(&self, merchant_pk: i64, bytes: usize) {
         let mut state = self.state();
-        let Some(slot) = state.merchants.get_mut(&merchant_pk) else {
+        if !state.slots.resize(merchant_pk, bytes) {
             return;
-        };
-        let was = std::mem::replace(&mut slot.bytes, bytes);
-        state.bytes = state.bytes - was + bytes;
+        }
         state.sizes.insert(merchant_pk, bytes);
         if bytes > self.bound {
-            state.remove(merchant_pk);
+            state.slots.remove(merchant_pk);
             state.found_too_large(merchant_pk, self.bound);
         } else {
             state.evict_beyond(self.bound, merchant_pk);
@@ -341,7 +314,7 @@ impl Held {
     /// Drops the merchant's index (its log no longer holds what it would need to read).
     pub(super) fn drop_merchant(&self, merchant_pk: i64) {
         let mut state = self.state();
-        state.remove(merchant_pk);
+        state.slots.remove(merchant_pk);
         state.show();
     }
 }
@@ -360,32 +333,30 @@ impl State {
 
     /// Whether `bytes` of the merchant's index fit in its room (`room_for`).
     fn has_room(&mut self, merchant_pk: i64, bytes: usize, bound: usize) -> bool {
-        bytes <= bound.saturating_sub(self.bytes) || bytes <= self.room_for(merchant_pk, bound)
+        bytes <= self.room_for(merchant_pk, bound, bytes)
     }
 
     /// The room beside the held indexes, and that of the least recently searched others, in that
     /// order, for as long as the merchant was searched lately more than half again as often as
-    /// those together.
-    fn room_for(&mut self, merchant_pk: i64, bound: usize) -> usize {
-        let mut room = bound.saturating_sub(self.bytes);
+    /// those together; counted no further than `needed`.
+    fn room_for(&mut self, merchant_pk: i64, bound: usize, needed: usize) -> usize {
+        let mut room = bound.saturating_sub(self.slots.bytes());
+        if room >= needed {
+            return room;
+        }
         self.demand.age(Instant::now());
         let wanted = self.demand.of(merchant_pk);
-        let mut others: Vec<(u64, usize, i64)> = self
-            .merchants
-            .iter()
-            .filter(|(pk, _)| **pk != merchant_pk)
-            .map(|(pk, slot)| slot.drop_order(*pk))
-            .collect();
-        others.sort_unstable();
+        let demand = &self.demand;
         let mut dropped = 0;
-        for (_, bytes, pk) in others {
-            let with = dropped + self.demand.of(pk);
+        self.slots.walk(merchant_pk, |pk, bytes| {
+            let with = dropped + demand.of(pk);
             if wanted <= with + with / 2 {
-                break;
+                return false;
             }
             dropped = with;
             room += bytes;
-        }
+            room < needed
+        });
         room
     }
 
@@ -395,30 +366,20 @@ impl State {
         metrics::counter!("search_memory_no_room_total").increment(1);
     }
 
-    fn remove(&mut self, merchant_pk: i64) {
-        if let Some(slot) = self.merchants.remove(&merchant_pk) {
-            self.bytes -= slot.bytes;
-        }
-    }
-
     /// Drops the least recently searched merchants but `keep` until the bytes are within `bound`.
     fn evict_beyond(&mut self, bound: usize, keep: i64) {
-        while self.bytes > bound {
-            let oldest = self
-                .merchants
-                .iter()
-                .filter(|(pk, _)| **pk != keep)
-                .min_by_key(|(pk, slot)| slot.drop_order(**pk))
-                .map(|(pk, _)| *pk);
-            let Some(oldest) = oldest else { return };
-            self.remove(oldest);
+        while self.slots.bytes() > bound {
+            let Some(oldest) = self.slots.first_but(keep) else {
+                return;
+            };
+            self.slots.remove(oldest);
             metrics::counter!("search_memory_evictions_total").increment(1);
         }
     }
 
     fn show(&self) {
-        metrics::gauge!("search_memory_bytes").set(self.bytes as f64);
-        metrics::gauge!("search_memory_merchants").set(self.merchants.len() as f64);
+        metrics::gauge!("search_memory_bytes").set(self.slots.bytes() as f64);
+        metrics::gauge!("search_memory_merchants").set(self.slots.len() as f64);
     }
 }
 
@@ -480,9 +441,7 @@ mod tests {
     }
 
     fn held_pks(held: &Held) -> Vec<i64> {
-        let mut pks: Vec<i64> = held.state().merchants.keys().copied().collect();
-        pks.sort_unstable();
-        pks
+        held.state().slots.merchants()
     }
 
     /// An index's bytes in these tests.

@@ -24,6 +24,7 @@ mod build;
 mod demand;
 mod fresh;
 mod held;
+mod slots;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
