@@ -29,19 +29,16 @@ impl Builds {
     }
 
     /// The merchant's index and the sequence of its log it is as of, built in its turn; only the
-    /// count of its entries, none read, when they are more than `room()` bytes can hold (the room
-    /// is weighed when the turn comes: indexes may have been held or dropped meanwhile).
+    /// count of its entries, none read, when `fits` refuses that many (the room is weighed when
+    /// the turn comes, for the entries counted: indexes may have been held or dropped meanwhile).
     pub(super) async fn build(
         &self,
         source: &dyn SearchSource,
         merchant_pk: i64,
-        room: impl FnOnce() -> usize + Send,
+        fits: impl FnOnce(usize) -> bool + Send + 'static,
     ) -> Result<Built, StoreError> {
         let _turn = self.turns.turn(merchant_pk).await?;
-        let entries = match source
-            .entries(merchant_pk, room() / MemoryIndex::LEAST_BYTES_AN_ENTRY)
-            .await?
-        {
+        let entries = match source.entries(merchant_pk, Box::new(fits)).await? {
             Counted::Read(entries) => entries,
             Counted::Beyond(count) => return Ok(Built::Beyond(count)),
         };
@@ -71,7 +68,7 @@ mod tests {
 
     use super::*;
     use crate::store::reads::ReadFrom;
-    use crate::store::search_api::{Changes, Entries, Records};
+    use crate::store::search_api::{Changes, Entries, Fits, Records};
 
     /// A source whose reads of entries take a while, counting how many run at once; every
     /// merchant has one entry.
@@ -84,8 +81,8 @@ mod tests {
 
     #[async_trait]
     impl SearchSource for Slow {
-        async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError> {
-            if at_most < 1 {
+        async fn entries(&self, merchant_pk: i64, fits: Fits) -> Result<Counted, StoreError> {
+            if !fits(1) {
                 return Ok(Counted::Beyond(1));
             }
             let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
@@ -115,7 +112,7 @@ mod tests {
             .map(|merchant_pk| {
                 let (source, builds) = (Arc::clone(&source), Arc::clone(&builds));
                 tokio::spawn(async move {
-                    let built = builds.build(source.as_ref(), merchant_pk, || 1 << 20).await;
+                    let built = builds.build(source.as_ref(), merchant_pk, |_| true).await;
                     built.map(|built| match built {
                         Built::Index(_, through) => Some(through),
                         Built::Beyond(_) => None,
@@ -143,12 +140,10 @@ mod tests {
     async fn a_merchant_with_more_entries_than_the_room_can_hold_is_not_read() {
         let source = Slow::default();
         let builds = Builds::new(1);
-        let too_small = MemoryIndex::LEAST_BYTES_AN_ENTRY - 1;
-        let built = builds.build(&source, 1, || too_small).await.unwrap();
+        let built = builds.build(&source, 1, |count| count < 1).await.unwrap();
         assert!(matches!(built, Built::Beyond(1)), "{built:?}");
         assert_eq!(source.read.load(Ordering::SeqCst), 0);
-        let room = MemoryIndex::LEAST_BYTES_AN_ENTRY;
-        let built = builds.build(&source, 1, || room).await.unwrap();
+        let built = builds.build(&source, 1, |count| count <= 1).await.unwrap();
         assert!(matches!(built, Built::Index(_, 1)), "{built:?}");
         assert_eq!(source.read.load(Ordering::SeqCst), 1);
     }

@@ -241,10 +241,11 @@ impl Held {
         state.building.insert(merchant_pk)
     }
 
-    /// The bytes the merchant's index may take: the room beside the held indexes, and that of
-    /// those it may drop (`State::room_for`).
-    pub(super) fn room_for(&self, merchant_pk: i64) -> usize {
-        self.state().room_for(merchant_pk, self.bound, usize::MAX)
+    /// Whether an index of `count` entries, at the fewest bytes an entry takes, fits in the
+    /// merchant's room: beside the held indexes, and that of those it may drop (`State::room_for`).
+    pub(super) fn fits(&self, merchant_pk: i64, count: usize) -> bool {
+        let bytes = count.saturating_mul(MemoryIndex::LEAST_BYTES_AN_ENTRY);
+        self.state().has_room(merchant_pk, bytes, self.bound)
     }
 
     /// A build found `count` `ACTIVE` locations, more than the merchant's room could hold, and
@@ -512,9 +513,9 @@ mod tests {
     fn a_merchant_counted_beyond_its_room_keeps_that_count_as_its_size_and_waits_for_searches() {
         let held = two_held();
         searched(&held, 3, 10);
-        assert_eq!(
-            held.room_for(3),
-            ONE / 2,
+        let least = MemoryIndex::LEAST_BYTES_AN_ENTRY;
+        assert!(
+            held.fits(3, ONE / 2 / least) && !held.fits(3, ONE / 2 / least + 1),
             "the room beside only: 10 searches are not 15"
         );
         assert!(held.start_build(3));
@@ -524,9 +525,8 @@ mod tests {
         assert_eq!(held_pks(&held), [1, 2]);
         assert!(!held.start_build(3), "no room for its count's bytes");
         searched(&held, 3, 6);
-        assert_eq!(
-            held.room_for(3),
-            ONE * 3 / 2,
+        assert!(
+            held.fits(3, ONE * 3 / 2 / least) && !held.fits(3, ONE * 3 / 2 / least + 1),
             "16 searches outweigh the 10 of the least recently searched"
         );
         std::thread::sleep(ROOM_ASKED_EVERY);

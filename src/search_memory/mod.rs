@@ -267,8 +267,9 @@ impl SearchMemory {
         }
         let memory = Arc::clone(self);
         tokio::spawn(async move {
-            let room = || memory.held.room_for(merchant_pk);
-            match memory.builds.build(memory.source.as_ref(), merchant_pk, room).await {
+            let weighed = Arc::clone(&memory);
+            let fits = move |count| weighed.held.fits(merchant_pk, count);
+            match memory.builds.build(memory.source.as_ref(), merchant_pk, fits).await {
                 Ok(Built::Index(index, through)) => {
                     metrics::counter!("search_memory_builds_total").increment(1);
                     memory.counts.builds.fetch_add(1, Ordering::Relaxed);

@@ -17,8 +17,8 @@ use crate::domain::location::search::memory::IndexEntry;
 #[async_trait]
 pub trait SearchSource: Send + Sync {
     /// The merchant's `ACTIVE` locations' entries, as of the sequence its log stood at; only their
-    /// count, none read, when they are more than `at_most` (counted first, in the same snapshot).
-    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError>;
+    /// count, none read, when `fits` refuses it (counted first, in the same snapshot).
+    async fn entries(&self, merchant_pk: i64, fits: Fits) -> Result<Counted, StoreError>;
 
     /// What the merchant's log says changed after the sequence `after`, at most `limit` events.
     async fn changes(&self, merchant_pk: i64, after: i64, limit: usize) -> Result<Changes, StoreError>;
@@ -86,10 +86,17 @@ pub fn active_count(mark: char) -> String {
     )
 }
 
-/// `count` of [`active_count`]: `Ok` when it is `at_most` or fewer.
-pub fn within(count: i64, at_most: usize) -> Result<usize, usize> {
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
-    if count <= at_most { Ok(count) } else { Err(count) }
+/// Whether a merchant's entries, so many, may be read now: asked in the snapshot they are counted
+/// in, before any is read.
+pub type Fits = Box<dyn FnOnce(usize) -> bool + Send>;
+
+/// `count` of [`active_count`]: `Ok` when `fits` takes it.
+pub fn within(count: i64, fits: Fits) -> Result<usize, usize> {
+    match usize::try_from(count) {
+        Ok(count) if fits(count) => Ok(count),
+        Ok(count) => Err(count),
+        Err(_) => Err(usize::MAX),
+    }
 }
 
 /// The merchant's (1) `ACTIVE` locations' entries.
@@ -172,10 +179,11 @@ mod tests {
 
     #[test]
     fn a_count_is_within_a_limit_up_to_it() {
-        assert_eq!((within(0, 0), within(5, 5)), (Ok(0), Ok(5)));
-        assert_eq!(within(6, 5), Err(6));
+        let at_most = |n: usize| -> Fits { Box::new(move |count| count <= n) };
+        assert_eq!((within(0, at_most(0)), within(5, at_most(5))), (Ok(0), Ok(5)));
+        assert_eq!(within(6, at_most(5)), Err(6));
         assert_eq!(
-            within(-1, 5),
+            within(-1, Box::new(|_| true)),
             Err(usize::MAX),
             "no count is negative: one that is, is not believed"
         );

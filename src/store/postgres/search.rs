@@ -18,7 +18,7 @@ use crate::domain::location::Status;
 use crate::domain::location::record::StoredRecord;
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
-use crate::store::search_api::{self, Changes, Counted, Entries, Records, SearchSource};
+use crate::store::search_api::{self, Changes, Counted, Entries, Fits, Records, SearchSource};
 
 const M: char = '$';
 
@@ -197,12 +197,12 @@ async fn records_on(pool: &Pool, merchant_pk: i64, seqs: &[i64]) -> Result<(i64,
 
 #[async_trait]
 impl SearchSource for PgSearch {
-    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError> {
+    async fn entries(&self, merchant_pk: i64, fits: Fits) -> Result<Counted, StoreError> {
         let mut client = self.pool.get().await?;
         let tx = snapshot(&mut client).await?;
         let counted = query(&tx, &search_api::active_count(M), &[&merchant_pk]).await?;
         let count: i64 = counted.first().map_or(Ok(0), |r| r.try_get(0))?;
-        let count = match search_api::within(count, at_most) {
+        let count = match search_api::within(count, fits) {
             Ok(count) => count,
             Err(beyond) => return Ok(Counted::Beyond(beyond)),
         };

@@ -15,7 +15,7 @@ use crate::domain::location::Status;
 use crate::domain::location::record::RecordRef;
 use crate::domain::location::search::{SearchPage, SearchQuery, Walk};
 use crate::store::api::{ReadFrom, ReadOn, StoreError};
-use crate::store::search_api::{self, Changes, Counted, Entries, Records, SearchSource};
+use crate::store::search_api::{self, Changes, Counted, Entries, Fits, Records, SearchSource};
 
 const M: char = '?';
 
@@ -102,13 +102,13 @@ pub(super) const HEADS_KEPT: usize = 10_000;
 
 #[async_trait]
 impl SearchSource for SqliteSearch {
-    async fn entries(&self, merchant_pk: i64, at_most: usize) -> Result<Counted, StoreError> {
+    async fn entries(&self, merchant_pk: i64, fits: Fits) -> Result<Counted, StoreError> {
         self.readers
             .snapshot(move |tx| {
                 let count: i64 = tx
                     .prepare_cached(&search_api::active_count(M))?
                     .query_row([merchant_pk], |r| r.get(0))?;
-                let count = match search_api::within(count, at_most) {
+                let count = match search_api::within(count, fits) {
                     Ok(count) => count,
                     Err(beyond) => return Ok(Counted::Beyond(beyond)),
                 };
