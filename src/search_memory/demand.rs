@@ -42,7 +42,9 @@ impl Demand {
             *count = count.checked_shr(shift).unwrap_or(0);
             *count > 0
         });
-        self.halved_at = Some(now);
+        // The next halving comes a half-life after the last one due, not after this look.
+        let due = u32::try_from(halvings).ok().and_then(|n| HALF_LIFE.checked_mul(n));
+        self.halved_at = Some(due.map_or(now, |since| at + since));
     }
 }
 
@@ -66,6 +68,12 @@ mod tests {
         assert!(!demand.counts.contains_key(&2), "a count of nothing is forgotten");
         demand.age(start + HALF_LIFE * 3);
         assert_eq!(demand.of(1), 5, "two half-lives at once halve twice");
+        demand.age(start + HALF_LIFE * 7 / 2);
+        assert_eq!(demand.of(1), 5, "half a half-life since the last halving");
+        demand.age(start + HALF_LIFE * 9 / 2);
+        assert_eq!(demand.of(1), 2);
+        demand.age(start + HALF_LIFE * 5);
+        assert_eq!(demand.of(1), 1, "a half-life since the last halving due, not since the last look");
         demand.age(start + HALF_LIFE * 1000);
         assert_eq!(demand.of(1), 0);
         assert!(demand.counts.is_empty());
