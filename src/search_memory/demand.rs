@@ -73,7 +73,11 @@ mod tests {
         demand.age(start + HALF_LIFE * 9 / 2);
         assert_eq!(demand.of(1), 2);
         demand.age(start + HALF_LIFE * 5);
-        assert_eq!(demand.of(1), 1, "a half-life since the last halving due, not since the last look");
+        assert_eq!(
+            demand.of(1),
+            1,
+            "a half-life since the last halving due, not since the last look"
+        );
         demand.age(start + HALF_LIFE * 1000);
         assert_eq!(demand.of(1), 0);
         assert!(demand.counts.is_empty());

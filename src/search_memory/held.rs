@@ -148,7 +148,7 @@ pub(super) struct Held {
 
 #[derive(Default)]
 struct State {
-    slots: Slots,
+    slots: Slots<Arc<RwLock<Merchant>>>,
     building: HashSet<i64>,
     too_large: HashMap<i64, Instant>,
     /// How many times a merchant was found too large, since the start.
@@ -290,7 +290,9 @@ impl Held {
             return;
         }
         let clock = state.clock;
-        state.slots.insert(merchant_pk, merchant, bytes, clock);
+        state
+            .slots
+            .insert(merchant_pk, Arc::new(RwLock::new(merchant)), bytes, clock);
         state.evict_beyond(self.bound, merchant_pk);
         state.show();
     }

@@ -7,17 +7,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound::{Excluded, Unbounded};
-use std::sync::{Arc, RwLock};
-
-use super::held::Merchant;
 
 /// Where a slot stands in the order: when it was last searched (the searches counted so far), its
 /// bytes, its merchant.
 type Place = (u64, usize, i64);
 
-#[derive(Default)]
-pub(super) struct Slots {
-    by_merchant: HashMap<i64, Slot>,
+/// Each slot holds a `V` (the merchant's index, shared).
+pub(super) struct Slots<V> {
+    by_merchant: HashMap<i64, Slot<V>>,
     /// Every slot at the place it was last given: one searched since stands earlier than it
     /// should, until a walk comes to it.
     order: BTreeSet<Place>,
@@ -25,15 +22,25 @@ pub(super) struct Slots {
     bytes: usize,
 }
 
-struct Slot {
-    merchant: Arc<RwLock<Merchant>>,
+struct Slot<V> {
+    merchant: V,
     bytes: usize,
     used: u64,
     /// The `used` it was last placed by.
     placed: u64,
 }
 
-impl Slots {
+impl<V> Default for Slots<V> {
+    fn default() -> Self {
+        Slots {
+            by_merchant: HashMap::new(),
+            order: BTreeSet::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl<V: Clone> Slots<V> {
     pub(super) fn len(&self) -> usize {
         self.by_merchant.len()
     }
@@ -47,19 +54,19 @@ impl Slots {
     }
 
     /// The merchant's index, when held, stamped as searched at `clock`.
-    pub(super) fn stamp(&mut self, merchant_pk: i64, clock: u64) -> Option<Arc<RwLock<Merchant>>> {
+    pub(super) fn stamp(&mut self, merchant_pk: i64, clock: u64) -> Option<V> {
         let slot = self.by_merchant.get_mut(&merchant_pk)?;
         slot.used = clock;
-        Some(Arc::clone(&slot.merchant))
+        Some(slot.merchant.clone())
     }
 
     /// Holds the merchant's index, of `bytes`, as searched at `clock` (in place of any held before).
-    pub(super) fn insert(&mut self, merchant_pk: i64, merchant: Merchant, bytes: usize, clock: u64) {
+    pub(super) fn insert(&mut self, merchant_pk: i64, merchant: V, bytes: usize, clock: u64) {
         self.remove(merchant_pk);
         self.order.insert((clock, bytes, merchant_pk));
         self.bytes += bytes;
         let slot = Slot {
-            merchant: Arc::new(RwLock::new(merchant)),
+            merchant,
             bytes,
             used: clock,
             placed: clock,
@@ -154,15 +161,10 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::domain::location::search::memory::MemoryIndex;
-
-    fn merchant() -> Merchant {
-        Merchant::new(MemoryIndex::of(Vec::new()), 0, Arc::default())
-    }
 
     /// What the slots would be dropped in, sorted afresh: every slot by when it was last searched,
     /// its bytes and its merchant.
-    fn sorted(slots: &Slots, skip: i64) -> Vec<(i64, usize)> {
+    fn sorted(slots: &Slots<i64>, skip: i64) -> Vec<(i64, usize)> {
         let mut all: Vec<Place> = slots
             .by_merchant
             .iter()
@@ -173,7 +175,7 @@ mod tests {
         all.into_iter().map(|(_, bytes, pk)| (pk, bytes)).collect()
     }
 
-    fn walked(slots: &mut Slots, skip: i64, at_most: usize) -> Vec<(i64, usize)> {
+    fn walked(slots: &mut Slots<i64>, skip: i64, at_most: usize) -> Vec<(i64, usize)> {
         let mut seen = Vec::new();
         slots.walk(skip, |pk, bytes| {
             seen.push((pk, bytes));
@@ -207,13 +209,14 @@ mod tests {
         /// through the slots as a sort of them all at that moment would, and the bytes add up.
         #[test]
         fn walks_follow_the_order_a_sort_of_every_slot_gives(steps in prop::collection::vec(step(), 1..200)) {
-            let mut slots = Slots::default();
+            let mut slots = Slots::<i64>::default();
             for (clock, step) in (1u64..).zip(steps) {
                 match step {
                     Step::Search(pk) => {
-                        prop_assert_eq!(slots.stamp(pk, clock).is_some(), slots.contains(pk));
+                        let held = slots.contains(pk).then_some(pk);
+                        prop_assert_eq!(slots.stamp(pk, clock), held);
                     }
-                    Step::Insert(pk, bytes) => slots.insert(pk, merchant(), bytes, clock),
+                    Step::Insert(pk, bytes) => slots.insert(pk, pk, bytes, clock),
                     Step::Remove(pk) => {
                         let held = slots.contains(pk);
                         prop_assert_eq!(slots.remove(pk), held);
@@ -238,9 +241,9 @@ mod tests {
 
     #[test]
     fn a_walk_comes_to_a_slot_searched_since_it_was_placed_where_its_search_puts_it() {
-        let mut slots = Slots::default();
+        let mut slots = Slots::<i64>::default();
         for pk in 1..=4 {
-            slots.insert(pk, merchant(), 10, pk as u64);
+            slots.insert(pk, pk, 10, pk as u64);
         }
         slots.stamp(1, 5);
         slots.stamp(3, 6);
