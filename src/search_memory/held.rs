@@ -2,9 +2,10 @@
 //! searched; the least recently searched dropped first when another needs the room. A merchant
 //! whose index alone passes the bound is not held, and not built again for a while. An index that
 //! needs others dropped is held only when its merchant was searched lately more than half again
-//! as often as those it would drop together: a merchant searched once (a crawler going through
-//! every shop) takes the room of idle indexes only, and merchants searched alike, more than the
-//! bound holds, do not take each other's room by turns, each turn a build.
+//! as often as those it would drop together, and twice more at least (`outweighs`): a merchant
+//! searched once (a crawler going through every shop) takes the room of idle indexes only, and
+//! merchants searched alike, more than the bound holds, do not take each other's room by turns,
+//! each turn a build.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
@@ -49,6 +50,15 @@ impl Merchant {
     pub(super) fn keep_record(&mut self, seq: i64, json: Vec<u8>) {
         self.records.keep(seq, json, records_room(self.index.bytes()));
     }
+}
+
+/// Whether `wanted` searches lately outweigh `with`, those of the indexes that would be dropped:
+/// more than half again as many, and when those were searched at all, two more at least. Merchants
+/// searched once or twice a while apart (each shop a crawler comes by) differ by a search either
+/// way with the order it comes in; without the two, they took each other's room by turns more often.
+fn outweighs(wanted: u64, with: u64) -> bool {
+    let margin = if with == 0 { 0 } else { (with / 2).max(1) };
+    wanted > with + margin
 }
 
 fn records_room(index_bytes: usize) -> usize {
@@ -340,8 +350,8 @@ impl State {
     }
 
     /// The room beside the held indexes, and that of the least recently searched others, in that
-    /// order, for as long as the merchant was searched lately more than half again as often as
-    /// those together; counted no further than `needed`.
+    /// order, for as long as the merchant's searches lately outweigh theirs together
+    /// (`outweighs`); counted no further than `needed`.
     fn room_for(&mut self, merchant_pk: i64, bound: usize, needed: usize) -> usize {
         let mut room = bound.saturating_sub(self.slots.bytes());
         if room >= needed {
@@ -353,7 +363,7 @@ impl State {
         let mut dropped = 0;
         self.slots.walk(merchant_pk, |pk, bytes| {
             let with = dropped + demand.of(pk);
-            if wanted <= with + with / 2 {
+            if !outweighs(wanted, with) {
                 return false;
             }
             dropped = with;
@@ -486,6 +496,27 @@ mod tests {
         assert_eq!(held_pks(&held), [2, 3], "the least recently searched is dropped");
         assert!(held.size().bytes <= ONE * 5 / 2);
         assert_eq!(held.size().no_room, 1);
+    }
+
+    #[test]
+    fn searches_outweigh_others_by_half_again_and_two_searches_at_least() {
+        let cases = [
+            (1, 0),
+            (2, 1),
+            (3, 1),
+            (3, 2),
+            (4, 2),
+            (4, 3),
+            (5, 3),
+            (15, 10),
+            (16, 10),
+        ];
+        let outweighed: Vec<bool> = cases.iter().map(|&(wanted, with)| outweighs(wanted, with)).collect();
+        assert_eq!(
+            outweighed,
+            [true, false, true, false, true, false, true, false, true],
+            "{cases:?}"
+        );
     }
 
     #[test]
