@@ -37,14 +37,15 @@ impl Demand {
         if halvings == 0 {
             return;
         }
-        let shift = u32::try_from(halvings).unwrap_or(u32::MAX).min(u32::BITS);
+        let halvings = u32::try_from(halvings).unwrap_or(u32::MAX);
+        let shift = halvings.min(u32::BITS);
         self.counts.retain(|_, count| {
             *count = count.checked_shr(shift).unwrap_or(0);
             *count > 0
         });
         // The next halving comes a half-life after the last one due, not after this look.
-        let due = u32::try_from(halvings).ok().and_then(|n| HALF_LIFE.checked_mul(n));
-        self.halved_at = Some(due.map_or(now, |since| at + since));
+        let due = HALF_LIFE.checked_mul(halvings).and_then(|since| at.checked_add(since));
+        self.halved_at = Some(due.map_or(now, |due| due.min(now)));
     }
 }
 
