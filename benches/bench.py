@@ -436,17 +436,18 @@ def scrape(base):
     return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in lines if line and not line.startswith("#")}
 
 
-def index_held(base, wait_s=180):
+def index_held(base, wait_s=180, merchants=1):
     """After the warm-up of a search workload: waits until the searched merchant's index is held in
     memory (a build that the warm-up's first search started), so that the run measures searches from
     memory; the index's bytes and how long the wait was. None for a build that keeps no index in
-    memory (the base, or --search-memory 0)."""
+    memory (the base, or --search-memory 0). `merchants`: how many indexes are to be held (their
+    bytes together)."""
     started = time.time()
     while True:
         metrics = scrape(base)
         if not any(k.startswith("searches_total") for k in metrics):
             return None
-        if metrics.get("search_memory_merchants", 0) >= 1:
+        if metrics.get("search_memory_merchants", 0) >= merchants:
             return {"index_bytes": metrics.get("search_memory_bytes", 0), "index_wait_s": time.time() - started}
         if time.time() - started > wait_s:
             log(f"   !! no index held within {wait_s} s")

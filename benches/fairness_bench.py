@@ -267,15 +267,12 @@ def crawl_template(binary, workdir, shops):
     return db, key, keys_file, shops
 
 
-def held_after(base, merchants, wait_s=60):
+def held_after(base, merchants):
     """The bytes of the indexes held once `merchants` are."""
-    deadline = time.time() + wait_s
-    while time.time() < deadline:
-        metrics = bench.scrape(base)
-        if metrics.get("search_memory_merchants", 0) >= merchants:
-            return metrics["search_memory_bytes"]
-        time.sleep(0.1)
-    raise RuntimeError(f"{merchants} indexes not held within {wait_s} s")
+    held = bench.index_held(base, wait_s=60, merchants=merchants)
+    if not held:
+        raise RuntimeError(f"{merchants} indexes not held within 60 s")
+    return held["index_bytes"]
 
 
 def crawling_run(binary, workdir, seconds, template):
