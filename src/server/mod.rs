@@ -49,6 +49,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
+use gather::{Gather, Gathered};
+
+mod gather;
 pub mod proxy;
 
 /// A client must send its request headers within this time.
@@ -253,12 +256,12 @@ impl Drop for InProgress {
 
 /// An answer's body that keeps its request in progress until it is done.
 struct Tracked {
-    body: axum::body::Body,
+    body: Gather<axum::body::Body>,
     _in_progress: InProgress,
 }
 
 impl http_body::Body for Tracked {
-    type Data = bytes::Bytes;
+    type Data = Gathered;
     type Error = axum::Error;
 
     fn poll_frame(
@@ -403,7 +406,7 @@ async fn connection(
                     Err(never) => match never {},
                 };
                 Ok::<_, Infallible>(response.map(|body| Tracked {
-                    body,
+                    body: Gather::new(body),
                     _in_progress: in_progress,
                 }))
             }
