@@ -81,10 +81,7 @@ pub async fn search(
         .last
         .filter(|_| page.has_next)
         .map(|last| state.cursors.encode(&digest, &last));
-    let mut body = Pieces::with_capacity(3);
-    for piece in page.into_answer(next_cursor.as_deref()) {
-        body.push(piece);
-    }
+    let body: Pieces = page.into_answer(next_cursor.as_deref()).into_iter().collect();
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
 
