@@ -33,17 +33,6 @@ impl Pieces {
     }
 }
 
-impl FromIterator<Bytes> for Pieces {
-    fn from_iter<I: IntoIterator<Item = Bytes>>(pieces: I) -> Self {
-        let pieces = pieces.into_iter();
-        let mut body = Pieces::with_capacity(pieces.size_hint().0);
-        for piece in pieces {
-            body.push(piece);
-        }
-        body
-    }
-}
-
 impl Body for Pieces {
     type Data = Bytes;
     type Error = Infallible;

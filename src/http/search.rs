@@ -81,7 +81,10 @@ pub async fn search(
         .last
         .filter(|_| page.has_next)
         .map(|last| state.cursors.encode(&digest, &last));
-    let body: Pieces = page.into_answer(next_cursor.as_deref()).into_iter().collect();
+    let mut body = Pieces::with_capacity(3);
+    for piece in page.into_answer(next_cursor.as_deref()) {
+        body.push(piece);
+    }
     Ok(([(header::CONTENT_TYPE, "application/json")], Body::new(body)).into_response())
 }
 

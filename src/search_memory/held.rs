@@ -12,12 +12,11 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-
 use super::demand::Demand;
 use super::fresh::Fresh;
 use super::slots::Slots;
 use crate::domain::location::search::memory::MemoryIndex;
+use crate::domain::location::search::{Hit, SearchPage};
 
 /// One merchant's index, the sequence of its log it is as of, the records its searches read
 /// lately (each as its JSON, current as of that sequence: a change drops it), and whether the
@@ -48,7 +47,7 @@ impl Merchant {
     /// Keeps a record read as of `through`, within the merchant's room for records: an eighth of
     /// its index's bytes (a location's entry is about 80 bytes, its record a few hundred: a large
     /// merchant keeps the records of its busiest few percent), and at least `RECORDS_AT_LEAST`.
-    pub(super) fn keep_record(&mut self, seq: i64, json: Bytes) {
+    pub(super) fn keep_record(&mut self, seq: i64, json: Vec<u8>) {
         self.records.keep(seq, json, records_room(self.index.bytes()));
     }
 }
@@ -69,16 +68,26 @@ fn records_room(index_bytes: usize) -> usize {
 /// The bytes of records any merchant may keep, however small its index.
 const RECORDS_AT_LEAST: usize = 4 << 20;
 
-/// Records by seq, as their JSON, shared with the pages that answer with them.
+/// Records by seq, as their JSON.
 #[derive(Debug, Default)]
 pub(super) struct Records {
-    json: HashMap<i64, Bytes>,
+    json: HashMap<i64, Arc<[u8]>>,
     bytes: usize,
 }
 
 impl Records {
-    pub(super) fn get(&self, seq: i64) -> Option<Bytes> {
+    pub(super) fn get(&self, seq: i64) -> Option<Arc<[u8]>> {
         self.json.get(&seq).cloned()
+    }
+
+    /// The page of `hits` when every one's record is kept, written from them where they are
+    /// (none is shared out of the lock, so none is counted in and out).
+    pub(super) fn page(&self, hits: &[Hit]) -> Option<SearchPage> {
+        let results: Vec<(Hit, &[u8])> = hits
+            .iter()
+            .map(|hit| Some((*hit, &**self.json.get(&hit.seq)?)))
+            .collect::<Option<_>>()?;
+        Some(SearchPage::of_records(&results))
     }
 
     pub(super) fn forget(&mut self, seq: i64) {
@@ -90,7 +99,8 @@ impl Records {
     /// Keeps `json` as `seq`'s record; past `room` bytes, about half of those kept are let go,
     /// whichever the map's order (randomly seeded) comes to first: records read often are read
     /// again soon, and letting all go at once would send every search to the database together.
-    pub(super) fn keep(&mut self, seq: i64, json: Bytes, room: usize) {
+    pub(super) fn keep(&mut self, seq: i64, json: Vec<u8>, room: usize) {
+        let json: Arc<[u8]> = json.into();
         if self.bytes + Self::cost(&json) > room {
             let mut to_free = self.bytes.saturating_sub(room / 2) + Self::cost(&json);
             self.json.retain(|_, kept| {
@@ -394,10 +404,10 @@ mod tests {
     fn records_kept_are_counted_dropped_on_a_change_and_half_let_go_past_their_room() {
         const ROOM: usize = 1 << 20;
         let mut records = Records::default();
-        records.keep(1, vec![b'a'; 100].into(), ROOM);
-        records.keep(2, vec![b'b'; 100].into(), ROOM);
+        records.keep(1, vec![b'a'; 100], ROOM);
+        records.keep(2, vec![b'b'; 100], ROOM);
         assert_eq!(records.bytes, 2 * (100 + 48));
-        records.keep(2, vec![b'c'; 10].into(), ROOM);
+        records.keep(2, vec![b'c'; 10], ROOM);
         assert_eq!(
             records.bytes,
             100 + 48 + 10 + 48,
@@ -408,7 +418,7 @@ mod tests {
         assert_eq!(records.get(2).as_deref(), Some(&[b'c'; 10][..]));
         assert_eq!(records.bytes, 10 + 48);
         for seq in 0..10_000 {
-            records.keep(seq, vec![0; 1000].into(), ROOM);
+            records.keep(seq, vec![0; 1000], ROOM);
             assert!(records.bytes <= ROOM, "{}", records.bytes);
             assert!(records.get(seq).is_some(), "the record just read is kept");
         }
@@ -421,7 +431,7 @@ mod tests {
     fn a_merchant_keeps_records_in_proportion_to_its_index_and_never_less_than_the_floor() {
         let mut small = Merchant::new(MemoryIndex::of(Vec::new()), 0, Arc::default());
         for seq in 0..8_000 {
-            small.keep_record(seq, vec![0; 1000].into());
+            small.keep_record(seq, vec![0; 1000]);
         }
         assert!(small.records.bytes <= RECORDS_AT_LEAST);
         assert!(small.records.bytes > RECORDS_AT_LEAST / 3);
@@ -432,7 +442,7 @@ mod tests {
     fn merchant_of(bytes: usize) -> Merchant {
         let mut merchant = Merchant::new(MemoryIndex::of(Vec::new()), 0, Arc::default());
         let index = merchant.bytes();
-        merchant.keep_record(0, vec![0; bytes - index - 48].into());
+        merchant.keep_record(0, vec![0; bytes - index - 48]);
         assert_eq!(merchant.bytes(), bytes);
         merchant
     }

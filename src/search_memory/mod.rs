@@ -30,8 +30,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use bytes::Bytes;
-
 use crate::domain::location::search::{Hit, SearchPage, SearchQuery};
 use crate::store::api::{ReadFrom, ReadOn, Store, StoreError};
 use crate::store::event_signal::EventSignal;
@@ -61,6 +59,14 @@ struct Counts {
     from_database: AtomicU64,
     builds: AtomicU64,
     reads_from_memory: AtomicU64,
+}
+
+/// A page's records as a search found them kept.
+enum Found {
+    /// Every one, the page written from them under the merchant's lock.
+    Written(SearchPage),
+    /// Some: each hit's, when kept.
+    Partly(Vec<Option<Arc<[u8]>>>),
 }
 
 /// What the indexes hold and have served, since the start.
@@ -150,22 +156,28 @@ impl SearchMemory {
         query: &SearchQuery,
         from: ReadFrom,
     ) -> Result<Option<SearchPage>, StoreError> {
-        let ((hits, has_next), through, kept, rings, current) = {
+        let ((hits, has_next), through, found, rings, current) = {
             let m = held::read(merchant);
             // Counted before the walk: a ring after it sends the next search to the log.
             let rings = m.fresh.rings();
             let current = from == ReadFrom::Replica && m.fresh.current();
             let (hits, has_next) = m.index.search(query);
-            let kept: Vec<Option<Bytes>> = hits.iter().map(|hit| m.records.get(hit.seq)).collect();
-            ((hits, has_next), m.through, kept, rings, current)
+            let found = match m.records.page(&hits) {
+                Some(page) => Found::Written(page),
+                None => Found::Partly(hits.iter().map(|hit| m.records.get(hit.seq)).collect()),
+            };
+            ((hits, has_next), m.through, found, rings, current)
         };
-        let missing: Vec<i64> = hits
-            .iter()
-            .zip(&kept)
-            .filter(|(_, kept)| kept.is_none())
-            .map(|(hit, _)| hit.seq)
-            .collect();
-        let fresh: HashMap<i64, Bytes> = if current && missing.is_empty() {
+        let missing: Vec<i64> = match &found {
+            Found::Written(_) => Vec::new(),
+            Found::Partly(kept) => hits
+                .iter()
+                .zip(kept)
+                .filter(|(_, kept)| kept.is_none())
+                .map(|(hit, _)| hit.seq)
+                .collect(),
+        };
+        let fresh: HashMap<i64, Vec<u8>> = if current && missing.is_empty() {
             HashMap::new()
         } else {
             let mut read = self.source.records(merchant_pk, missing.clone(), from).await?;
@@ -180,22 +192,24 @@ impl SearchMemory {
                 self.counts.reads_from_memory.fetch_add(1, Ordering::Relaxed);
             }
             held::read(merchant).fresh.found_current(rings);
-            // Kept at their size: the bytes a record is counted for are all it holds.
-            read.json
-                .into_iter()
-                .map(|(seq, mut json)| {
-                    json.shrink_to_fit();
-                    (seq, Bytes::from(json))
-                })
-                .collect()
+            read.json.into_iter().collect()
         };
-        // A hit whose record neither was kept nor is read any more is left out.
-        let results: Vec<(Hit, Bytes)> = hits
-            .iter()
-            .zip(kept)
-            .filter_map(|(hit, kept)| Some((*hit, kept.or_else(|| fresh.get(&hit.seq).cloned())?)))
-            .collect();
-        let mut page = SearchPage::of_records(results);
+        let mut page = match found {
+            Found::Written(page) => page,
+            Found::Partly(kept) => {
+                let results: Vec<(Hit, &[u8])> = hits
+                    .iter()
+                    .zip(&kept)
+                    .filter_map(|(hit, kept)| {
+                        Some((
+                            *hit,
+                            kept.as_deref().or_else(|| fresh.get(&hit.seq).map(Vec::as_slice))?,
+                        ))
+                    })
+                    .collect();
+                SearchPage::of_records(&results)
+            }
+        };
         page.has_next = has_next;
         if !fresh.is_empty() {
             let bytes = {

@@ -49,9 +49,6 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
-use gather::{Gather, Gathered};
-
-mod gather;
 pub mod proxy;
 
 /// A client must send its request headers within this time.
@@ -256,12 +253,12 @@ impl Drop for InProgress {
 
 /// An answer's body that keeps its request in progress until it is done.
 struct Tracked {
-    body: Gather<axum::body::Body>,
+    body: axum::body::Body,
     _in_progress: InProgress,
 }
 
 impl http_body::Body for Tracked {
-    type Data = Gathered;
+    type Data = bytes::Bytes;
     type Error = axum::Error;
 
     fn poll_frame(
@@ -406,7 +403,7 @@ async fn connection(
                     Err(never) => match never {},
                 };
                 Ok::<_, Infallible>(response.map(|body| Tracked {
-                    body: Gather::new(body),
+                    body,
                     _in_progress: in_progress,
                 }))
             }

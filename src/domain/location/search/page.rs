@@ -11,13 +11,10 @@ use crate::domain::wire::{Total, answer_tail};
 const RESULT_MOST: usize = 1 + 14 + 10 + 12 + 1;
 
 /// One page of results, as a store read it: `{"distance_m":…,"location":{record}}` objects,
-/// comma-joined. A record the store writes goes into `written`; one whose JSON was written before
-/// is shared, not copied, and goes out between the written bytes before and after it.
+/// comma-joined, written as they were read.
 #[derive(Clone, Debug, Default)]
 pub struct SearchPage {
-    written: Vec<u8>,
-    /// Records written before, each with the place in `written` it goes at, in order.
-    shared: Vec<(usize, Bytes)>,
+    pub json: Vec<u8>,
     pub count: usize,
     pub last: Option<Hit>,
     pub has_next: bool,
@@ -26,23 +23,28 @@ pub struct SearchPage {
 impl SearchPage {
     pub fn new(limit: usize) -> SearchPage {
         SearchPage {
-            written: Vec::with_capacity(limit.min(MAX_LIMIT) * 1600),
+            json: Vec::with_capacity(limit.min(MAX_LIMIT) * 1600),
             ..SearchPage::default()
         }
     }
 
-    /// A page of these results, whose records' JSON was written before: only what goes around
-    /// them is written, into a buffer of exactly its size.
-    pub fn of_records(results: Vec<(Hit, Bytes)>) -> SearchPage {
-        let mut page = SearchPage {
-            written: Vec::with_capacity(results.len() * RESULT_MOST),
-            shared: Vec::with_capacity(results.len()),
+    /// A page for `records` whose JSON was written before, with room for exactly them: a page
+    /// that outgrew its estimate would be copied whole into a buffer twice its size.
+    pub fn for_records<'a>(records: impl IntoIterator<Item = &'a [u8]>) -> SearchPage {
+        let (count, bytes) = records
+            .into_iter()
+            .fold((0, 0), |(count, bytes), json| (count + 1, bytes + json.len()));
+        SearchPage {
+            json: Vec::with_capacity(bytes + count * RESULT_MOST),
             ..SearchPage::default()
-        };
+        }
+    }
+
+    /// A page of these results, whose records' JSON was written before.
+    pub fn of_records(results: &[(Hit, &[u8])]) -> SearchPage {
+        let mut page = SearchPage::for_records(results.iter().map(|(_, json)| *json));
         for (hit, json) in results {
-            page.open(hit);
-            page.shared.push((page.written.len(), json));
-            page.close(hit);
+            page.push_json(*hit, json);
         }
         page
     }
@@ -50,42 +52,41 @@ impl SearchPage {
     /// Appends a result.
     pub fn push(&mut self, hit: Hit, record: RecordRef<'_>) {
         self.open(hit);
-        record.write_json(&mut self.written);
+        record.write_json(&mut self.json);
+        self.close(hit);
+    }
+
+    /// Appends a result whose record's JSON was written before (`RecordRef::write_json`).
+    pub fn push_json(&mut self, hit: Hit, record: &[u8]) {
+        self.open(hit);
+        self.json.extend_from_slice(record);
         self.close(hit);
     }
 
     fn open(&mut self, hit: Hit) {
         if self.count > 0 {
-            self.written.push(b',');
+            self.json.push(b',');
         }
-        self.written.extend_from_slice(br#"{"distance_m":"#);
-        self.written
+        self.json.extend_from_slice(br#"{"distance_m":"#);
+        self.json
             .extend_from_slice(itoa::Buffer::new().format(hit.distance_m).as_bytes());
-        self.written.extend_from_slice(br#","location":"#);
+        self.json.extend_from_slice(br#","location":"#);
     }
 
     fn close(&mut self, hit: Hit) {
-        self.written.push(b'}');
+        self.json.push(b'}');
         self.count += 1;
         self.last = Some(hit);
     }
 
-    /// The answer: `{"results":[…],"pagination":{"next_cursor":…,"has_next":…}}`, in pieces to
-    /// be sent as they are (nothing is copied again: the written bytes are sliced around the
-    /// records shared).
-    pub fn into_answer(self, next_cursor: Option<&str>) -> Vec<Bytes> {
-        let mut pieces = Vec::with_capacity(2 * self.shared.len() + 3);
-        pieces.push(Bytes::from_static(br#"{"results":["#));
-        let written = Bytes::from(self.written);
-        let mut from = 0;
-        for (at, json) in self.shared {
-            pieces.push(written.slice(from..at));
-            pieces.push(json);
-            from = at;
-        }
-        pieces.push(written.slice(from..));
-        pieces.push(Bytes::from(answer_tail(next_cursor, Total::Absent)));
-        pieces
+    /// The answer: `{"results":[…],"pagination":{"next_cursor":…,"has_next":…}}`, in pieces
+    /// to be sent as they are (the results are not copied again).
+    pub fn into_answer(self, next_cursor: Option<&str>) -> [Bytes; 3] {
+        [
+            Bytes::from_static(br#"{"results":["#),
+            Bytes::from(self.json),
+            Bytes::from(answer_tail(next_cursor, Total::Absent)),
+        ]
     }
 }
 
@@ -93,58 +94,21 @@ impl SearchPage {
 mod tests {
     use super::*;
 
-    fn hit(seq: i64) -> Hit {
-        Hit {
-            distance_m: u32::MAX,
-            seq,
-        }
-    }
-
     #[test]
-    fn a_page_of_shared_records_writes_exactly_what_goes_around_them() {
-        let records: Vec<Bytes> = (1..=100).map(|n| Bytes::from(vec![b'x'; n * 37])).collect();
-        let page = SearchPage::of_records(
-            records
-                .iter()
-                .zip(0..)
-                .map(|(json, seq)| (hit(seq), json.clone()))
-                .collect(),
-        );
+    fn a_page_for_its_records_never_outgrows_its_buffer() {
+        let records: Vec<Vec<u8>> = (1..=100).map(|n| vec![b'x'; n * 37]).collect();
+        let mut page = SearchPage::for_records(records.iter().map(Vec::as_slice));
+        let room = page.json.capacity();
+        for (seq, record) in (0..).zip(&records) {
+            let hit = Hit {
+                distance_m: u32::MAX,
+                seq,
+            };
+            page.push_json(hit, record);
+        }
+        assert_eq!(page.json.capacity(), room);
         // The most a result adds is what each of these added: the room is exact (the first has no
-        // comma), and never outgrown.
-        assert_eq!(page.written.capacity(), 100 * RESULT_MOST);
-        assert_eq!(page.written.len(), 100 * RESULT_MOST - 1);
-        let pieces = page.into_answer(None);
-        let shared = |piece: &Bytes| records.iter().any(|json| json.as_ptr() == piece.as_ptr());
-        assert_eq!(
-            pieces.iter().filter(|piece| shared(piece)).count(),
-            100,
-            "no record copied"
-        );
-    }
-
-    #[test]
-    fn an_answer_reads_the_same_whether_its_records_are_shared_or_written() {
-        let records = [&b"{\"id\":1}"[..], b"{\"id\":22}"];
-        let shared = SearchPage::of_records(
-            records
-                .iter()
-                .zip(0..)
-                .map(|(json, seq)| (hit(seq), Bytes::from_static(json)))
-                .collect(),
-        );
-        let mut written = SearchPage::new(2);
-        for (seq, json) in (0..).zip(records) {
-            written.open(hit(seq));
-            written.written.extend_from_slice(json);
-            written.close(hit(seq));
-        }
-        let concat = |page: SearchPage| page.into_answer(Some("c")).concat();
-        let expected = format!(
-            r#"{{"results":[{{"distance_m":{m},"location":{{"id":1}}}},{{"distance_m":{m},"location":{{"id":22}}}}],"pagination":{{"next_cursor":"c","has_next":true}}}}"#,
-            m = u32::MAX
-        );
-        assert_eq!(String::from_utf8(concat(written)).ok(), Some(expected.clone()));
-        assert_eq!(String::from_utf8(concat(shared)).ok(), Some(expected));
+        // comma).
+        assert_eq!(page.json.len(), room - 1);
     }
 }
