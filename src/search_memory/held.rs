@@ -2,7 +2,7 @@
 //! searched; the least recently searched dropped first when another needs the room. A merchant
 //! whose index alone passes the bound is not held, and not built again for a while. An index that
 //! needs others dropped is held only when its merchant was searched lately more than half again
-//! as often as those it would drop together, and twice more at least (`outweighs`): a merchant
+//! as often as those it would drop together, and by two searches at least (`outweighs`): a merchant
 //! searched once (a crawler going through every shop) takes the room of idle indexes only, and
 //! merchants searched alike, more than the bound holds, do not take each other's room by turns,
 //! each turn a build.
