@@ -529,26 +529,3 @@ async fn the_pools_are_the_operators_when_told() {
         assert!(stderr.contains(bad[0]), "{stderr}");
     }
 }
-
-/// `command serve` on a free port, its stderr (the log) written to `log_path`.
-fn serve_logging_to(mut command: Command, log_path: &Path) -> std::process::Child {
-    command
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(log_path).unwrap())
-        .spawn()
-        .unwrap()
-}
-
-/// What `found` finds in the log at `log_path`, read again until it does (30 s at most).
-fn wait_in_log<T>(log_path: &Path, found: impl Fn(&str) -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let text = std::fs::read_to_string(log_path).unwrap_or_default();
-        if let Some(value) = found(&text) {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}

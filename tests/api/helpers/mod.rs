@@ -13,7 +13,9 @@ pub use raw::{closed_within, read_raw_answer};
 pub use receiver::{
     Receiver, counter, event_ids, events, now_rfc3339, signed_by, wait_until, webhook_app, webhook_settings,
 };
-pub use server::{BIN, Server, create, merchant_create, merchant_create_at, storefront, storefront_at};
+pub use server::{
+    BIN, Server, create, merchant_create, merchant_create_at, serve_logging_to, storefront, storefront_at, wait_in_log,
+};
 use std::net::SocketAddr;
 use std::sync::Arc;
 

@@ -126,3 +126,26 @@ pub async fn create(base: &str, key: &str, items: &[Value]) -> Vec<Value> {
     assert_eq!(answer.status, 200, "{:#}", answer.body);
     answer.body["locations"].as_array().unwrap().clone()
 }
+
+/// `command serve` on a free port, its stderr (the log) written to `log_path`.
+pub fn serve_logging_to(mut command: Command, log_path: &Path) -> std::process::Child {
+    command
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log_path).unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// What `found` finds in the log at `log_path`, read again until it does (30 s at most).
+pub fn wait_in_log<T>(log_path: &Path, found: impl Fn(&str) -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(log_path).unwrap_or_default();
+        if let Some(value) = found(&text) {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
