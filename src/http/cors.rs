@@ -60,7 +60,7 @@ pub async fn origin_with_keys(allowed: &[String], store: &dyn Store, headers: &H
         Ok(true) => Origin::Allowed(value.clone()),
         Ok(false) => Origin::Other,
         Err(e) => {
-            tracing::warn!(error = %e, "could not read the origins storefront keys allow");
+            tracing::warn!(error = %e.chain(), "could not read the origins storefront keys allow");
             Origin::Other
         }
     }

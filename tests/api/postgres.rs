@@ -458,3 +458,50 @@ async fn a_new_database_s_locations_get_statistics_once_they_are_a_thousand() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_broken_notice_connection_is_logged_with_the_database_s_reason() {
+    let _ = admin_url();
+    let dir = tempfile::tempdir().unwrap();
+    let url = fresh_database_url(dir.path()).await;
+    let log_path = dir.path().join("stderr.log");
+    let mut child = serve_logging_to(storefront_at(&url), &log_path);
+    wait_in_log(&log_path, |text| {
+        text.contains("storefront is listening on ").then_some(())
+    });
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    // The connection that follows the other instances' writes, ended as an operator would end it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ended: i64 = client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+                 WHERE application_name = 'storefront-events' AND datname = current_database()",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if ended > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no notice connection");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let line = wait_in_log(&log_path, |text| {
+        text.lines()
+            .find(|l| l.contains("notice connection"))
+            .map(str::to_owned)
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let line: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(line["level"], "WARN", "{line}");
+    let error = line["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("terminating connection due to administrator command"),
+        "{line}"
+    );
+}

@@ -228,7 +228,9 @@ pub(super) async fn follow(mut config: tokio_postgres::Config, signal: Arc<Event
     loop {
         match listen(&config, &signal).await {
             Ok(()) => tracing::warn!("the events' notice connection closed; opening it again"),
-            Err(e) => tracing::warn!(error = %e, "the events' notice connection failed; opening it again"),
+            Err(e) => {
+                tracing::warn!(error = %crate::errors::ErrorChain(&e), "the events' notice connection failed; opening it again")
+            }
         }
         signal.ring_all();
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -49,7 +49,9 @@ pub(super) async fn first_statistics(primary: Pool, own: Pool) {
                     tracing::info!(rows, "gave the locations table its first statistics");
                     return;
                 }
-                Err(e) => tracing::warn!(error = %e, "ANALYZE locations failed; trying again"),
+                Err(e) => {
+                    tracing::warn!(error = %crate::errors::ErrorChain(&e), "ANALYZE locations failed; trying again")
+                }
             }
         }
     }
