@@ -145,7 +145,11 @@ pub fn wait_in_log<T>(log_path: &Path, found: impl Fn(&str) -> Option<T>) -> T {
         if let Some(value) = found(&text) {
             return value;
         }
-        assert!(Instant::now() < deadline, "server did not start");
+        assert!(
+            Instant::now() < deadline,
+            "not in the log within 30 s (the server did not start?): {}",
+            log_path.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
