@@ -29,6 +29,7 @@ import base64
 import http.client
 import json
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -386,6 +387,7 @@ def main():
         sys.exit(1)
     print(f"search stress: every check held ({counts['checks']} checks, {counts['writes']} writes, {counts['imports']} imports, {rounds} rounds)")
     psql(ARGS.database, f"DROP DATABASE {name} WITH (FORCE)")
+    shutil.rmtree(logs, ignore_errors=True)
 
 
 if __name__ == "__main__":
