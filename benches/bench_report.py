@@ -59,8 +59,6 @@ def standard_checks(check, get, ratio, results, cfg, t):
           "≤ 1.2×", lambda v: v <= 1.2)
     check(f"search p99, SQLite, {cfg.locations:,} locations, {t} conns (ms)", get("ours", "search-1m", t, "p99_ms"),
           "≤ 5 ms", lambda v: v <= 5)
-    check(f"the ceiling's p99, the same answers, {t} conns (ms): ours cannot answer faster than it",
-          get("ceiling", "search-1m", t, "p99_ms"), "(context)", lambda v: True)
     check(f"list req/s, ours ÷ ceiling, Google, {t} conns", ratio(get("ours", "list-google", t), get("ceiling", "list-google", t)),
           "≥ 0.65", lambda v: v >= 0.65)
     buyers_checks(check, get, ratio, cfg, t)
@@ -76,6 +74,8 @@ def buyers_checks(check, get, ratio, cfg, t):
     """Issue 58's goals for the buyers' searches (a storefront key, as a checkout page searches)."""
     check(f"buyers' searches/s (storefront key) ÷ ceiling, {cfg.locations:,} locations, {t} conns",
           ratio(get("ours", "search-1m-sf", t), get("ceiling", "search-1m", t)), "≥ 0.35", lambda v: v >= 0.35)
+    check(f"the ceiling's p99, answers of the same size, {t} conns (ms): the tail of the HTTP stack alone",
+          get("ceiling", "search-1m", t, "p99_ms"), "(context)", lambda v: True)
     check(f"buyers' search p99, SQLite, {cfg.locations:,} locations, {t} conns (ms)",
           get("ours", "search-1m-sf", t, "p99_ms"), "≤ 3 ms", lambda v: v <= 3)
     check(f"buyers' searches/s, PostgreSQL ÷ SQLite, {cfg.locations:,} locations, {t} conns",
