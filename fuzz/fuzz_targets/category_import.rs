@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storefront::domain::category::import::{self, Format, Mode};
+use storefront_core::domain::category::import::{self, Format, Mode};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storefront::domain::location::Persist;
-use storefront::domain::location::batch::{Outcome, Plan};
+use storefront_core::domain::location::Persist;
+use storefront_core::domain::location::batch::{Outcome, Plan};
 
 #[path = "items.rs"]
 mod items;

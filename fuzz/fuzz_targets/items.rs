@@ -3,8 +3,8 @@
 //! an item, never two at one path, every path inside its own item.
 
 use serde_json_borrow::Value;
-use storefront::domain::field_error::{FieldError, MAX_ERRORS_PER_ITEM};
-use storefront::http::locations::request_items;
+use storefront_core::domain::field_error::{FieldError, MAX_ERRORS_PER_ITEM};
+use storefront_core::domain::location::request::request_items;
 
 /// The items of `data`, when it is a request body the service reads on to its items.
 pub fn items_of(data: &[u8]) -> Option<Vec<Value<'_>>> {

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storefront::domain::category::taxonomy::Resume;
-use storefront::pagination::{AfterSeq, Cursors};
+use storefront_core::domain::category::taxonomy::Resume;
+use storefront_core::pagination::{AfterSeq, Cursors};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storefront::client::file::csv_dialect::CsvOptions;
-use storefront::client::table::rows::{self, Format, ReadOptions};
+use storefront_core::client::file::csv_dialect::CsvOptions;
+use storefront_core::client::table::rows::{self, Format, ReadOptions};
 
 fuzz_target!(|data: &[u8]| {
     let found = ReadOptions::default();

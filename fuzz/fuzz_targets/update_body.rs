@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use storefront::domain::location::change::{ChangePlan, Operation};
+use storefront_core::domain::location::change::{ChangePlan, Operation};
 
 #[path = "items.rs"]
 mod items;

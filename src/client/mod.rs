@@ -17,12 +17,13 @@
 //! - `push` and `pull`: the commands.
 
 pub mod apply;
-pub mod file;
 pub mod outcome;
 pub(crate) mod pull;
 pub(crate) mod push;
 pub(crate) mod service;
-pub mod table;
+
+// Files and rows, read and written without the service, are in crates/core.
+pub use storefront_core::client::{file, table};
 
 use std::io::Write;
 use std::path::Path;

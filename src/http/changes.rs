@@ -9,8 +9,9 @@ use serde::Serialize;
 use super::error::ApiError;
 use super::extract::JsonBody;
 use super::gate::Merchant;
-use super::locations::{Batch, Options, batch_request};
+use super::locations::batch_request;
 use crate::domain::location::change::{ChangePlan, ChangeResult, Operation};
+use crate::domain::location::request::{Batch, Options};
 use crate::state::{AppState, Deadline};
 use crate::store::WriteFor;
 

@@ -24,8 +24,9 @@ use super::paging::{
 use crate::domain::json::Value;
 use crate::domain::location::batch::{ItemResult, Outcome, Plan};
 use crate::domain::location::listing::{self, LocationFilter, LocationPage, LocationQuery};
+use crate::domain::location::request::{self, Batch, Options, Refusal};
 use crate::domain::location::schema::limits::ITEMS_PER_REQUEST;
-use crate::domain::location::{LocationType, Persist, Status, TypeSet, text};
+use crate::domain::location::{LocationType, Status, TypeSet, text};
 use crate::pagination::AfterSeq;
 use crate::state::{AppState, Deadline};
 use crate::store::heavy::Turn;
@@ -106,72 +107,19 @@ pub async fn create(
     Ok(Json(CreateResponse { locations }))
 }
 
-/// The request's `locations`, after the request-level checks (public for the fuzz
-/// targets, which drive create and update without a server), for a request without
-/// `validate_only` (archive, restore).
-pub fn request_items(body: Value<'_>) -> Result<Vec<Value<'_>>, ApiError> {
-    batch_request(body, Options::LocationsOnly).map(|batch| batch.items)
-}
-
-/// A batch request's top level, checked.
-pub struct Batch<'a> {
-    pub items: Vec<Value<'a>>,
-    /// `"validate_only": true`.
-    pub persist: Persist,
-}
-
-/// Which top-level keys a batch request may have besides `locations`.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Options {
-    LocationsOnly,
-    /// Create and update: `validate_only` too.
-    ValidateOnly,
-}
-
-/// The request-level checks, `validate_only` included. With several unknown keys the one first in
-/// byte order is named; with a key repeated, the last one counts.
+/// The request-level checks, answered in the contract's error body when the request is refused
+/// whole.
 pub fn batch_request(body: Value<'_>, options: Options) -> Result<Batch<'_>, ApiError> {
-    let invalid = |message: &'static str, field: &str| ApiError::new(ErrorCode::InvalidRequest, message).field(field);
-    let Value::Object(body) = body else {
-        return Err(invalid("the request body must be a JSON object", ""));
-    };
-    let known = |key: &str| key == "locations" || (options == Options::ValidateOnly && key == "validate_only");
-    if let Some(unknown) = body.keys().filter(|k| !known(k)).min() {
-        return Err(invalid(
-            match options {
-                Options::LocationsOnly => "unknown top-level field; the request has only locations",
-                Options::ValidateOnly => "unknown top-level field; the request has only locations and validate_only",
-            },
-            unknown,
-        ));
-    }
-    let mut items = None;
-    let mut validate_only = None;
-    for (key, value) in body.into_vec() {
-        if key == "locations" {
-            items = Some(value);
-        } else {
-            validate_only = Some(value);
-        }
-    }
-    let persist = match validate_only {
-        None | Some(Value::Null | Value::Bool(false)) => Persist::Commit,
-        Some(Value::Bool(true)) => Persist::ValidateOnly,
-        Some(_) => return Err(invalid("validate_only must be true or false", "validate_only")),
-    };
-    let Some(Value::Array(items)) = items else {
-        return Err(invalid("locations is required and must be an array", "locations"));
-    };
-    if items.len() > ITEMS_PER_REQUEST {
-        return Err(ApiError::new(
+    request::batch_request(body, options).map_err(|refusal| match refusal {
+        Refusal::Invalid { message, field } => ApiError::new(ErrorCode::InvalidRequest, message).field(field),
+        Refusal::TooManyItems { actual } => ApiError::new(
             ErrorCode::TooManyItems,
-            format!("at most {ITEMS_PER_REQUEST} locations per request, got {}", items.len()),
+            format!("at most {ITEMS_PER_REQUEST} locations per request, got {actual}"),
         )
         .field("locations")
         .detail("max", ITEMS_PER_REQUEST)
-        .detail("actual", items.len()));
-    }
-    Ok(Batch { items, persist })
+        .detail("actual", actual),
+    })
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -2,8 +2,8 @@
 //! how a CSV file is written and its records (`csv_dialect`, `csv_rows`), JSON rows
 //! (`json_rows`), and workbooks (`workbook`). The bottom layer: nothing here knows a location.
 
-pub(crate) mod cells;
+pub mod cells;
 pub mod csv_dialect;
 pub(crate) mod csv_rows;
 pub(crate) mod json_rows;
-pub(crate) mod workbook;
+pub mod workbook;

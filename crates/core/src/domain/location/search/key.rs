@@ -273,7 +273,7 @@ mod tests {
     #[test]
     fn the_search_decides_open_as_the_shared_cases_say() {
         let table: serde_json::Value =
-            serde_json::from_str(include_str!("../../../../tests/data/open-cases.json")).unwrap_or_default();
+            serde_json::from_str(include_str!("../../../../../../tests/data/open-cases.json")).unwrap_or_default();
         let cases = table["cases"].as_array().cloned().unwrap_or_default();
         assert!(cases.len() >= 15, "the table is read");
         for case in cases {

@@ -17,6 +17,7 @@ pub mod batch;
 pub mod change;
 pub mod listing;
 pub mod record;
+pub mod request;
 pub mod schema;
 pub mod search;
 pub mod text;

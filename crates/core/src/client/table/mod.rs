@@ -3,10 +3,10 @@
 //! rows of a file in any format (`rows`), and what is wrong with a row ([`RowError`]). Uses the
 //! files below it, nothing above.
 
-pub(crate) mod layout;
+pub mod layout;
 pub(crate) mod read_cells;
 pub mod rows;
-pub(crate) mod write_cells;
+pub mod write_cells;
 
 use serde::Serialize;
 
