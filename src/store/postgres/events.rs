@@ -256,7 +256,17 @@ async fn listen(config: &tokio_postgres::Config, signal: &Arc<EventSignal>) -> R
         }
         Ok(())
     });
-    client.batch_execute(&format!("LISTEN {CHANNEL}")).await?;
+    if let Err(e) = client.batch_execute(&format!("LISTEN {CHANNEL}")).await {
+        // A connection ended by the database while it was to listen: the database's reason (an
+        // operator's terminate, a restart) reached either the statement or the connection, and the
+        // other learnt only that it closed. Dropping the client ends the connection whatever the
+        // failure, so the wait is short.
+        drop(client);
+        return Err(match messages.await {
+            Ok(Err(reason)) if e.as_db_error().is_none() => reason,
+            _ => e,
+        });
+    }
     // Listening from here: what was committed before is seen by the waiters' own look.
     signal.ring_all();
     let ended = messages.await;
