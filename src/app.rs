@@ -323,6 +323,10 @@ pub async fn serve(
         state.by_hand.clock(),
         state.by_hand.places(),
         state.settings.webhooks.clone(),
+        crate::webhooks::worker::Wake {
+            signal: state.events.deliveries(),
+            look_every: crate::webhooks::worker::LOOK_EVERY,
+        },
         stopping.clone(),
     ));
     let imports = tokio::spawn(crate::imports::run(

@@ -242,6 +242,7 @@ pub async fn recover(
         )),
         Recovered::Pending(n) => {
             metrics::counter!("webhook_recovered_total").increment(n);
+            state.events.deliveries_due();
             Ok(Json(RecoverAnswer { recovered: n }))
         }
     }

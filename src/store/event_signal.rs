@@ -1,5 +1,5 @@
-//! Waking the feed requests that wait for a merchant's next event, and telling the search indexes
-//! held in memory that a merchant's log moved.
+//! Waking the feed requests that wait for a merchant's next event, telling the search indexes
+//! held in memory that a merchant's log moved, and waking the delivery worker.
 //!
 //! A waiting request takes a place among its merchant's waiters (at most [`WAITERS_PER_MERCHANT`]
 //! on this instance), then sleeps on the merchant's signal without a database connection. A commit
@@ -29,12 +29,14 @@ struct Waiting {
     count: usize,
 }
 
-/// The merchants whose feed requests wait, and the signal each waits on; and for each merchant
-/// whose log is followed without waiting (a search index held in memory), how many times it rang.
+/// The merchants whose feed requests wait, and the signal each waits on; for each merchant
+/// whose log is followed without waiting (a search index held in memory), how many times it rang;
+/// and the delivery worker's wake.
 #[derive(Default)]
 pub struct EventSignal {
     merchants: Mutex<HashMap<i64, Waiting>>,
     rings: Mutex<HashMap<i64, Arc<AtomicU64>>>,
+    deliveries: Arc<Notify>,
 }
 
 /// A waiter's place: given back when dropped.
@@ -97,8 +99,22 @@ impl EventSignal {
         Arc::clone(lock(&self.rings).entry(merchant_pk).or_default())
     }
 
-    /// The merchant's log grew: its waiters look again, and its count of rings moves on.
+    /// What the delivery worker sleeps on when it found nothing due: rung by every ring, and by
+    /// `deliveries_due`. A ring while the worker is busy is kept (one permit), so none is missed
+    /// between its look and its sleep.
+    pub fn deliveries(&self) -> Arc<Notify> {
+        Arc::clone(&self.deliveries)
+    }
+
+    /// Deliveries may be due that no event brought (a recovery stored): the worker looks now.
+    pub fn deliveries_due(&self) {
+        self.deliveries.notify_one();
+    }
+
+    /// The merchant's log grew: its waiters look again, its count of rings moves on, and the
+    /// delivery worker looks for its endpoints' new events.
     pub fn ring(&self, merchant_pk: i64) {
+        self.deliveries_due();
         if let Some(count) = lock(&self.rings).get(&merchant_pk) {
             count.fetch_add(1, Ordering::SeqCst);
         }
@@ -109,6 +125,7 @@ impl EventSignal {
 
     /// Every waiter looks again, and every count moves on (notices may have been missed).
     pub fn ring_all(&self) {
+        self.deliveries_due();
         for count in lock(&self.rings).values() {
             count.fetch_add(1, Ordering::SeqCst);
         }
@@ -157,5 +174,23 @@ mod tests {
         assert_eq!((one.load(Ordering::SeqCst), two.load(Ordering::SeqCst)), (1, 0));
         signal.ring_all();
         assert_eq!((one.load(Ordering::SeqCst), two.load(Ordering::SeqCst)), (2, 1));
+    }
+
+    #[tokio::test]
+    async fn a_ring_before_the_worker_sleeps_is_kept_for_it() {
+        let signal = EventSignal::default();
+        let wake = signal.deliveries();
+        signal.ring(7);
+        tokio::time::timeout(Duration::from_secs(5), wake.notified())
+            .await
+            .unwrap_or_else(|_| panic!("a merchant's ring did not wake the worker"));
+        signal.ring_all();
+        tokio::time::timeout(Duration::from_secs(5), wake.notified())
+            .await
+            .unwrap_or_else(|_| panic!("a ring of all did not wake the worker"));
+        signal.deliveries_due();
+        tokio::time::timeout(Duration::from_secs(5), wake.notified())
+            .await
+            .unwrap_or_else(|_| panic!("deliveries due did not wake the worker"));
     }
 }

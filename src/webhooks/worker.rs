@@ -10,15 +10,20 @@
 //! - **A window** is attempted `PER_ENDPOINT` at a time, in sequence order; when the worker stops,
 //!   or the claim can no longer be held, no further attempt of it starts, and it is settled
 //!   through the last event attempted (the rest are claimed again).
+//! - **Woken, not polling.** A worker that found nothing due sleeps until an event is appended
+//!   (on this instance, or on another through the store's notices: `EventSignal::deliveries`),
+//!   until the first retry it scheduled is due, until a place is freed, or at most `LOOK_EVERY`:
+//!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most.
 //! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
 //!   flight end (each within `MAX_ATTEMPT`), their results are written, then `run` returns.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -48,8 +53,10 @@ const _: () = assert!(EXTEND_EVERY.as_millis() + MAX_ATTEMPT.as_millis() < CLAIM
 const RETRY_ROWS: usize = 64;
 /// Most endpoints whose fresh events are claimed at once.
 const WINDOWS: usize = 16;
-/// How often the worker looks for due deliveries when it found none.
-const POLL: Duration = Duration::from_millis(100);
+/// How often the worker looks for due deliveries when nothing woke it. Events and this
+/// worker's own retries wake it; this bounds how late it sees the rest (another instance's
+/// retries, a claim that lapsed, a recovery stored by another instance).
+pub const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// Most claims' results waiting to be recorded, and most recorded in one transaction.
 const SETTLE_QUEUE: usize = 256;
 const SETTLE_BATCH: usize = 64;
@@ -76,6 +83,18 @@ pub struct Worker {
     held: Mutex<Held>,
     stop: CancellationToken,
     settle: mpsc::Sender<Settlement>,
+    /// Rung when deliveries may be due: an event appended, a recovery stored.
+    wake: Arc<Notify>,
+    /// How long to sleep at most when nothing woke the worker (`LOOK_EVERY`).
+    look_every: Duration,
+    /// When the earliest retry this worker scheduled is due, on its clock (`i64::MAX`: none).
+    next_retry_ms: AtomicI64,
+}
+
+/// What the worker is woken by, and how often it looks when nothing woke it.
+pub struct Wake {
+    pub signal: Arc<Notify>,
+    pub look_every: Duration,
 }
 
 /// Delivers until `stop` is cancelled, then lets what is in flight end and records it.
@@ -85,9 +104,10 @@ pub async fn deliver(
     clock: Arc<dyn Clock>,
     places: Arc<Places>,
     settings: WebhookSettings,
+    wake: Wake,
     stop: CancellationToken,
 ) {
-    let (worker, queue) = Worker::new(store, transport, clock, places, settings, stop);
+    let (worker, queue) = Worker::new(store, transport, clock, places, settings, wake, stop);
     worker.run(queue).await;
 }
 
@@ -102,6 +122,7 @@ impl Worker {
         clock: Arc<dyn Clock>,
         places: Arc<Places>,
         settings: WebhookSettings,
+        wake: Wake,
         stop: CancellationToken,
     ) -> (Arc<Worker>, mpsc::Receiver<Settlement>) {
         let (settle, queue) = mpsc::channel(SETTLE_QUEUE);
@@ -116,6 +137,9 @@ impl Worker {
             held: Mutex::default(),
             stop,
             settle,
+            wake: wake.signal,
+            look_every: wake.look_every,
+            next_retry_ms: AtomicI64::new(i64::MAX),
         };
         (Arc::new(worker), queue)
     }
@@ -128,12 +152,12 @@ impl Worker {
         let pending = tokio::spawn(count_pending(Arc::clone(&self.store)));
         let mut tasks = JoinSet::new();
         while !self.stop.is_cancelled() {
-            let wait = match self.turn(&mut tasks).await {
-                Ok(0) => POLL,
-                Ok(_) => Duration::ZERO,
+            let (wait, idle) = match self.turn(&mut tasks).await {
+                Ok(0) => (self.idle_wait(), true),
+                Ok(_) => (Duration::ZERO, false),
                 Err(e) => {
                     tracing::warn!(error = %ErrorChain(&e), "claiming webhook deliveries failed");
-                    Duration::from_secs(1)
+                    (Duration::from_secs(1), false)
                 }
             };
             while tasks.try_join_next().is_some() {}
@@ -141,6 +165,7 @@ impl Worker {
                 () = self.stop.cancelled() => {}
                 () = tokio::time::sleep(wait) => {}
                 () = self.places.freed(), if !wait.is_zero() => {}
+                () = self.wake.notified(), if idle => {}
             }
         }
         while tasks.join_next().await.is_some() {}
@@ -150,10 +175,24 @@ impl Worker {
         pending.abort();
     }
 
+    /// How long to sleep having found nothing due: until the earliest retry this worker
+    /// scheduled, `look_every` at most.
+    fn idle_wait(&self) -> Duration {
+        let next = self.next_retry_ms.load(Ordering::SeqCst);
+        let until = next.saturating_sub(self.clock.now_ms()).max(0);
+        Duration::from_millis(u64::try_from(until).unwrap_or(0)).min(self.look_every)
+    }
+
     /// One turn: claims what there is room for and starts its attempts; how many claims it took
     /// (0 when there was no room or nothing was due). Whom to claim for is the places' choice
     /// (`Places::choose`), made inside the claim; what was chosen but not claimed is given back.
     pub async fn turn(self: &Arc<Self>, tasks: &mut JoinSet<()>) -> Result<usize, crate::store::StoreError> {
+        // The retries due by now are this turn's to claim (or, with no room, the turn a freed
+        // place starts): the worker no longer sleeps for them.
+        let now = self.clock.now_ms();
+        let _ = self
+            .next_retry_ms
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |at| (at <= now).then_some(i64::MAX));
         let (free, busy) = self.places.free_and_busy();
         if free == 0 {
             return Ok(0);
@@ -167,7 +206,6 @@ impl Worker {
             granted: Mutex::default(),
         });
         let chooser: Arc<dyn Chooser> = turn.clone();
-        let now = self.clock.now_ms();
         let claimed = self
             .store
             .claim(ClaimRequest {
@@ -376,9 +414,23 @@ impl Worker {
             disable_after: self.settings.disable_after,
         };
         let plan = settle::plan(batch, &rules);
-        if let Err(e) = self.store.settle(&self.owner, plan).await {
+        let first_retry = plan
+            .new_retries
+            .iter()
+            .map(|(r, _)| r.at_ms)
+            .chain(plan.rescheduled.iter().map(|r| r.at_ms))
+            .min();
+        match self.store.settle(&self.owner, plan).await {
+            Ok(()) => {
+                // A worker asleep for longer looks again, and sleeps until the retry is due.
+                if let Some(at) = first_retry
+                    && self.next_retry_ms.fetch_min(at, Ordering::SeqCst) > at
+                {
+                    self.wake.notify_one();
+                }
+            }
             // Their claims lapse and the deliveries are attempted again: at least once.
-            tracing::warn!(error = %ErrorChain(&e), "recording webhook attempts failed");
+            Err(e) => tracing::warn!(error = %ErrorChain(&e), "recording webhook attempts failed"),
         }
         let mut held = lock(&self.held);
         for w in &windows {

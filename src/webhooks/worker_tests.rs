@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio::sync::{Notify, Semaphore};
 
 use super::*;
-use crate::domain::webhook::{Attempt, Webhook};
+use crate::domain::webhook::{Attempt, Outcome, Trigger, Webhook};
 use crate::store::StoreError;
 use crate::store::webhook_api::{
     AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_retries, choose_windows,
@@ -188,16 +188,38 @@ fn start_with_places(
 ) -> (CancellationToken, tokio::task::JoinHandle<()>, Arc<Places>) {
     let stop = CancellationToken::new();
     let places = Arc::new(Places::default());
-    let (worker, queue) = Worker::new(
+    let (worker, queue) = worker(store, transport, clock, &places, &stop, Arc::default());
+    (stop, tokio::spawn(worker.run(queue)), places)
+}
+
+/// A worker that nothing wakes but `wake` and its own retries (it would look again only after
+/// an hour), on a retry schedule of 2 s.
+fn worker(
+    store: &Arc<FakeStore>,
+    transport: &Arc<FakeTransport>,
+    clock: &Arc<FakeClock>,
+    places: &Arc<Places>,
+    stop: &CancellationToken,
+    wake: Arc<Notify>,
+) -> (Arc<Worker>, mpsc::Receiver<Settlement>) {
+    Worker::new(
         Arc::clone(store) as Arc<dyn WebhookStore>,
         Arc::clone(transport) as Arc<dyn Transport>,
         Arc::clone(clock) as Arc<dyn Clock>,
-        Arc::clone(&places),
-        WebhookSettings::default(),
+        Arc::clone(places),
+        WebhookSettings {
+            retry: crate::domain::webhook::RetrySchedule(vec![Duration::from_secs(2)]),
+            ..WebhookSettings::default()
+        },
+        Wake {
+            signal: wake,
+            look_every: AN_HOUR,
+        },
         stop.clone(),
-    );
-    (stop, tokio::spawn(worker.run(queue)), places)
+    )
 }
+
+const AN_HOUR: Duration = Duration::from_secs(3600);
 
 fn window_of(plan: &SettlePlan) -> (i64, Option<i64>) {
     let (_, claimed, settled) = plan.windows[0].clone();
@@ -350,4 +372,92 @@ async fn an_endpoint_s_retries_are_attempted_eight_at_a_time() {
     assert_eq!(attempts, 20, "each once");
     let done: usize = plans.iter().map(|(_, p)| p.done.len()).sum();
     assert_eq!(done, 20);
+}
+
+/// An idle worker sleeps until it is rung (an event appended), not until its next look.
+#[tokio::test]
+async fn an_idle_worker_claims_again_when_rung() {
+    let (store, transport, clock) = (
+        Arc::new(FakeStore::default()),
+        FakeTransport::new(),
+        Arc::new(FakeClock::default()),
+    );
+    let (stop, places, wake) = (
+        CancellationToken::new(),
+        Arc::new(Places::default()),
+        Arc::new(Notify::new()),
+    );
+    let (w, queue) = worker(&store, &transport, &clock, &places, &stop, Arc::clone(&wake));
+    let run = tokio::spawn(w.run(queue));
+    while lock(&store.requests).is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    *lock(&store.to_claim) = one_window(1, false).to_claim.lock().unwrap().take();
+    wake.notify_one();
+    tokio::time::timeout(Duration::from_secs(30), transport.until_started(1))
+        .await
+        .unwrap_or_else(|_| panic!("the ring did not wake the idle worker"));
+    transport.release(1);
+    stop.cancel();
+    run.await.unwrap();
+}
+
+/// A failed attempt's retry, once recorded, sets how long the idle worker sleeps: until it is
+/// due, not until its next look; once due, the turn that claims it clears it.
+#[tokio::test]
+async fn a_retry_recorded_wakes_the_worker_when_it_is_due() {
+    let (store, transport, clock) = (
+        Arc::new(FakeStore::default()),
+        FakeTransport::new(),
+        Arc::new(FakeClock(AtomicI64::new(1_000_000))),
+    );
+    let (stop, places, wake) = (
+        CancellationToken::new(),
+        Arc::new(Places::default()),
+        Arc::new(Notify::new()),
+    );
+    let (w, _queue) = worker(&store, &transport, &clock, &places, &stop, Arc::clone(&wake));
+    assert_eq!(w.idle_wait(), AN_HOUR, "no retry scheduled");
+    let failed = Settled {
+        webhook_id: "w".into(),
+        merchant_pk: 1,
+        appended_at_ms: 0,
+        sequence: 1,
+        failing_since_ms: None,
+        attempt: Attempt {
+            id: 0,
+            event_id: "e1".into(),
+            sequence: Some(1),
+            attempt: 1,
+            attempted_at_ms: 1_000_000,
+            outcome: Outcome::Failed,
+            http_status: Some(500),
+            error: None,
+            duration_ms: 10,
+            trigger: Trigger::Automatic,
+        },
+        retry_after: None,
+        ended_at_ms: 1_000_000,
+        jitter: 0.0,
+    };
+    let settlement = Settlement {
+        source: Source::Window {
+            webhook_id: "w".into(),
+            claimed_through: 1,
+            settled_through: Some(1),
+        },
+        attempts: vec![failed],
+    };
+    w.write(vec![settlement]).await;
+    assert_eq!(lock(&store.plans)[0].1.new_retries[0].0.at_ms, 1_002_000);
+    assert_eq!(w.idle_wait(), Duration::from_secs(2), "asleep until the retry is due");
+    tokio::time::timeout(Duration::from_secs(30), wake.notified())
+        .await
+        .unwrap_or_else(|_| panic!("a worker asleep for longer is not woken to sleep less"));
+    clock.0.store(1_001_500, Ordering::SeqCst);
+    assert_eq!(w.idle_wait(), Duration::from_millis(500));
+    clock.0.store(1_002_000, Ordering::SeqCst);
+    let mut tasks = JoinSet::new();
+    assert_eq!(w.turn(&mut tasks).await.unwrap(), 0);
+    assert_eq!(w.idle_wait(), AN_HOUR, "the turn at its time took it");
 }
