@@ -14,6 +14,7 @@
 //!   (on this instance, or on another through the store's notices: `EventSignal::deliveries`),
 //!   until the first retry it scheduled is due, until a place is freed, or at most `LOOK_EVERY`:
 //!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most.
+//!   Woken, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
 //! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
 //!   flight end (each within `MAX_ATTEMPT`), their results are written, then `run` returns.
 
@@ -57,6 +58,8 @@ const WINDOWS: usize = 16;
 /// worker's own retries wake it; this bounds how late it sees the rest (another instance's
 /// retries, a claim that lapsed, a recovery stored by another instance).
 pub const LOOK_EVERY: Duration = Duration::from_secs(1);
+/// The shortest time between two looks when the worker is woken.
+const WOKEN_EVERY: Duration = Duration::from_millis(100);
 /// Most claims' results waiting to be recorded, and most recorded in one transaction.
 const SETTLE_QUEUE: usize = 256;
 const SETTLE_BATCH: usize = 64;
@@ -152,6 +155,7 @@ impl Worker {
         let pending = tokio::spawn(count_pending(Arc::clone(&self.store)));
         let mut tasks = JoinSet::new();
         while !self.stop.is_cancelled() {
+            let started = tokio::time::Instant::now();
             let (wait, idle) = match self.turn(&mut tasks).await {
                 Ok(0) => (self.idle_wait(), true),
                 Ok(_) => (Duration::ZERO, false),
@@ -165,7 +169,14 @@ impl Worker {
                 () = self.stop.cancelled() => {}
                 () = tokio::time::sleep(wait) => {}
                 () = self.places.freed(), if !wait.is_zero() => {}
-                () = self.wake.notified(), if idle => {}
+                () = self.wake.notified(), if idle => {
+                    // Writes ring with every commit: one look per `WOKEN_EVERY` at most, each
+                    // finding all of them, so a burst of writes costs no more claims than that.
+                    tokio::select! {
+                        () = self.stop.cancelled() => {}
+                        () = tokio::time::sleep_until(started + WOKEN_EVERY) => {}
+                    }
+                }
             }
         }
         while tasks.join_next().await.is_some() {}
