@@ -36,6 +36,8 @@ __all__ = ["machine", "pg_shell", "serve", "stop_process"]
 BIN = ROOT / "target/release/storefront"
 # `--cores N`: the cpus the measured server is pinned to, and the load generator's (taskset).
 PIN = None
+# wrk's threads (`--wrk-threads`); by default two, one for a single connection.
+WRK_THREADS = None
 CEILING = ROOT / "target/release/examples/ceiling"
 TOOLS = ROOT / "target/tools"
 PEER_VENV = TOOLS / "peer-venv"
@@ -290,7 +292,7 @@ def base_capabilities(workdir, workloads, same_schema=False):
 # ---- measuring ------------------------------------------------------------------------------
 
 def wrk(base, conns, seconds, script, args):
-    threads = max(1, min(conns, 2))
+    threads = min(WRK_THREADS or 2, max(1, conns))
     cmd = ["taskset", "-c", PIN[1]] if PIN else []
     cmd += ["wrk", "-t", str(threads), "-c", str(conns), "-d", f"{seconds}s", "--timeout", "10s", "--latency",
            "-s", str(script), base, "--", *args]
@@ -471,6 +473,8 @@ def main():
     p.add_argument("--duration", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--wrk-threads", type=int, help="wrk's threads (default 2, 1 for a single connection): on two "
+                   "cores, the load generator's second thread takes CPU from the server measured")
     p.add_argument("--big", type=int, default=1_000_000, help="leaves of the generated taxonomy")
     p.add_argument("--servers", default="ours,ceiling,peer")
     p.add_argument("--workloads", default="create,create-pg,create-pg8,update,archive,list-google,list-1m,locations-1k,locations-1m,push")
@@ -496,6 +500,9 @@ def main():
         LIMITS = LIMITS_UNREACHED
     if cfg.cores:
         return by_cores(cfg)
+    if cfg.wrk_threads:
+        global WRK_THREADS
+        WRK_THREADS = cfg.wrk_threads
     if cfg.ours_bin:
         global BIN
         BIN = Path(cfg.ours_bin).resolve()

@@ -93,7 +93,8 @@ def report(results, cfg, cold, command, pin=None, base_bin=None, limits=()):
     lines = ["# Benchmarks", "",
              f"Produced by `{command}` on {time.strftime('%Y-%m-%d')}: warm-up {cfg.warmup} s, then {cfg.duration} s "
              f"closed-loop per point, {cfg.reps} repetitions each on a freshly started server and a fresh copy of "
-             "the database, each repetition measuring every workload with the servers taking turns; figures are the mean of the repetitions. The load generator (wrk) runs on the same machine.",
+             "the database, each repetition measuring every workload with the servers taking turns; figures are the mean of the repetitions. The load generator (wrk) runs on the same machine"
+             + (f", with {cfg.wrk_threads} thread(s)." if getattr(cfg, "wrk_threads", None) else ", with two threads."),
              "", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine().items())
              + (f"; the server pinned to cpus {pin[0]} with taskset, wrk to cpus {pin[1]}" if pin else ""), "",
              f"Servers: **ours** (`target/release/storefront serve {' '.join(limits)}`: SQLite, WAL, `synchronous=FULL`, "
