@@ -12,7 +12,8 @@
 //!   through the last event attempted (the rest are claimed again).
 //! - **Woken, not polling.** A worker that found nothing due sleeps until an event is appended
 //!   (on this instance, or on another through the store's notices: `EventSignal::deliveries`),
-//!   until the first retry it scheduled is due, until a place is freed, or at most `LOOK_EVERY`:
+//!   until the first retry it scheduled is due, until a place is freed or a claim released (its
+//!   results written: the endpoint's next window may be claimed), or at most `LOOK_EVERY`:
 //!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most.
 //!   Woken, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
 //! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
@@ -88,6 +89,8 @@ pub struct Worker {
     settle: mpsc::Sender<Settlement>,
     /// Rung when deliveries may be due: an event appended, a recovery stored.
     wake: Arc<Notify>,
+    /// Rung when results are written and their claims released.
+    settled: Notify,
     /// How long to sleep at most when nothing woke the worker (`LOOK_EVERY`).
     look_every: Duration,
     /// When the earliest retry this worker scheduled is due, on its clock (`i64::MAX`: none).
@@ -141,6 +144,7 @@ impl Worker {
             stop,
             settle,
             wake: wake.signal,
+            settled: Notify::new(),
             look_every: wake.look_every,
             next_retry_ms: AtomicI64::new(i64::MAX),
         };
@@ -169,6 +173,7 @@ impl Worker {
                 () = self.stop.cancelled() => {}
                 () = tokio::time::sleep(wait) => {}
                 () = self.places.freed(), if !wait.is_zero() => {}
+                () = self.settled.notified(), if idle => {}
                 () = self.wake.notified(), if idle => {
                     // Writes ring with every commit: one look per `WOKEN_EVERY` at most, each
                     // finding all of them, so a burst of writes costs no more claims than that.
@@ -433,11 +438,8 @@ impl Worker {
             .min();
         match self.store.settle(&self.owner, plan).await {
             Ok(()) => {
-                // A worker asleep for longer looks again, and sleeps until the retry is due.
-                if let Some(at) = first_retry
-                    && self.next_retry_ms.fetch_min(at, Ordering::SeqCst) > at
-                {
-                    self.wake.notify_one();
+                if let Some(at) = first_retry {
+                    self.next_retry_ms.fetch_min(at, Ordering::SeqCst);
                 }
             }
             // Their claims lapse and the deliveries are attempted again: at least once.
@@ -450,6 +452,10 @@ impl Worker {
         for r in &retries {
             held.retries.remove(r);
         }
+        drop(held);
+        // The claims are released: their endpoints' next windows may be claimed now, and the
+        // worker sleeps no longer than until the first retry just scheduled.
+        self.settled.notify_one();
     }
 
     /// Extends every claim held, every `EXTEND_EVERY`.

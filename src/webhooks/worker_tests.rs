@@ -22,6 +22,8 @@ struct FakeStore {
     requests: Mutex<Vec<(String, usize, usize)>>,
     plans: Mutex<Vec<(String, SettlePlan)>>,
     extend_fails: bool,
+    /// Offered once the first plan is written (its claims released), which takes 50 ms.
+    after_settle: Mutex<Option<Claimed>>,
 }
 
 #[async_trait]
@@ -76,6 +78,11 @@ impl WebhookStore for FakeStore {
         }
     }
     async fn settle(&self, owner: &str, plan: SettlePlan) -> Result<(), StoreError> {
+        let next = lock(&self.after_settle).take();
+        if next.is_some() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            *lock(&self.to_claim) = next;
+        }
         lock(&self.plans).push((owner.to_owned(), plan));
         Ok(())
     }
@@ -451,7 +458,7 @@ async fn a_retry_recorded_wakes_the_worker_when_it_is_due() {
     w.write(vec![settlement]).await;
     assert_eq!(lock(&store.plans)[0].1.new_retries[0].0.at_ms, 1_002_000);
     assert_eq!(w.idle_wait(), Duration::from_secs(2), "asleep until the retry is due");
-    tokio::time::timeout(Duration::from_secs(30), wake.notified())
+    tokio::time::timeout(Duration::from_secs(30), w.settled.notified())
         .await
         .unwrap_or_else(|_| panic!("a worker asleep for longer is not woken to sleep less"));
     clock.0.store(1_001_500, Ordering::SeqCst);
@@ -460,4 +467,23 @@ async fn a_retry_recorded_wakes_the_worker_when_it_is_due() {
     let mut tasks = JoinSet::new();
     assert_eq!(w.turn(&mut tasks).await.unwrap(), 0);
     assert_eq!(w.idle_wait(), AN_HOUR, "the turn at its time took it");
+}
+
+/// An endpoint's next window is claimed as soon as the last one's results are written (its claim
+/// released), not at the worker's next look, nor only when a place is freed (before the write).
+#[tokio::test]
+async fn the_next_window_is_claimed_once_the_last_is_written() {
+    let store = one_window(1, false);
+    *lock(&store.after_settle) = one_window(1, false).to_claim.lock().unwrap().take();
+    let (transport, clock) = (FakeTransport::new(), Arc::new(FakeClock::default()));
+    let (stop, places) = (CancellationToken::new(), Arc::new(Places::default()));
+    let (w, queue) = worker(&store, &transport, &clock, &places, &stop, Arc::new(Notify::new()));
+    let run = tokio::spawn(w.run(queue));
+    transport.release(2);
+    tokio::time::timeout(Duration::from_secs(30), transport.until_started(2))
+        .await
+        .unwrap_or_else(|_| panic!("the next window waited for the worker's next look"));
+    stop.cancel();
+    run.await.unwrap();
+    assert_eq!(lock(&store.plans).len(), 2, "both windows written");
 }
