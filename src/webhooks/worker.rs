@@ -15,7 +15,7 @@
 //!   until the first retry it scheduled is due, until a place is freed or a claim released (its
 //!   results written: the endpoint's next window may be claimed), or at most `LOOK_EVERY`:
 //!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most.
-//!   Woken, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
+//!   Woken by a commit, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
 //! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
 //!   flight end (each within `MAX_ATTEMPT`), their results are written, then `run` returns.
 
