@@ -5,6 +5,15 @@ local keys = {}
 local body
 local path
 local at = 1
+-- `thread_no` is a global: wrk's setup() sets it in each thread's own Lua state, so that each
+-- thread starts from a shop of its own.
+thread_no = 0
+local started = 0
+
+function setup(thread)
+  started = started + 1
+  thread:set("thread_no", started)
+end
 
 function init(args)
   for line in io.lines(args[1]) do
@@ -12,7 +21,7 @@ function init(args)
   end
   body = args[2]
   path = args[3]
-  math.randomseed(os.time() + #keys)
+  math.randomseed(os.time() + #keys + thread_no * 7919)
   at = math.random(#keys)
 end
 
