@@ -5,15 +5,8 @@ local keys = {}
 local body
 local path
 local at = 1
--- `thread_no` is a global: wrk's setup() sets it in each thread's own Lua state, so that each
--- thread starts from a shop of its own.
-thread_no = 0
-local started = 0
-
-function setup(thread)
-  started = started + 1
-  thread:set("thread_no", started)
-end
+-- `thread_no`, each thread's own (threads.lua, beside this script): each starts from a shop of its own.
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "threads.lua")
 
 function init(args)
   for line in io.lines(args[1]) do

@@ -4,14 +4,8 @@
 -- several joined by commas (one per merchant; requests take them in turn).
 local keys, tag = {}
 local counter = 0
--- `thread_no` is a global: wrk's setup() sets it in each thread's own Lua state.
-thread_no = 0
-local started = 0
-
-function setup(thread)
-  started = started + 1
-  thread:set("thread_no", started)
-end
+-- `thread_no`, each thread's own (threads.lua, beside this script).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "threads.lua")
 
 local days = {"MONDAY", "TUESDAY", "WEDNESDAY", "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"}
 

@@ -4,16 +4,8 @@
 local key
 local path = "/v1/categories/list"
 local bodies = {}
--- `thread_no` is a global: wrk's setup() sets it in each thread's own Lua state, so that each
--- thread draws its own sequence of bodies (seeded alike, two threads would ask the same questions
--- in the same order, each one twice at nearly the same moment).
-thread_no = 0
-local started = 0
-
-function setup(thread)
-  started = started + 1
-  thread:set("thread_no", started)
-end
+-- `thread_no`, each thread's own (threads.lua, beside this script).
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "threads.lua")
 
 function init(args)
   key = args[1]
