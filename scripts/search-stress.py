@@ -300,7 +300,7 @@ def main():
     psql(ARGS.database, f"CREATE DATABASE {name}")
     url = f"{ARGS.database.rsplit('/', 1)[0]}/{name}"
     logs = Path(tempfile.mkdtemp(prefix="search-stress-"))
-    servers = []
+    servers, threads = [], []
 
     def start(memory):
         port = free_port()
@@ -332,12 +332,12 @@ def main():
             workers.append((f"w{i}b", writer, Client(b), Client(a), key, centre))
             workers.append((f"i{i}", importer, Client(a if i == 0 else b), key, centre))
         awaited = len(workers)
-        workers = [threading.Thread(target=guarded, args=w) for w in workers]
+        threads += [threading.Thread(target=guarded, args=w) for w in workers]
         if ARGS.kill != "none":
-            workers.append(threading.Thread(target=killer, args=(url,)))
-        for w in workers:
-            w.daemon = True
-            w.start()
+            threads.append(threading.Thread(target=killer, args=(url,)))
+        for t in threads:
+            t.daemon = True
+            t.start()
         rng = random.Random(ARGS.seed)
         held, database = [Client(a), Client(b)], Client(c)
         prober = Client(a)
@@ -377,6 +377,11 @@ def main():
     finally:
         stop.set()
         pause.clear()
+        # Each worker ends its request under way before the servers stop: one cut off by the stop
+        # would be reported as a failure of the service.
+        ends = time.time() + 90
+        for t in threads:
+            t.join(max(0.0, ends - time.time()))
         for s in servers:
             s.kill()
             s.wait()
