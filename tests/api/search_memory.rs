@@ -302,6 +302,84 @@ async fn a_full_key_s_searches_with_nothing_committed_between_them_read_the_data
     }
 }
 
+/// Writes that the index has not read yet, whose events retention then drops: the log can no
+/// longer say what changed, so the merchant's index is dropped and built again from its table.
+/// Meanwhile and after, every answer is the database's, the writes found.
+#[tokio::test]
+async fn an_index_behind_events_that_retention_dropped_is_built_again_and_stays_exact() {
+    let (database, memory) = pair().await;
+    let key = database.key.clone();
+    let mut rng = Rng::new(61);
+    let mut items: Vec<Value> = (0..60).map(|n| random_location(&mut rng, n, CENTRE, 2000.0)).collect();
+    database.create_as(&key, items.clone()).await;
+    until_held(&memory, &key).await;
+    let held = stats(&memory);
+    assert_eq!((held.merchants, held.builds), (1, 1), "{held:?}");
+    // Through the other server: the index reads them at its next search, from the log.
+    items[0]["latitude"] = json!(CENTRE.0);
+    items[0]["longitude"] = json!(CENTRE.1);
+    change(&database, &key, "update", items[0].clone()).await;
+    let archived = json!({"merchant_location_id": items[1]["merchant_location_id"].clone()});
+    change(&database, &key, "archive", archived).await;
+    let added = random_location(&mut rng, items.len(), CENTRE, 2000.0);
+    database.create_as(&key, vec![added.clone()]).await;
+    // Every event so far is past a retention that ends now.
+    while database
+        .store
+        .prune_events(storefront::store::now_ms() + 1)
+        .await
+        .unwrap()
+        > 0
+    {}
+    let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "radius_m": 3000});
+    let from_memory = stats(&memory).from_memory;
+    let first = json!({"near": question["near"], "radius_m": 3000, "pagination": {"limit": 7}});
+    assert_eq!(
+        memory.post_text_as("/v1/location/search", &key, &first).await,
+        database.post_text_as("/v1/location/search", &key, &first).await
+    );
+    let after = stats(&memory);
+    assert_eq!(
+        after.from_memory, from_memory,
+        "answered from an index the log cannot update: {after:?}"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while stats(&memory).builds < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "not built again within 20 s: {:?}",
+            stats(&memory)
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    until_held(&memory, &key).await;
+    same_walk(&database, &memory, &key, &question, 7).await;
+    let everything = json!({"near": question["near"], "radius_m": 3000, "pagination": {"limit": 100}});
+    let (status, found) = memory.post_text_as("/v1/location/search", &key, &everything).await;
+    assert_eq!(status, 200, "{found}");
+    let found: Value = serde_json::from_str(&found).unwrap();
+    let ids: Vec<&str> = found["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["location"]["merchant_location_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids[0], items[0]["merchant_location_id"],
+        "the moved location, now at the centre"
+    );
+    assert!(
+        ids.contains(&added["merchant_location_id"].as_str().unwrap()),
+        "{ids:?}"
+    );
+    assert!(
+        !ids.contains(&items[1]["merchant_location_id"].as_str().unwrap()),
+        "archived: {ids:?}"
+    );
+    let held = stats(&memory);
+    assert!(held.from_memory > after.from_memory, "{held:?}");
+}
+
 #[tokio::test]
 async fn a_bound_smaller_than_two_merchants_holds_one_and_both_stay_correct() {
     let database = TestApp::spawn_with_settings(settings(0)).await;
