@@ -520,3 +520,56 @@ async fn the_first_search_after_a_start_is_answered_without_waiting_for_an_index
     let first = stats(&memory);
     assert_eq!((first.from_database, first.from_memory), (1, 0), "{first:?}");
 }
+
+/// What an operator reads on `/metrics`, from a process of its own (the recorder is the
+/// process's): where each search was served, the index's builds, its merchants and its bytes.
+#[tokio::test]
+async fn metrics_show_the_index_and_where_each_search_was_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("metrics.db");
+    let key = merchant_create(&db, "metrics")["api_key"].as_str().unwrap().to_owned();
+    let server = Server::start(&db);
+    let mut rng = Rng::new(5);
+    let items: Vec<Value> = (0..100).map(|n| random_location(&mut rng, n, CENTRE, 2000.0)).collect();
+    create(&server.base, &key, &items).await;
+    let client = reqwest::Client::new();
+    let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "radius_m": 3000});
+    let metric = |text: &str, name: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (searches, text) = loop {
+        assert!(Instant::now() < deadline, "no search served from memory within 20 s");
+        let answer = client
+            .post(format!("{}/v1/location/search", server.base))
+            .bearer_auth(&key)
+            .json(&question)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200);
+        let text = client
+            .get(format!("{}/metrics", server.base))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let searches = (
+            metric(&text, r#"searches_total{served="database"}"#).unwrap_or(0.0),
+            metric(&text, r#"searches_total{served="memory"}"#).unwrap_or(0.0),
+        );
+        if searches.1 > 0.0 {
+            break (searches, text);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(searches.0 >= 1.0, "the first search, on the database: {text}");
+    assert_eq!(metric(&text, "search_memory_builds_total"), Some(1.0), "{text}");
+    assert_eq!(metric(&text, "search_memory_merchants"), Some(1.0), "{text}");
+    let bytes = metric(&text, "search_memory_bytes").unwrap_or(0.0);
+    // A hundred locations' entries, and the records its searches kept.
+    assert!((8_000.0..8_000_000.0).contains(&bytes), "{bytes} bytes: {text}");
+}
