@@ -1,7 +1,8 @@
 //! Buyers' searches from the merchants' indexes in memory: byte for byte what the database's walk
 //! answers, through random creates, moves, archives and restores, with both kinds of keys and
 //! every page's cursor; exact on an instance that did not make the writes; correct and bounded
-//! when the bound holds fewer merchants than are searched; and no wait for an index at the start.
+//! when the bound holds fewer merchants than are searched; built again when retention dropped events
+//! it had not read; no wait for an index at the start; and what `/metrics` says of it all.
 
 use std::time::{Duration, Instant};
 
