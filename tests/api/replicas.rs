@@ -62,11 +62,7 @@ impl Replicated {
 
     /// The value of the metric line starting `name{labels} `, if there is one.
     async fn metric(&self, series: &str) -> Option<f64> {
-        let metrics = self.metrics().await;
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-            .map(|v| if v == "inf" { f64::INFINITY } else { v.parse().unwrap() })
+        metric_in(&self.metrics().await, series)
     }
 
     /// Searches read on the primary and on the replica so far.
@@ -444,18 +440,8 @@ async fn every_read_from_the_database_is_counted_by_where_it_was_read() {
     assert_eq!(hook.status, 200, "{:#}", hook.body);
     let id = hook.body["webhook"]["webhook_id"].clone();
     let reads = || async {
-        let text = client
-            .get(format!("{}/metrics", server.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        text.lines()
-            .find(|l| l.starts_with("db_reads_total{target=\"primary\"}"))
-            .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-            .unwrap_or(0)
+        let metrics = metrics_text(&server.base).await;
+        metric_in(&metrics, r#"db_reads_total{target="primary"}"#).unwrap_or(0.0)
     };
     let before = reads().await;
     for (path, body) in [
@@ -470,5 +456,5 @@ async fn every_read_from_the_database_is_counted_by_where_it_was_read() {
         let answer = read(post(path, body)).await;
         assert_eq!(answer.status, 200, "{path}: {:#}", answer.body);
     }
-    assert_eq!(reads().await - before, 4);
+    assert_eq!(reads().await - before, 4.0);
 }

@@ -72,6 +72,15 @@ pub async fn metrics_text(base: &str) -> String {
         .unwrap()
 }
 
+/// The value of the line of `metrics` (a `/metrics` page) that starts `name{labels} `, if there is
+/// one (`inf` is infinite).
+pub fn metric_in(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map(|v| if v == "inf" { f64::INFINITY } else { v.parse().unwrap() })
+}
+
 /// Where the test suite's databases live: SQLite files, or PostgreSQL when
 /// `STOREFRONT_TEST_POSTGRES` names a server (an admin URL such as
 /// `postgres://postgres@127.0.0.1:55432/postgres`; `scripts/test` starts one and sets it).
