@@ -535,10 +535,6 @@ async fn metrics_show_the_index_and_where_each_search_was_served() {
     create(&server.base, &key, &items).await;
     let client = reqwest::Client::new();
     let question = json!({"near": {"latitude": CENTRE.0, "longitude": CENTRE.1}, "radius_m": 3000});
-    let metric = |text: &str, name: &str| -> Option<f64> {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-    };
     let deadline = Instant::now() + Duration::from_secs(20);
     let (searches, text) = loop {
         assert!(Instant::now() < deadline, "no search served from memory within 20 s");
@@ -550,17 +546,10 @@ async fn metrics_show_the_index_and_where_each_search_was_served() {
             .await
             .unwrap();
         assert_eq!(answer.status(), 200);
-        let text = client
-            .get(format!("{}/metrics", server.base))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = metrics_text(&server.base).await;
         let searches = (
-            metric(&text, r#"searches_total{served="database"}"#).unwrap_or(0.0),
-            metric(&text, r#"searches_total{served="memory"}"#).unwrap_or(0.0),
+            metric_in(&text, r#"searches_total{served="database"}"#).unwrap_or(0.0),
+            metric_in(&text, r#"searches_total{served="memory"}"#).unwrap_or(0.0),
         );
         if searches.1 > 0.0 {
             break (searches, text);
@@ -568,9 +557,9 @@ async fn metrics_show_the_index_and_where_each_search_was_served() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
     assert!(searches.0 >= 1.0, "the first search, on the database: {text}");
-    assert_eq!(metric(&text, "search_memory_builds_total"), Some(1.0), "{text}");
-    assert_eq!(metric(&text, "search_memory_merchants"), Some(1.0), "{text}");
-    let bytes = metric(&text, "search_memory_bytes").unwrap_or(0.0);
+    assert_eq!(metric_in(&text, "search_memory_builds_total"), Some(1.0), "{text}");
+    assert_eq!(metric_in(&text, "search_memory_merchants"), Some(1.0), "{text}");
+    let bytes = metric_in(&text, "search_memory_bytes").unwrap_or(0.0);
     // A hundred locations' entries, and the records its searches kept.
     assert!((8_000.0..8_000_000.0).contains(&bytes), "{bytes} bytes: {text}");
 }
