@@ -93,6 +93,15 @@ async fn until_held(app: &TestApp, key: &str) {
     }
 }
 
+/// Waits, 20 s at most, until `app`'s search counts are as `done` says (`what`, when they are not).
+async fn until_stats(app: &TestApp, what: &str, done: impl Fn(&SearchStats) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done(&stats(app)) {
+        assert!(Instant::now() < deadline, "{what} within 20 s: {:?}", stats(app));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 async fn change(app: &TestApp, key: &str, action: &str, item: Value) {
     let answer = app
         .post_as(&format!("/v1/location/{action}"), key, &json!({ "locations": [item] }))
@@ -446,15 +455,7 @@ async fn a_few_searches_of_each_of_other_merchants_do_not_drop_an_index_searched
     for key in crawled {
         same_walk(&database, &memory, key, &question, 50).await;
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while stats(&memory).no_room < 3 {
-        assert!(
-            Instant::now() < deadline,
-            "three builds refused room: {:?}",
-            stats(&memory)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_stats(&memory, "no three builds refused room", |s| s.no_room >= 3).await;
     let from_memory = stats(&memory).from_memory;
     found(&memory, &database.key).await;
     let held = stats(&memory);
@@ -484,11 +485,7 @@ async fn a_merchant_with_more_locations_than_the_bound_can_hold_is_never_read_in
     let memory = beside(&database, bound).await;
     let question = random_question(&mut rng, CENTRE);
     same_walk(&database, &memory, &database.key, &question, 10).await;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while stats(&memory).too_large == 0 {
-        assert!(Instant::now() < deadline, "never found too large: {:?}", stats(&memory));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_stats(&memory, "not found too large", |s| s.too_large > 0).await;
     // Found so by the count alone: no index was built of its entries.
     let after = stats(&memory);
     assert_eq!(
