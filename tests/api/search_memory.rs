@@ -353,15 +353,7 @@ async fn an_index_behind_events_that_retention_dropped_is_built_again_and_stays_
         after.from_memory, from_memory,
         "answered from an index the log cannot update: {after:?}"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while stats(&memory).builds < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "not built again within 20 s: {:?}",
-            stats(&memory)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_stats(&memory, "not built again", |s| s.builds >= 2).await;
     until_held(&memory, &key).await;
     same_walk(&database, &memory, &key, &question, 7).await;
     let everything = json!({"near": question["near"], "radius_m": 3000, "pagination": {"limit": 100}});
