@@ -10,6 +10,8 @@ the server can do to a real search:
 - ceiling: the benchmark's ceiling (`benches/ceiling.rs`) serving the page ours answers the first
   question with: HTTP and a page of that size, nothing else;
 - healthz: ours, `GET /healthz` through the whole middleware;
+- 404: ours, a `POST` to a path no route has (the key not read);
+- 403: ours, a storefront key refused on the location list (the key checked, nothing else);
 - 400: ours, a search whose body is `{}` (the key checked, the body read and refused);
 - empty: ours, a valid search where the merchant has nothing (every ring walked, no record read);
 - one question: ours, the first of the benchmark's questions, asked again and again;
@@ -121,6 +123,9 @@ def main():
         cases = [
             ("ceiling (the first question's page)", "ceiling", key, questions, SEARCH),
             ("healthz", "ours", None, None, "/healthz"),
+            ("404: a POST to no route, no key read", "ours", key, lines_file(workdir, "nowhere", ["{}"]), "/nowhere"),
+            ("403: a storefront key refused on the location list", "ours", storefront,
+             lines_file(workdir, "forbidden", ["{}"]), "/v1/location/list"),
             ("400 (`{}`), a full key", "ours", key, lines_file(workdir, "refused", ["{}"]), SEARCH),
             ("empty: nothing within 1 km, a full key", "ours", key, lines_file(workdir, "empty", [empty]), SEARCH),
             ("one question again and again, a full key", "ours", key, lines_file(workdir, "one", [first]), SEARCH),
@@ -134,7 +139,7 @@ def main():
         for rep in range(cfg.reps):
             for name, kind, case_key, bodies, path in cases:
                 r = measure(kind, db, workdir, page, case_key, bodies, path, cfg.seconds)
-                note = "" if kind == "ceiling" or name.startswith("400") or not r["errors"] else f" ({r['errors']} errors)"
+                note = "" if kind == "ceiling" or name[:1] == "4" or not r["errors"] else f" ({r['errors']} errors)"
                 print(f"| {name}{note} | {r['rps']:,.0f} | {r['user_us'] + r['kernel_us']:.1f} | "
                       f"{r['user_us']:.1f} | {r['kernel_us']:.1f} |", flush=True)
                 time.sleep(0.5)
