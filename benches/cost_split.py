@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 import urllib.request
@@ -51,7 +52,7 @@ def lines_file(workdir, name, lines):
 
 
 def first_answer(base, key, body):
-    req = urllib.request.Request(base + "/v1/location/search", data=body.encode(), method="POST",
+    req = urllib.request.Request(base + SEARCH, data=body.encode(), method="POST",
                                  headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
     with urllib.request.urlopen(req, timeout=30) as r:
         return r.read()
@@ -61,7 +62,7 @@ def measure(kind, db, workdir, page, key, bodies, path, seconds):
     """One case: the server's req/s and CPU µs a request, user and kernel."""
     server = bench.Server(kind, db, workdir, page)
     try:
-        script = bench.ROOT / "benches/wrk/list.lua"
+        script = ROOT / "benches/wrk/list.lua"
         args = [key, str(bodies), path] if bodies else None
         run = (lambda s: bench.wrk(server.base, 16, s, script, args)) if args else \
             (lambda s: get(server.base + path, s))
@@ -82,7 +83,6 @@ def measure(kind, db, workdir, page, key, bodies, path, seconds):
 
 def get(url, seconds):
     """wrk's plain GET of `url`, in the shape of the RESULT line."""
-    import subprocess
     out = subprocess.run(["taskset", "-c", bench.PIN[1], "wrk", "-t1", "-c16", f"-d{seconds}s", url],
                          capture_output=True, text=True, check=True).stdout
     requests = int(next(line for line in out.splitlines() if "requests in" in line).split()[0])
