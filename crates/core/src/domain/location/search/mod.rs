@@ -20,6 +20,7 @@
 //! most [`MAX_RINGS`] rings of [`RING_CELLS`] ranges each.
 
 mod density;
+mod kept_hours;
 pub mod key;
 pub mod memory;
 mod page;
