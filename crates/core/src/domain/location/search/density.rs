@@ -9,11 +9,68 @@
 //! over the entries. Near where most entries lie, that cell holds enough of them to say how
 //! densely they lie, and is small enough to be the point's neighbourhood. The counts are taken
 //! when the entries are sorted (a cell's count is then one look in a small map, where counting
-//! the sorted entries of its range would take two searches through them all).
+//! the sorted entries of its range would take two searches through them all). It counts too how
+//! many entries have each flag ([`FlagCounts`]), so that a search for a flag few entries have
+//! expects its page of matches among as many more entries.
 
 use std::collections::HashMap;
 
+use super::query::IndexTest;
 use crate::domain::cells::{LEVELS, cell_area_m2, cell_key, cell_keys_at};
+
+/// The least share of the entries a walk's first ring expects its test's flags to pass: it then
+/// reaches no further than a second ring after one that found nothing would (sixteen times the
+/// area), where flags guessed rare together may not be.
+const LEAST_SHARE: f64 = 1.0 / 16.0;
+
+/// How many of an index's sorted entries have each of the 64 flags: a first ring then reaches as
+/// far as the page's matches are expected to lie, not the page's entries. A rare flag asked for
+/// (a service one point in twenty offers) would otherwise send the walk through a first ring
+/// holding a page of entries but few matches, and a second: each a covering and its ranges.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct FlagCounts {
+    entries: usize,
+    counts: [u32; 64],
+}
+
+impl Default for FlagCounts {
+    fn default() -> FlagCounts {
+        FlagCounts {
+            entries: 0,
+            counts: [0; 64],
+        }
+    }
+}
+
+impl FlagCounts {
+    /// Of the entries' `flags`.
+    pub(super) fn of(flags: &[i64]) -> FlagCounts {
+        let mut held = FlagCounts {
+            entries: flags.len(),
+            ..FlagCounts::default()
+        };
+        for bits in flags {
+            for (bit, count) in held.counts.iter_mut().enumerate() {
+                *count += u32::from(bits >> bit & 1 == 1);
+            }
+        }
+        held
+    }
+
+    /// About what share of the entries `test`'s flags pass, as though the flags were independent:
+    /// an entry of any type asked for (the shares of the types added), with every flag asked for
+    /// (multiplied). At least [`LEAST_SHARE`]; 1 when there are no entries to say.
+    pub(super) fn share_passing(&self, test: &IndexTest) -> f64 {
+        if self.entries == 0 {
+            return 1.0;
+        }
+        let share = |bit: usize| f64::from(self.counts[bit]) / self.entries as f64;
+        let bits = |flags: i64| (0..64).filter(move |bit| flags >> bit & 1 == 1);
+        let any = |flags: i64| bits(flags).map(share).sum::<f64>().min(1.0);
+        let all: f64 = bits(test.all).map(share).product();
+        (any(test.any).min(any(test.visible)) * all).clamp(LEAST_SHARE, 1.0)
+    }
+}
 
 /// Entries that an entry's cell of the chosen level holds, on average over the entries.
 const DENSE: usize = 128;
@@ -91,6 +148,40 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_test_s_share_adds_the_types_asked_for_and_multiplies_the_flags_asked_for() {
+        // 100 entries: 60 of type 1, 40 of type 2; a half of each with flag 8, a quarter with 16.
+        let flags: Vec<i64> = (0..100)
+            .map(|i| (if i < 60 { 1 } else { 2 }) | if i % 2 == 0 { 8 } else { 0 } | if i % 4 == 0 { 16 } else { 0 })
+            .collect();
+        let held = FlagCounts::of(&flags);
+        let test = |any, visible, all| IndexTest {
+            any,
+            visible,
+            all,
+            fit: [0.0; 4],
+        };
+        assert_eq!(held.share_passing(&test(0b111, 0b111, 0)), 1.0);
+        assert_eq!(held.share_passing(&test(0b001, 0b111, 0)), 0.6);
+        assert_eq!(
+            held.share_passing(&test(0b111, 0b010, 0)),
+            0.4,
+            "the types a key may see"
+        );
+        assert_eq!(held.share_passing(&test(0b011, 0b111, 8)), 0.5);
+        assert_eq!(held.share_passing(&test(0b111, 0b111, 8 | 16)), 0.125);
+        assert_eq!(
+            held.share_passing(&test(0b010, 0b111, 8 | 16)),
+            LEAST_SHARE,
+            "never below"
+        );
+        assert_eq!(
+            FlagCounts::default().share_passing(&test(0b001, 0b001, 8)),
+            1.0,
+            "nothing to say"
+        );
+    }
 
     proptest! {
         /// The level is the finest at which the entries' cells hold `DENSE` or more on average,

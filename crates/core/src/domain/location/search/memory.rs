@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::density::Density;
+use super::density::{Density, FlagCounts};
 use super::kept_hours::Hours;
 use super::key::SearchKey;
 use super::query::{Hit, IndexTest, SearchQuery};
@@ -99,8 +99,10 @@ pub struct MemoryIndex {
     /// The cell of each entry of `added`, by seq.
     added_cells: HashMap<i64, i64>,
     hours: Hours,
-    /// How densely the sorted entries lie: what sizes a walk's first ring.
+    /// How densely the sorted entries lie, and how many have each flag: what sizes a walk's
+    /// first ring.
     density: Density,
+    flags_held: FlagCounts,
 }
 
 impl MemoryIndex {
@@ -135,6 +137,7 @@ impl MemoryIndex {
         }
         self.fences = cells.iter().step_by(BLOCK).copied().collect();
         self.density = Density::of(&cells);
+        self.flags_held = FlagCounts::of(&flags);
         (self.cells, self.flags, self.fits, self.spots) = (cells, flags, fits, spots);
     }
 
@@ -276,12 +279,14 @@ impl MemoryIndex {
         }
     }
 
-    /// How far from `query`'s point the index expects to hold a page and half again of entries,
-    /// in metres, by the count of its sorted entries around the point.
-    fn reach_m(&self, query: &SearchQuery) -> Option<f64> {
+    /// How far from `query`'s point the index expects to hold a page and half again of entries
+    /// that pass `test`'s flags, in metres, by the count of its sorted entries around the point
+    /// and the share of them with those flags ([`FlagCounts::share_passing`]).
+    fn reach_m(&self, query: &SearchQuery, test: &IndexTest) -> Option<f64> {
         let latitude = query.near().latitude();
         let count = self.density.count_around(latitude, query.near().longitude())?;
-        self.density.reach_m(latitude, count, (query.limit() + 1) as f64 * 1.5)
+        let wanted = (query.limit() + 1) as f64 * 1.5 / self.flags_held.share_passing(test);
+        self.density.reach_m(latitude, count, wanted)
     }
 
     /// A page of `query` from this index: its hits in order, and whether more follow.
@@ -292,11 +297,11 @@ impl MemoryIndex {
     /// The walk of `query` over this index, every ring read.
     fn walk<'q>(&self, query: &'q SearchQuery) -> Walk<'q> {
         let mut walk = Walk::new(query);
-        if let Some(metres) = self.reach_m(query) {
+        let test = query.filter().index_test();
+        if let Some(metres) = self.reach_m(query, &test) {
             walk = walk.first_ring_reaching(metres);
         }
         let hours = walk.needs_hours();
-        let test = query.filter().index_test();
         while let Some(ring) = walk.next_ring() {
             for range in ring.ranges_in_memory() {
                 self.scan(range, &test, hours, |seq, latitude, longitude, opening| {
@@ -489,14 +494,53 @@ mod tests {
         let index = grid(200);
         let near = Near::new(Some(55.795), Some(37.69)).unwrap_or_else(|_| unreachable!());
         let query = SearchQuery::new(1, near, Radius::DEFAULT, SearchFilter::default(), 20);
-        let reach = index.reach_m(&query).unwrap_or_default();
+        let reach = index.reach_m(&query, &everything()).unwrap_or_default();
         assert!((110.0..225.0).contains(&reach), "reach {reach} m");
         assert_eq!(index.walk(&query).rings(), 1, "the page found in the first ring");
         // Where the index holds nothing, no guess: the walk starts as it would on disk.
         let far = Near::new(Some(-33.0), Some(151.0)).unwrap_or_else(|_| unreachable!());
         let query = SearchQuery::new(1, far, Radius::DEFAULT, SearchFilter::default(), 20);
-        assert_eq!(index.reach_m(&query), None);
+        assert_eq!(index.reach_m(&query, &everything()), None);
         let query = SearchQuery::new(1, near, Radius::DEFAULT, SearchFilter::default(), 20);
-        assert_eq!(grid(10).reach_m(&query), None, "too few entries to say");
+        assert_eq!(grid(10).reach_m(&query, &everything()), None, "too few entries to say");
+    }
+
+    fn everything() -> IndexTest {
+        SearchFilter::default().index_test()
+    }
+
+    #[test]
+    fn a_first_ring_reaches_as_far_as_a_page_of_matches_of_a_rare_flag_lies() {
+        use crate::domain::location::PickupService;
+        // The grid of 40,000 entries 50 m apart, one in twenty (spread, by a hash of its place)
+        // offering a service.
+        let fitting = super::super::key::service_bit(PickupService::Fitting);
+        let side = 200;
+        let index = MemoryIndex::of((0..side * side).map(|s| {
+            let picked = ((s as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % 20 == 0;
+            let flags = if picked { 1 | fitting } else { 1 };
+            entry(
+                s,
+                55.75 + (s / side) as f64 * 0.00045,
+                37.61 + (s % side) as f64 * 0.0008,
+                flags,
+                1.0,
+                0,
+            )
+        }));
+        let near = Near::new(Some(55.795), Some(37.69)).unwrap_or_else(|_| unreachable!());
+        let rare = SearchFilter {
+            services: vec![PickupService::Fitting],
+            ..SearchFilter::default()
+        };
+        let query = SearchQuery::new(1, near, Radius::DEFAULT, rare, 20);
+        let all = index.reach_m(&query, &everything()).unwrap_or_default();
+        let reach = index.reach_m(&query, &query.filter().index_test()).unwrap_or_default();
+        assert!(
+            (reach / all - 4.0).abs() < 0.01,
+            "sixteen times the area: {reach} m beside {all}"
+        );
+        assert_eq!(index.walk(&query).rings(), 1, "its page found in the first ring");
+        assert_eq!(index.search(&query).0.len(), 20);
     }
 }
