@@ -49,9 +49,12 @@ impl FlagCounts {
             entries: flags.len(),
             ..FlagCounts::default()
         };
-        for bits in flags {
-            for (bit, count) in held.counts.iter_mut().enumerate() {
-                *count += u32::from(bits >> bit & 1 == 1);
+        // An entry has a few flags of the 64: each set bit counted, the lowest first.
+        for &bits in flags {
+            let mut left = bits as u64;
+            while left != 0 {
+                held.counts[left.trailing_zeros() as usize] += 1;
+                left &= left - 1;
             }
         }
         held
