@@ -517,7 +517,7 @@ mod tests {
         let fitting = super::super::key::service_bit(PickupService::Fitting);
         let side = 200;
         let index = MemoryIndex::of((0..side * side).map(|s| {
-            let picked = ((s as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % 20 == 0;
+            let picked = ((s as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32).is_multiple_of(20);
             let flags = if picked { 1 | fitting } else { 1 };
             entry(
                 s,
