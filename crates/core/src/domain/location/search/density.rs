@@ -49,12 +49,9 @@ impl FlagCounts {
             entries: flags.len(),
             ..FlagCounts::default()
         };
-        // An entry has a few flags of the 64: each set bit counted, the lowest first.
         for &bits in flags {
-            let mut left = bits as u64;
-            while left != 0 {
-                held.counts[left.trailing_zeros() as usize] += 1;
-                left &= left - 1;
+            for bit in set_bits(bits) {
+                held.counts[bit] += 1;
             }
         }
         held
@@ -68,11 +65,23 @@ impl FlagCounts {
             return 1.0;
         }
         let share = |bit: usize| f64::from(self.counts[bit]) / self.entries as f64;
-        let bits = |flags: i64| (0..64).filter(move |bit| flags >> bit & 1 == 1);
-        let any = |flags: i64| bits(flags).map(share).sum::<f64>().min(1.0);
-        let all: f64 = bits(test.all).map(share).product();
+        let any = |flags: i64| set_bits(flags).map(share).sum::<f64>().min(1.0);
+        let all: f64 = set_bits(test.all).map(share).product();
         (any(test.any).min(any(test.visible)) * all).clamp(LEAST_SHARE, 1.0)
     }
+}
+
+/// The flags set in `flags`, the lowest first: an entry or a test has a few of the 64, each found
+/// at once rather than by looking at all 64.
+fn set_bits(flags: i64) -> impl Iterator<Item = usize> {
+    let mut left = flags as u64;
+    std::iter::from_fn(move || {
+        (left != 0).then(|| {
+            let bit = left.trailing_zeros() as usize;
+            left &= left - 1;
+            bit
+        })
+    })
 }
 
 /// Entries that an entry's cell of the chosen level holds, on average over the entries.
