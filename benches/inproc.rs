@@ -90,6 +90,7 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..requests / 10 {
         call(i).await?;
     }
+    let before = search.stats();
     let (wall, cpu) = (Instant::now(), cpu_seconds());
     let mut bytes = 0;
     // With INPROC_BY_BODY set, each body's own time is kept too, to find the slow ones.
@@ -105,6 +106,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let (wall, cpu) = (wall.elapsed().as_secs_f64(), cpu_seconds() - cpu);
+    let after = search.stats();
     if by_body {
         let mut each: Vec<(f64, usize)> = spent
             .iter()
@@ -132,5 +134,13 @@ async fn main() -> anyhow::Result<()> {
         cpu * 1e6 / requests as f64,
         bytes / requests
     );
+    if route.ends_with("/search") {
+        println!(
+            "searches from memory {}, from the database {}; of those from memory, {} read the database",
+            after.from_memory - before.from_memory,
+            after.from_database - before.from_database,
+            after.reads_from_memory - before.reads_from_memory
+        );
+    }
     Ok(())
 }
