@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, QueueMode, RecyclingMethod, Runtime};
 use tokio_postgres::NoTls;
 
 use crate::store::api::StoreError;
@@ -49,6 +49,7 @@ pub(super) fn pool_of(
     );
     Pool::builder(manager)
         .max_size(size)
+        .queue_mode(QueueMode::Lifo)
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(wait))
         .create_timeout(Some(connect))
