@@ -12,6 +12,8 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
+use rustc_hash::FxHashMap;
+
 use super::demand::Demand;
 use super::fresh::Fresh;
 use super::slots::Slots;
@@ -71,7 +73,7 @@ const RECORDS_AT_LEAST: usize = 4 << 20;
 /// Records by seq, as their JSON.
 #[derive(Debug, Default)]
 pub(super) struct Records {
-    json: HashMap<i64, Arc<[u8]>>,
+    json: FxHashMap<i64, Arc<[u8]>>,
     bytes: usize,
 }
 
