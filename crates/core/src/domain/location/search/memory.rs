@@ -73,6 +73,21 @@ fn fits_pass(fit: &[f64; 4], test: &IndexTest) -> bool {
     fit.iter().zip(test.fit).all(|(have, need)| *have >= need)
 }
 
+/// Each limit's least over `fits`, minus infinity where one is not a number (which passes no
+/// test): whatever passes the least passes every one. Infinity when there is none.
+fn least_fit(fits: &[[f64; 4]]) -> [f64; 4] {
+    fits.iter().fold([f64::INFINITY; 4], |mut least, fit| {
+        for (least, have) in least.iter_mut().zip(fit) {
+            *least = if have.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                least.min(*have)
+            };
+        }
+        least
+    })
+}
+
 /// What a scan reads of an entry whose flags and limits pass.
 #[derive(Clone, Copy, Debug)]
 struct Spot {
@@ -90,6 +105,9 @@ pub struct MemoryIndex {
     flags: Vec<i64>,
     fits: Vec<[f64; 4]>,
     spots: Vec<Spot>,
+    /// The least of each of `fits`' limits (minus infinity where one is not a number): when a
+    /// test's limits are at most these, every sorted entry passes them and `fits` is not read.
+    least_fit: [f64; 4],
     /// Every `BLOCK`-th of `cells`, from the first.
     fences: Vec<i64>,
     /// Seqs of the sorted entries replaced or removed since they were sorted.
@@ -136,6 +154,7 @@ impl MemoryIndex {
             spots.push(p.spot());
         }
         self.fences = cells.iter().step_by(BLOCK).copied().collect();
+        self.least_fit = least_fit(&fits);
         self.density = Density::of(&cells);
         self.flags_held = FlagCounts::of(&flags);
         (self.cells, self.flags, self.fits, self.spots) = (cells, flags, fits, spots);
@@ -259,12 +278,14 @@ impl MemoryIndex {
     ) {
         let from = self.place(|cell| cell < first);
         let to = self.place(|cell| cell <= last).max(from);
-        // Only the flags of every entry are read; the limits and the rest of those they pass.
+        // Only the flags of every entry are read; the limits of those they pass (unless every
+        // entry's pass: a search for no parcel), and the rest of those both pass.
+        let every_fit_passes = fits_pass(&self.least_fit, test);
         let passing = self.flags[from..to]
             .iter()
             .zip(&self.fits[from..to])
             .zip(&self.spots[from..to])
-            .filter(|((flags, fit), _)| flags_pass(**flags, test) && fits_pass(fit, test))
+            .filter(|((flags, fit), _)| flags_pass(**flags, test) && (every_fit_passes || fits_pass(fit, test)))
             .map(|(_, spot)| *spot)
             .filter(|spot| self.dead.is_empty() || !self.dead.contains(&spot.seq));
         let added = self
@@ -458,6 +479,26 @@ mod tests {
         let per_entry = index.bytes() as f64 / n as f64;
         assert!((80.0..90.0).contains(&per_entry), "{per_entry} bytes an entry");
         assert!(index.bytes() >= n as usize * MemoryIndex::LEAST_BYTES_AN_ENTRY);
+    }
+
+    #[test]
+    fn the_least_limits_pass_only_what_every_entry_passes() {
+        let fits = [[3.0, 2.0, 1.0, 9.0], [5.0, 1.0, 0.5, 10.0]];
+        assert_eq!(least_fit(&fits), [3.0, 1.0, 0.5, 9.0]);
+        assert_eq!(least_fit(&[]), [f64::INFINITY; 4]);
+        let not_a_number = [[3.0, f64::NAN, 1.0, 9.0], [5.0, 1.0, 0.5, 10.0]];
+        assert_eq!(least_fit(&not_a_number)[1], f64::NEG_INFINITY);
+        let no_parcel = IndexTest {
+            any: 1,
+            visible: 1,
+            all: 0,
+            fit: [0.0; 4],
+        };
+        assert!(
+            !fits_pass(&least_fit(&not_a_number), &no_parcel),
+            "a limit that is not a number passes nothing"
+        );
+        assert!(fits_pass(&least_fit(&fits), &no_parcel));
     }
 
     #[test]
