@@ -99,8 +99,9 @@ impl Records {
     }
 
     /// Keeps `json` as `seq`'s record; past `room` bytes, about half of those kept are let go,
-    /// whichever the map's order (randomly seeded) comes to first: records read often are read
-    /// again soon, and letting all go at once would send every search to the database together.
+    /// whichever the map's order (by a hash of their seqs, not by when or how often each was read)
+    /// comes to first: records read often are read again soon, and letting all go at once would
+    /// send every search to the database together.
     pub(super) fn keep(&mut self, seq: i64, json: Vec<u8>, room: usize) {
         let json: Arc<[u8]> = json.into();
         if self.bytes + Self::cost(&json) > room {
