@@ -19,6 +19,7 @@
 //! of the buyer that pass the index's test (at most the density limit over the disk), and by at
 //! most [`MAX_RINGS`] rings of [`RING_CELLS`] ranges each.
 
+mod cache_lines;
 mod density;
 mod kept_hours;
 pub mod key;

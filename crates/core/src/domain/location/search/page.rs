@@ -4,6 +4,7 @@
 use bytes::Bytes;
 
 use super::super::record::RecordRef;
+use super::cache_lines::a_value_a_line;
 use super::query::{Hit, MAX_LIMIT};
 use crate::domain::wire::{Total, answer_tail};
 
@@ -47,7 +48,7 @@ impl SearchPage {
     /// waits for its own first lines in turn, where reads that depend on nothing are fetched
     /// together. (The reads only warm the cache: the answer is the same without them.)
     pub fn of_records(results: &[(Hit, &[u8])]) -> SearchPage {
-        std::hint::black_box(results.iter().fold(0, |seen, (_, json)| seen ^ a_byte_a_line(json)));
+        std::hint::black_box(results.iter().fold(0, |seen, (_, json)| seen ^ a_value_a_line(json)));
         let mut page = SearchPage::for_records(results.iter().map(|(_, json)| *json));
         for (hit, json) in results {
             page.push_json(*hit, json);
@@ -96,31 +97,9 @@ impl SearchPage {
     }
 }
 
-/// A byte of each 64-byte cache line `bytes` lies on (every 64th, and the last), each read
-/// independent of the others, xor-ed: what a caller passes to [`std::hint::black_box`], so that
-/// the reads are made.
-fn a_byte_a_line(bytes: &[u8]) -> u8 {
-    bytes
-        .iter()
-        .step_by(64)
-        .chain(bytes.last())
-        .fold(0, |seen, byte| seen ^ byte)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_byte_of_each_line_is_read() {
-        // Bytes 0, 64, 128, 192 and the last are read; the others (such as byte 1) are not.
-        let mut bytes = vec![0u8; 200];
-        for (at, bit) in [(0, 1), (64, 2), (128, 4), (192, 8), (199, 16), (1, 32), (100, 64)] {
-            bytes[at] = bit;
-        }
-        assert_eq!(a_byte_a_line(&bytes), 1 | 2 | 4 | 8 | 16);
-        assert_eq!(a_byte_a_line(&[]), 0);
-    }
 
     #[test]
     fn a_page_for_its_records_never_outgrows_its_buffer() {
