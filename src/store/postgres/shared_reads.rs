@@ -8,8 +8,9 @@
 //! one read was under way shares the next. So each request sees what a read of its own would have
 //! seen, and under load a name is read about once a round trip, however many requests ask for it.
 //! The request that is to read first lets the work already waiting on its thread run (requests
-//! just received, on their way to the same question): those that ask meanwhile share its read,
-//! begun after them, instead of the next one. An idle service does not wait for it.
+//! just received, on their way to the same question), again while each turn brings more requests
+//! to wait, a few turns at most: those that ask meanwhile share its read, begun after them, instead
+//! of the next one. An idle service does not wait for it.
 //!
 //! A read that fails (or whose request goes away) answers no one else: those that waited for it
 //! read on their own (or, when it went away, the next one does for the others).
@@ -23,6 +24,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 
 use crate::store::api::StoreError;
+
+/// Turns a lookup's leader gives the requests on their way at most, before it begins.
+const GATHER_TURNS: usize = 4;
 
 /// The lookups of each name under way, and the last one's answer.
 pub(super) struct SharedLookups<V, K = String> {
@@ -103,7 +107,7 @@ impl<V: Clone, K: Eq + Hash> SharedLookups<V, K> {
                         number: 0,
                         ended: false,
                     };
-                    tokio::task::yield_now().await;
+                    self.gather(name).await;
                     leading.begin();
                     let answer = lookup().await;
                     leading.end(answer.as_ref().ok().cloned());
@@ -111,6 +115,32 @@ impl<V: Clone, K: Eq + Hash> SharedLookups<V, K> {
                 }
             }
         }
+    }
+
+    /// Lets the work already waiting on this thread run before a lookup begins, again while each
+    /// turn brings more requests to wait for it (a burst still arriving), a few turns at most.
+    async fn gather<Q>(&self, name: &Q)
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        let mut waiting = self.waiting(name);
+        for _ in 0..GATHER_TURNS {
+            tokio::task::yield_now().await;
+            let now = self.waiting(name);
+            if now <= waiting {
+                return;
+            }
+            waiting = now;
+        }
+    }
+
+    fn waiting<Q>(&self, name: &Q) -> usize
+    where
+        K: Borrow<Q>,
+        Q: Eq + Hash + ?Sized,
+    {
+        self.lock().get(name).map_or(0, |flight| flight.waiting)
     }
 }
 
@@ -256,6 +286,27 @@ mod tests {
             "the ten asked before the first read began"
         );
         assert!(lookups.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_burst_still_arriving_while_the_first_gathers_shares_its_lookup() {
+        let lookups = SharedLookups::<u64>::default();
+        let count = AtomicU64::new(0);
+        // The first to ask is polled last in each round; the others ask one, two and three
+        // rounds later, each while the number waiting is still growing.
+        let ask = |rounds: usize| {
+            let (lookups, count) = (&lookups, &count);
+            async move {
+                for _ in 0..rounds {
+                    tokio::task::yield_now().await;
+                }
+                lookups.get("k", || counted(count)).await
+            }
+        };
+        let all = futures_util::future::join_all([ask(1), ask(2), ask(3), ask(0)]).await;
+        let all: Vec<u64> = all.into_iter().map(Result::unwrap).collect();
+        assert_eq!(all, vec![0; 4], "each asked before the lookup began");
+        assert_eq!(count.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]
