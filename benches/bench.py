@@ -267,7 +267,7 @@ def base_schema_copy(template, dbs, workdir):
 def base_capabilities(workdir, workloads, same_schema=False):
     """Which of `workloads` the base build cannot be measured on, into BASE_SKIPPED: a build from
     before the search has none (404), and no earlier build can open a PostgreSQL database of our
-    newer schema (its migrations refuse it), so search-1m-pg is ours alone."""
+    newer schema (its migrations refuse it), so search-1m-pg and locations-1m-pg are ours alone."""
     probe = workdir / "base-capabilities.db"
     key = json.loads(storefront(probe, "merchant", "create", "--name", "probe", "--json", binary=BASE_BIN))["api_key"]
     server = Server("base", probe, workdir)
@@ -284,7 +284,7 @@ def base_capabilities(workdir, workloads, same_schema=False):
     for w in workloads:
         if w.startswith("search-") and not searches:
             BASE_SKIPPED[w] = "the base build has no search"
-        elif w.startswith("search-1m-pg") and not same_schema:
+        elif w.startswith(("search-1m-pg", "locations-1m-pg")) and not same_schema:
             BASE_SKIPPED[w] = "the base build cannot open a PostgreSQL database of our schema"
     log("== the base build is not measured on: " + (", ".join(f"{w} ({why})" for w, why in BASE_SKIPPED.items()) or "none"))
 
@@ -325,13 +325,14 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=Non
         "archive": dbs.get("changes"),
         "locations-1k": dbs.get("locations-1k"),
         "locations-1m": dbs.get("locations-1m"),
+        "locations-1m-pg": dbs.get("locations-1m-pg"),
         "search-1k": dbs.get("search-1k.peer" if kind == "peer" else "search-1k"),
         "search-1m": dbs.get("search-1m.peer" if kind == "peer" else "search-1m"),
         "search-1m-pg": dbs.get("search-1m-pg"),
         "search-1m-sf": dbs.get("search-1m.peer" if kind == "peer" else "search-1m-sf"),
         "search-1m-pg-sf": dbs.get("search-1m-pg-sf"),
     }[split_attack(workload)[0]]
-    if workload.startswith("search-1m-pg"):
+    if workload.startswith(("search-1m-pg", "locations-1m-pg")):
         return measure_on(kind, workload, conns, cfg, workdir, template, key, page_files, bodies, pg)
     if kind == "base" and workload != "create":
         template = base_schema_copy(template, dbs, workdir)
@@ -545,15 +546,26 @@ def main():
                 finally:
                     server.stop()
         for workload, n in [("search-1k", 1000), ("search-1m", cfg.locations)]:
-            if workload in workloads or (workload == "search-1m" and any(w.startswith("search-1m-") for w in workloads)):
+            if workload in workloads or (workload == "search-1m" and any(w.startswith(("search-1m-", "locations-1m-pg"))
+                                                                         for w in workloads)):
                 db, peer, key = search_bench.database(sys.modules[__name__], n, workdir)
                 dbs[workload], dbs[workload + ".peer"] = (db, key), (peer, key)
                 bodies[("ours", workload)] = search_bench.bodies(workdir, workload)
                 page_files[workload] = search_bench.answer_page(sys.modules[__name__], db, key, bodies[("ours", workload)],
                                                                 workdir, workload)
-        if any(w.startswith("search-1m-pg") for w in workloads):
+        if any(w.startswith(("search-1m-pg", "locations-1m-pg")) for w in workloads):
             dbs["search-1m-pg"] = search_bench.postgres_database(sys.modules[__name__], pg, dbs["search-1m"][0], workdir)
             bodies[("ours", "search-1m-pg")] = bodies[("ours", "search-1m")]
+        # Location lists on PostgreSQL: the search's million, of three type sets, so that a page
+        # without a filter merges three ranges of the index.
+        if "locations-1m-pg" in workloads and "ours" in servers:
+            dbs["locations-1m-pg"] = dbs["search-1m-pg"]
+            server = Server("ours", dbs["locations-1m-pg"][0], workdir)
+            try:
+                bodies[("ours", "locations-1m-pg")] = collect_list_bodies(
+                    server.base, dbs["locations-1m-pg"][1], workdir, "locations-1m-pg", path="/v1/location/list")
+            finally:
+                server.stop()
         # The buyers' searches: the same questions with a storefront key (the key a checkout page has).
         for workload, on in [("search-1m-sf", "search-1m"), ("search-1m-pg-sf", "search-1m-pg")]:
             if workload in workloads:

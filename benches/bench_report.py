@@ -29,7 +29,7 @@ def mean(runs, key):
 # ceiling (issue 37). search-1k is measured too: a search's cost at 1 M is judged against it.
 # The buyers' searches (a storefront key) are measured apart: they need not read the log.
 STANDARD = ("create", "create-pg", "list-google", "search-1k", "search-1m", "search-1m-pg", "search-1m-sf",
-            "search-1m-pg-sf", "locations-1m")
+            "search-1m-pg-sf", "locations-1m", "locations-1m-pg")
 # What the base build could not be measured on, and why (filled as the run finds out).
 BASE_SKIPPED = {}
 
@@ -114,6 +114,8 @@ def report(results, cfg, cold, command, pin=None, base_bin=None, limits=()):
                             ("archive", "Archive and restore: 200 locations a request, a batch's visits alternating archive and restore"),
                             ("locations-1k", "List locations: 100-record pages at random cursors, a merchant with 1,000 locations"),
                             ("locations-1m", f"List locations: 100-record pages at random cursors, a merchant with {cfg.locations:,} locations"),
+                            ("locations-1m-pg", f"List locations on PostgreSQL (its CPU counted): 100-record pages at random "
+                             f"cursors, search-1m's {cfg.locations:,} locations (three type sets: a page merges three ranges)"),
                             ("search-1k", "Search: 20 nearest within 5 km, filter mix, a merchant with 1,000 locations around 20 cities"),
                             ("search-1m", f"Search: the same questions, a merchant with {cfg.locations:,} locations around the same 20 cities"),
                             ("search-1m-pg", f"Search on PostgreSQL (fsync on, its CPU counted): the same questions, {cfg.locations:,} locations"),

@@ -245,7 +245,7 @@ pub(super) fn record_of(r: &tokio_postgres::Row) -> Result<StoredRecord, StoreEr
 
 /// A page without id lists: the exact total from the merchant's group counts, and the records
 /// merged from one range of the index `(merchant, status, types, seq)` per matching group (a
-/// LATERAL subquery each).
+/// LATERAL subquery each, [`group_ranges`]).
 pub(super) async fn page_by_groups(
     tx: &impl GenericClient,
     merchant_pk: i64,
@@ -277,13 +277,19 @@ pub(super) async fn page_by_groups(
         .iter()
         .map(|g| i32::try_from(g.types.bits()).unwrap_or(0))
         .collect();
+    let sql = match groups.as_slice() {
+        // One group (the common case): its range is the page, its records read as it is walked.
+        [_] => group_ranges(RECORD),
+        // Several: each range yields a page of seqs from the index alone, and only the merged
+        // page's records are read, not a page of records from every group.
+        _ => format!(
+            "SELECT {RECORD} FROM locations WHERE seq = ANY(ARRAY({})) ORDER BY seq",
+            group_ranges("seq")
+        ),
+    };
     let mut records = tx
         .query(
-            &format!(
-                "SELECT l.* FROM UNNEST($2::text[], $3::int4[]) AS g(s, t) CROSS JOIN LATERAL \
-                 (SELECT {RECORD} FROM locations WHERE merchant_pk = $1 AND status = g.s AND types = g.t \
-                  AND seq > $4 ORDER BY seq LIMIT $5) l ORDER BY l.seq LIMIT $5"
-            ),
+            &sql,
             &[
                 &merchant_pk,
                 &statuses,
@@ -299,6 +305,16 @@ pub(super) async fn page_by_groups(
     let has_next = records.len() > limit;
     records.truncate(limit);
     Ok(LocationPage::of(&records, has_next, Some(total)))
+}
+
+/// The first `$5` rows of `columns` after seq `$4` merged from the ranges of merchant `$1`'s
+/// groups (statuses `$2`, type sets `$3`), in seq order.
+fn group_ranges(columns: &str) -> String {
+    format!(
+        "SELECT l.* FROM UNNEST($2::text[], $3::int4[]) AS g(s, t) CROSS JOIN LATERAL \
+         (SELECT {columns} FROM locations WHERE merchant_pk = $1 AND status = g.s AND types = g.t \
+          AND seq > $4 ORDER BY seq LIMIT $5) l ORDER BY l.seq LIMIT $5"
+    )
 }
 
 /// The records with these `seq`s, in this order.
