@@ -284,7 +284,7 @@ def base_capabilities(workdir, workloads, same_schema=False):
     for w in workloads:
         if w.startswith("search-") and not searches:
             BASE_SKIPPED[w] = "the base build has no search"
-        elif w.startswith(("search-1m-pg", "locations-1m-pg")) and not same_schema:
+        elif w.startswith(ON_PG_MILLION) and not same_schema:
             BASE_SKIPPED[w] = "the base build cannot open a PostgreSQL database of our schema"
     log("== the base build is not measured on: " + (", ".join(f"{w} ({why})" for w, why in BASE_SKIPPED.items()) or "none"))
 
@@ -305,6 +305,8 @@ def wrk(base, conns, seconds, script, args):
 
 # Workloads that only read a database generated once (served as it is, never copied).
 READS_ONLY = ("locations-", "search-")
+# Workloads that read the million copied into PostgreSQL (search-1m's, served as it is).
+ON_PG_MILLION = ("search-1m-pg", "locations-1m-pg")
 
 # The create workload on PostgreSQL: how many merchants its requests take turns between.
 PG_MERCHANTS = {"create-pg": 1, "create-pg8": 8}
@@ -332,7 +334,7 @@ def measure(kind, workload, conns, cfg, workdir, dbs, page_files, bodies, pg=Non
         "search-1m-sf": dbs.get("search-1m.peer" if kind == "peer" else "search-1m-sf"),
         "search-1m-pg-sf": dbs.get("search-1m-pg-sf"),
     }[split_attack(workload)[0]]
-    if workload.startswith(("search-1m-pg", "locations-1m-pg")):
+    if workload.startswith(ON_PG_MILLION):
         return measure_on(kind, workload, conns, cfg, workdir, template, key, page_files, bodies, pg)
     if kind == "base" and workload != "create":
         template = base_schema_copy(template, dbs, workdir)
@@ -553,7 +555,7 @@ def main():
                 bodies[("ours", workload)] = search_bench.bodies(workdir, workload)
                 page_files[workload] = search_bench.answer_page(sys.modules[__name__], db, key, bodies[("ours", workload)],
                                                                 workdir, workload)
-        if any(w.startswith(("search-1m-pg", "locations-1m-pg")) for w in workloads):
+        if any(w.startswith(ON_PG_MILLION) for w in workloads):
             dbs["search-1m-pg"] = search_bench.postgres_database(sys.modules[__name__], pg, dbs["search-1m"][0], workdir)
             bodies[("ours", "search-1m-pg")] = bodies[("ours", "search-1m")]
         # Location lists on PostgreSQL: the search's million, of three type sets, so that a page
