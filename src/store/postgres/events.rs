@@ -104,7 +104,7 @@ impl Columns for tokio_postgres::Row {
 /// each from their index, merged.
 pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, StoreError> {
     let mut client = pool.get().await?;
-    let tx = super::locations::snapshot(&mut client).await?;
+    let tx = super::snapshot::snapshot(&mut client).await?;
     let take = q.limit as i64 + 1;
     let page_params: Params<'_> = &[&q.merchant_pk, &q.after, &take];
     let bounds = bounds(&tx, q.merchant_pk);

@@ -18,6 +18,7 @@ use crate::store::api::{StoreError, now_ms};
 use crate::store::group::Written;
 use crate::store::migrate;
 
+use super::snapshot::snapshot;
 use super::sql::{Params, by_names, execute, query};
 
 /// The merchant's live locations near one point (see `neighbours_of`).
@@ -547,16 +548,4 @@ pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<
     };
     tx.commit().await?;
     Ok(page)
-}
-
-/// A read-only, repeatable-read transaction: every read in it sees one state.
-pub(super) async fn snapshot(
-    client: &mut deadpool_postgres::Object,
-) -> Result<deadpool_postgres::Transaction<'_>, StoreError> {
-    Ok(client
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await?)
 }

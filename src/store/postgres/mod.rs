@@ -43,6 +43,7 @@ mod redelivery;
 mod replicas;
 mod search;
 mod shared_reads;
+mod snapshot;
 mod sql;
 mod statistics;
 mod text;
@@ -52,8 +53,8 @@ use std::sync::Arc;
 
 use categories::{CATEGORY_COLUMNS, category_of, read_categories, write_categories};
 use groups::MerchantGroups;
-use locations::snapshot;
 use pool::pool_of;
+use snapshot::snapshot;
 
 use std::time::Duration;
 

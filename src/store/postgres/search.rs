@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Object, Pool};
 
 use super::events::bounds;
-use super::locations::{RECORD, record_of, snapshot};
+use super::locations::{RECORD, record_of};
 use super::shared_reads::SharedLookups;
+use super::snapshot::{BEGIN, Pipelined, begun_with, committed_with, snapshot};
 use super::sql::{GENERIC_PLANS, query};
 use crate::domain::location::Status;
 use crate::domain::location::record::StoredRecord;
@@ -21,12 +22,6 @@ use crate::store::api::{ReadFrom, ReadOn, StoreError};
 use crate::store::search_api::{self, Changes, Counted, Entries, Fits, Records, SearchSource};
 
 const M: char = '$';
-
-/// A read-only, repeatable-read transaction, begun with `GENERIC_PLANS`: a ring's statement is
-/// written for its generic plan (`OFFSET 0`), and PostgreSQL planned it again for each search's
-/// values (0.08 ms a search, `pg_stat_statements.track_planning`). Planning every search cost more
-/// than a third of its time at a million locations.
-const BEGIN: &str = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; ";
 
 /// A ring's key ranges of the merchant's `ACTIVE` locations that pass the index test (the opening
 /// hours read from the row as well when asked for), one index range scan per key range.
@@ -54,32 +49,10 @@ fn ring_sql(hours: bool, hides_types: bool) -> String {
 
 /// One page of a search.
 pub(super) async fn search(pool: &Pool, q: &SearchQuery) -> Result<SearchPage, StoreError> {
-    let snapshot = Snapshot(Some(pool.get().await?));
-    let Some(client) = snapshot.0.as_ref() else {
-        return Err(StoreError::Unavailable);
-    };
-    let page = page(client, q).await?;
+    let snapshot = Pipelined::get(pool).await?;
+    let page = page(snapshot.client()?, q).await?;
     snapshot.ended();
     Ok(page)
-}
-
-/// A pooled connection a search may leave inside its snapshot (an error, or the request given up
-/// half way): handed back to the pool only once the search has committed, else closed, which
-/// ends the transaction on the server.
-struct Snapshot(Option<Object>);
-
-impl Snapshot {
-    fn ended(mut self) {
-        self.0.take();
-    }
-}
-
-impl Drop for Snapshot {
-    fn drop(&mut self) {
-        if let Some(client) = self.0.take() {
-            drop(Object::take(client));
-        }
-    }
 }
 
 /// The walk and the records, in one snapshot begun with the first statement.
@@ -88,6 +61,10 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
     let hours = walk.needs_hours();
     let test = q.filter().index_test();
     let sql = ring_sql(hours, test.hides_types());
+    // Begun with `GENERIC_PLANS`: a ring's statement is written for its generic plan (`OFFSET 0`),
+    // and PostgreSQL planned it again for each search's values (0.08 ms a search,
+    // `pg_stat_statements.track_planning`). Planning every search cost more than a third of its
+    // time at a million locations.
     let begin = format!("{BEGIN}{GENERIC_PLANS}");
     let mut begun = false;
     while let Some(ring) = walk.next_ring() {
@@ -111,8 +88,7 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
             ring.await?
         } else {
             begun = true;
-            let ((), rows) = tokio::try_join!(async { Ok(client.batch_execute(&begin).await?) }, ring)?;
-            rows
+            begun_with(client, &begin, ring).await?
         };
         for row in &rows {
             let opening: Option<&[u8]> = if hours { Some(row.try_get(3)?) } else { None };
@@ -130,10 +106,7 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
         }
         (false, _) => {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
-            let (rows, ()) = tokio::try_join!(query(client, &sql, &params), async {
-                Ok(client.batch_execute("COMMIT").await?)
-            })?;
-            rows
+            committed_with(client, query(client, &sql, &params)).await?
         }
     };
     page_of(hits, has_next, &rows)
