@@ -345,6 +345,9 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
 async fn upkeep_waiting_on_a_lock_leaves_the_requests_their_connections() {
     let (app, url) = two_connections().await;
     let key = app.merchant_key("upkeep").await;
+    // A location of its own, so that the merchant's list reads the locations table (an empty
+    // merchant's is answered from its counts alone).
+    assert_eq!(app.create_as(&key, vec![warehouse(1)]).await[0]["status"], "ACTIVE");
     let holder = holding(&url, "BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE").await;
     await_sessions_waiting(
         &holder,
@@ -381,13 +384,15 @@ async fn await_lock_waits(holder: &tokio_postgres::Client, n: i64, what: &str) {
     await_sessions_waiting(holder, "storefront", n, what).await;
 }
 
-/// Waits (10 s at most) until `n` sessions named `name` wait on a lock, asking on `holder`.
+/// Waits (10 s at most) until `n` sessions named `name` of `holder`'s database (not another
+/// test's) wait on a lock, asking on `holder`.
 async fn await_sessions_waiting(holder: &tokio_postgres::Client, name: &str, n: i64, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let waiting: i64 = holder
             .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' \
+                 AND datname = current_database()",
                 &[&name],
             )
             .await
