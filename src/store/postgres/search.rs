@@ -13,7 +13,7 @@ use deadpool_postgres::{GenericClient, Object, Pool};
 use super::events::bounds;
 use super::locations::{RECORD, record_of};
 use super::shared_reads::SharedLookups;
-use super::snapshot::{BEGIN, Pipelined, begun_with, committed_with, snapshot};
+use super::snapshot::{BEGIN, Pipelined, begun_with, commit, committed_after, snapshot};
 use super::sql::{GENERIC_PLANS, query};
 use crate::domain::location::Status;
 use crate::domain::location::record::StoredRecord;
@@ -101,13 +101,10 @@ async fn page(client: &Object, q: &SearchQuery) -> Result<SearchPage, StoreError
     let rows = match (seqs.is_empty(), begun) {
         (true, false) => Vec::new(),
         (true, true) => {
-            client.batch_execute("COMMIT").await?;
+            commit(client).await?;
             Vec::new()
         }
-        (false, _) => {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&seqs];
-            committed_with(client, query(client, &sql, &params)).await?
-        }
+        (false, _) => committed_after(client, &sql, &[&seqs]).await?,
     };
     page_of(hits, has_next, &rows)
 }

@@ -1,10 +1,12 @@
 //! Read-only snapshots: the reads of one answer that must see one state run in a read-only,
 //! repeatable-read transaction. A [`snapshot`] is begun and committed in round trips of their
 //! own; a [`Pipelined`] one sends its `BEGIN` with its first statement and its `COMMIT` with its
-//! last, so that a snapshot of two statements costs two round trips rather than four.
+//! last ([`begun_with`], [`committed_after`]), so that a snapshot of two statements costs two
+//! round trips rather than four.
 
 use deadpool_postgres::{GenericClient, Object, Pool};
 
+use super::sql::Params;
 use crate::store::api::StoreError;
 
 /// Begins a read-only, repeatable-read transaction (statements may follow it in the same string).
@@ -61,11 +63,23 @@ pub(super) async fn begun_with<T>(
     Ok(out)
 }
 
-/// `last`'s result, with the snapshot's `COMMIT` sent behind it in the same round trip.
-pub(super) async fn committed_with<T>(
+/// The rows of `sql` (prepared once per connection), the snapshot's last statement, with its
+/// `COMMIT` sent behind it in the same round trip. The statement is prepared first, inside the
+/// snapshot: one not yet prepared would be sent only after the `COMMIT`, and run outside it.
+pub(super) async fn committed_after(
     client: &Object,
-    last: impl Future<Output = Result<T, StoreError>>,
-) -> Result<T, StoreError> {
-    let (out, ()) = tokio::try_join!(last, async { Ok(client.batch_execute("COMMIT").await?) })?;
-    Ok(out)
+    sql: &str,
+    params: Params<'_>,
+) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+    let statement = client.prepare_cached(sql).await?;
+    let (rows, ()) = tokio::try_join!(
+        async { Ok::<_, StoreError>(client.query(&statement, params).await?) },
+        commit(client)
+    )?;
+    Ok(rows)
+}
+
+/// Ends the snapshot.
+pub(super) async fn commit(client: &Object) -> Result<(), StoreError> {
+    Ok(client.batch_execute("COMMIT").await?)
 }
