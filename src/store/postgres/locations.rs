@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use deadpool_postgres::{GenericClient, Pool};
+use deadpool_postgres::{GenericClient, Object, Pool};
 use tokio_postgres::Statement;
 
 use crate::domain::cells;
@@ -18,8 +18,8 @@ use crate::store::api::{StoreError, now_ms};
 use crate::store::group::Written;
 use crate::store::migrate;
 
-use super::snapshot::snapshot;
-use super::sql::{Params, by_names, execute, query};
+use super::snapshot::{BEGIN, Pipelined, begun_with, commit, committed_after};
+use super::sql::{CUSTOM_PLANS, Params, by_names, execute, query};
 
 /// The merchant's live locations near one point (see `neighbours_of`).
 pub(super) async fn neighbours(
@@ -202,7 +202,8 @@ pub(super) async fn count(
     Ok(())
 }
 
-/// The merchant's locations named by the filter's shorter id list.
+/// The merchant's locations named by the filter's shorter id list, one probe of an index a name
+/// ([`by_names`]: a prepared statement's plan made for few locations stays one probe a name).
 pub(super) async fn candidates(
     tx: &impl GenericClient,
     merchant_pk: i64,
@@ -211,20 +212,18 @@ pub(super) async fn candidates(
     let Some((by_location_id, ids)) = filter.lookup() else {
         return Ok(Vec::new());
     };
-    let rows = tx
-        .query(
-            if by_location_id {
-                "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
-                 WHERE location_id = ANY($2) AND merchant_pk = $1"
-            } else {
-                "SELECT seq, location_id, merchant_location_id, status, types FROM locations \
-                 WHERE merchant_pk = $1 AND merchant_location_id = ANY($2)"
-            },
-            &[&merchant_pk, &ids],
-        )
-        .await?;
+    let column = if by_location_id {
+        "location_id"
+    } else {
+        "merchant_location_id"
+    };
+    let sql = by_names(CANDIDATE, column, "$2");
+    let rows = query(tx, &sql, &[&merchant_pk, &ids]).await?;
     rows.iter().map(super::sql::named_of).collect()
 }
+
+/// The columns of a location found by id, as `named_of` reads them.
+const CANDIDATE: &str = "seq, location_id, merchant_location_id, status, types";
 
 /// The columns of a stored record, as `record_of` reads them.
 pub(super) const RECORD: &str =
@@ -244,33 +243,38 @@ pub(super) fn record_of(r: &tokio_postgres::Row) -> Result<StoredRecord, StoreEr
     })
 }
 
-/// A page without id lists: the exact total from the merchant's group counts, and the records
-/// merged from one range of the index `(merchant, status, types, seq)` per matching group (a
-/// LATERAL subquery each, [`group_ranges`]).
-pub(super) async fn page_by_groups(
-    tx: &impl GenericClient,
+/// The merchant's group counts: a location list's exact total, and the groups its page scans.
+async fn group_counts(tx: &impl GenericClient, merchant_pk: i64) -> Result<Vec<Group>, StoreError> {
+    query(
+        tx,
+        "SELECT status, types, n FROM location_counts WHERE merchant_pk = $1",
+        &[&merchant_pk],
+    )
+    .await?
+    .iter()
+    .map(|r| {
+        Ok(Group {
+            status: status(r.try_get(0)?)?,
+            types: TypeSet::from_bits(i64::from(r.try_get::<_, i32>(1)?)),
+            count: r.try_get::<_, i64>(2)?.unsigned_abs(),
+        })
+    })
+    .collect()
+}
+
+/// A page without id lists or text: the records merged from one range of the index `(merchant,
+/// status, types, seq)` per group the filter admits (a LATERAL subquery each, [`group_ranges`]),
+/// with the exact `total` of those groups. Read as the last statement of `tx`'s snapshot, which
+/// it ends.
+async fn page_by_groups(
+    tx: &Object,
     merchant_pk: i64,
-    filter: &LocationFilter,
+    (groups, total): (Vec<Group>, u64),
     after: Option<i64>,
     limit: usize,
 ) -> Result<LocationPage, StoreError> {
-    let counts = tx
-        .query(
-            "SELECT status, types, n FROM location_counts WHERE merchant_pk = $1",
-            &[&merchant_pk],
-        )
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(Group {
-                status: status(r.try_get(0)?)?,
-                types: TypeSet::from_bits(i64::from(r.try_get::<_, i32>(1)?)),
-                count: r.try_get::<_, i64>(2)?.unsigned_abs(),
-            })
-        })
-        .collect::<Result<Vec<_>, StoreError>>()?;
-    let (groups, total) = filter.groups(counts);
     if groups.is_empty() {
+        commit(tx).await?;
         return Ok(LocationPage::new(0, Some(total)));
     }
     let statuses: Vec<&str> = groups.iter().map(|g| g.status.as_str()).collect();
@@ -288,17 +292,14 @@ pub(super) async fn page_by_groups(
             group_ranges("seq")
         ),
     };
-    let mut records = tx
-        .query(
-            &sql,
-            &[
-                &merchant_pk,
-                &statuses,
-                &types,
-                &after.unwrap_or(0),
-                &(limit as i64 + 1),
-            ],
-        )
+    let params: Params<'_> = &[
+        &merchant_pk,
+        &statuses,
+        &types,
+        &after.unwrap_or(0),
+        &(limit as i64 + 1),
+    ];
+    let mut records = committed_after(tx, &sql, params)
         .await?
         .iter()
         .map(record_of)
@@ -318,19 +319,16 @@ fn group_ranges(columns: &str) -> String {
     )
 }
 
-/// The records with these `seq`s, in this order.
-pub(super) async fn records(tx: &impl GenericClient, seqs: &[i64]) -> Result<Vec<StoredRecord>, StoreError> {
+/// The records with these `seq`s, in this order, read as the last statement of `tx`'s snapshot,
+/// which it ends.
+async fn records(tx: &Object, seqs: &[i64]) -> Result<Vec<StoredRecord>, StoreError> {
     if seqs.is_empty() {
+        commit(tx).await?;
         return Ok(Vec::new());
     }
-    tx.query(
-        &format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1) ORDER BY seq"),
-        &[&seqs],
-    )
-    .await?
-    .iter()
-    .map(record_of)
-    .collect()
+    let sql = format!("SELECT {RECORD} FROM locations WHERE seq = ANY($1) ORDER BY seq");
+    let rows = committed_after(tx, &sql, &[&seqs]).await?;
+    rows.iter().map(record_of).collect()
 }
 
 /// One create request inside its group's transaction (see `groups`): fetch what the domain's
@@ -533,19 +531,23 @@ pub(super) async fn list_locations(pool: &Pool, query: LocationQuery) -> Result<
         limit,
     } = &query;
     let (merchant_pk, after, limit) = (*merchant_pk, *after, *limit);
-    let mut client = pool.get().await?;
-    // One snapshot: the total, the page and its records see one state.
-    let tx = snapshot(&mut client).await?;
+    // One snapshot: the total, the page and its records see one state. It is begun with the
+    // first statement and committed with the last, in their round trips.
+    let begin = format!("{BEGIN}{CUSTOM_PLANS}");
+    let snapshot = Pipelined::get(pool).await?;
+    let tx = snapshot.client()?;
     let page = if filter.text.is_some() {
-        let (seqs, has_next) = super::text::matching(&tx, merchant_pk, filter, after, limit).await?;
-        LocationPage::of(&records(&tx, &seqs).await?, has_next, None)
+        let matching = super::text::matching(tx, merchant_pk, filter, after, limit);
+        let (seqs, has_next) = begun_with(tx, &begin, matching).await?;
+        LocationPage::of(&records(tx, &seqs).await?, has_next, None)
     } else if filter.by_ids() {
-        let candidates = candidates(&tx, merchant_pk, filter).await?;
+        let candidates = begun_with(tx, &begin, candidates(tx, merchant_pk, filter)).await?;
         let keys = filter.page_of_candidates(candidates, after, limit);
-        LocationPage::of(&records(&tx, &keys.seqs).await?, keys.has_next, Some(keys.total))
+        LocationPage::of(&records(tx, &keys.seqs).await?, keys.has_next, Some(keys.total))
     } else {
-        page_by_groups(&tx, merchant_pk, filter, after, limit).await?
+        let counts = begun_with(tx, &begin, group_counts(tx, merchant_pk)).await?;
+        page_by_groups(tx, merchant_pk, filter.groups(counts), after, limit).await?
     };
-    tx.commit().await?;
+    snapshot.ended();
     Ok(page)
 }

@@ -17,6 +17,12 @@ use crate::store::api::{StoreError, stored_status};
 /// first plans allowed, and a search paid for planning each ring again.
 pub(super) const GENERIC_PLANS: &str = "SET LOCAL plan_cache_mode = force_generic_plan; ";
 
+/// A transaction's statements planned for each execution's values, as unprepared statements are,
+/// though prepared once (no parse, one round trip): the location list's, whose best plan depends
+/// on the values. The generic plan of one group's page reads the table in `seq` order and filters
+/// out other merchants' rows, which for a small merchant beside large ones is most of the table.
+pub(super) const CUSTOM_PLANS: &str = "SET LOCAL plan_cache_mode = force_custom_plan; ";
+
 /// A statement's parameters.
 pub(super) type Params<'a> = &'a [&'a (dyn tokio_postgres::types::ToSql + Sync)];
 
