@@ -413,6 +413,55 @@ async fn a_page_prepared_behind_a_lock_keeps_its_snapshot() {
     );
 }
 
+/// A client that hangs up while its page waits costs no connection: the page's snapshot is rolled
+/// back and its connection, the same session, serves again.
+#[tokio::test]
+#[ignore = "needs PostgreSQL: scripts/test runs it"]
+async fn a_page_given_up_by_its_client_keeps_its_connection() {
+    let (app, url) = two_connections().await;
+    let key = app.merchant_key("hangs up").await;
+    assert_eq!(app.create_as(&key, vec![warehouse(1)]).await[0]["status"], "ACTIVE");
+    let holder = holding(&url, "BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE").await;
+    let given_up = tokio::spawn(read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/list", app.base))
+            .bearer_auth(key.clone())
+            .json(&json!({})),
+    ));
+    await_lock_waits(&holder, 1, "the page never reached the lock").await;
+    let waiting: i32 = holder
+        .query_one(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'storefront' \
+             AND wait_event_type = 'Lock' AND datname = current_database()",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    given_up.abort();
+    assert!(given_up.await.unwrap_err().is_cancelled());
+    // The server sees the connection closed and drops the request before the lock is released.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    holder.batch_execute("COMMIT").await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let state: Option<String> = holder
+            .query_opt("SELECT state FROM pg_stat_activity WHERE pid = $1", &[&waiting])
+            .await
+            .unwrap()
+            .map(|r| r.get(0));
+        match state.as_deref() {
+            Some("idle") => break,
+            None => panic!("the connection of the page given up was closed"),
+            Some(_) => assert!(Instant::now() < deadline, "the page given up was never rolled back"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let page = app.post_as("/v1/location/list", &key, &json!({})).await;
+    assert_eq!(page.status, 200, "{:?}", page.body);
+    assert_eq!(page.body["pagination"]["total"], 1, "{:?}", page.body);
+}
+
 /// A session of the test's own on `url` that has run `sql` (the locks it takes are held until
 /// it ends them, or is dropped).
 async fn holding(url: &str, sql: &str) -> tokio_postgres::Client {

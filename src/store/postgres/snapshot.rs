@@ -25,8 +25,7 @@ pub(super) async fn snapshot(
 }
 
 /// A pooled connection whose snapshot is begun with its first statement and committed with its
-/// last. One left inside its snapshot (an error, or the request given up half way) is not handed
-/// back to the pool but closed, which ends the transaction on the server.
+/// last. One left inside its snapshot is rolled back before it is handed back to the pool.
 pub(super) struct Pipelined(Option<Object>);
 
 impl Pipelined {
@@ -46,9 +45,20 @@ impl Pipelined {
 
 impl Drop for Pipelined {
     fn drop(&mut self) {
-        if let Some(client) = self.0.take() {
+        let Some(client) = self.0.take() else { return };
+        // Left inside its snapshot (an error, or a client that hung up): its ROLLBACK goes out
+        // behind whatever it had sent, and the connection returns to the pool once that is
+        // answered, rather than a new connection being opened for the next request. One whose
+        // ROLLBACK fails is closed.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             drop(Object::take(client));
-        }
+            return;
+        };
+        runtime.spawn(async move {
+            if client.batch_execute("ROLLBACK").await.is_err() {
+                drop(Object::take(client));
+            }
+        });
     }
 }
 
