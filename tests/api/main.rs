@@ -28,6 +28,7 @@ mod migration;
 mod null_character;
 mod operator_cli;
 mod postgres;
+mod postgres_locks;
 mod process;
 mod properties;
 mod push;
