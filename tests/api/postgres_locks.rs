@@ -112,11 +112,7 @@ async fn a_read_that_finds_no_connection_in_time_is_told_the_database_is_busy() 
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn upkeep_waiting_on_a_lock_leaves_the_requests_their_connections() {
     let (app, url) = two_connections().await;
-    let key = app.merchant_key("upkeep").await;
-    // A location of its own, so that the merchant's list reads the locations table (an empty
-    // merchant's is answered from its counts alone).
-    assert_eq!(app.create_as(&key, vec![warehouse(1)]).await[0]["status"], "ACTIVE");
-    let holder = holding(&url, "BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE").await;
+    let (key, holder) = a_location_and_its_table_locked(&app, &url, "upkeep").await;
     await_sessions_waiting(
         &holder,
         "storefront-statistics",
@@ -124,12 +120,7 @@ async fn upkeep_waiting_on_a_lock_leaves_the_requests_their_connections() {
         "the statistics' look never reached the lock",
     )
     .await;
-    let held = tokio::spawn(read(
-        reqwest::Client::new()
-            .post(format!("{}/v1/location/list", app.base))
-            .bearer_auth(key.clone())
-            .json(&json!({})),
-    ));
+    let held = list_behind(&app, &key);
     await_lock_waits(&holder, 1, "the list never reached the lock").await;
     let categories = list(&app.base, &key, &json!({})).await;
     assert_eq!(categories.status, 200, "{:?}", categories.body);
@@ -144,17 +135,7 @@ async fn upkeep_waiting_on_a_lock_leaves_the_requests_their_connections() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn a_page_prepared_behind_a_lock_keeps_its_snapshot() {
-    let (app, url) = two_connections().await;
-    let key = app.merchant_key("snapshot").await;
-    assert_eq!(app.create_as(&key, vec![warehouse(1)]).await[0]["status"], "ACTIVE");
-    let holder = holding(&url, "BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE").await;
-    let listed = tokio::spawn(read(
-        reqwest::Client::new()
-            .post(format!("{}/v1/location/list", app.base))
-            .bearer_auth(key.clone())
-            .json(&json!({})),
-    ));
-    await_lock_waits(&holder, 1, "the page never reached the lock").await;
+    let (_app, _key, holder, listed) = a_page_waiting_behind_a_lock("snapshot").await;
     holder
         .batch_execute(
             "INSERT INTO locations (location_id, merchant_pk, status, types, latitude, longitude, body, \
@@ -186,17 +167,7 @@ async fn a_page_prepared_behind_a_lock_keeps_its_snapshot() {
 #[tokio::test]
 #[ignore = "needs PostgreSQL: scripts/test runs it"]
 async fn a_page_given_up_by_its_client_keeps_its_connection() {
-    let (app, url) = two_connections().await;
-    let key = app.merchant_key("hangs up").await;
-    assert_eq!(app.create_as(&key, vec![warehouse(1)]).await[0]["status"], "ACTIVE");
-    let holder = holding(&url, "BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE").await;
-    let given_up = tokio::spawn(read(
-        reqwest::Client::new()
-            .post(format!("{}/v1/location/list", app.base))
-            .bearer_auth(key.clone())
-            .json(&json!({})),
-    ));
-    await_lock_waits(&holder, 1, "the page never reached the lock").await;
+    let (app, key, holder, given_up) = a_page_waiting_behind_a_lock("hangs up").await;
     let waiting: i32 = holder
         .query_one(
             "SELECT pid FROM pg_stat_activity WHERE application_name = 'storefront' \
@@ -228,6 +199,38 @@ async fn a_page_given_up_by_its_client_keeps_its_connection() {
     let page = app.post_as("/v1/location/list", &key, &json!({})).await;
     assert_eq!(page.status, 200, "{:?}", page.body);
     assert_eq!(page.body["pagination"]["total"], 1, "{:?}", page.body);
+}
+
+/// A new merchant's key, the merchant with one location (so that its list reads the locations
+/// table: an empty merchant's is answered from its counts alone), and a session of the test's own
+/// holding the locations table locked.
+async fn a_location_and_its_table_locked(app: &TestApp, url: &str, name: &str) -> (String, tokio_postgres::Client) {
+    let key = app.merchant_key(name).await;
+    assert_eq!(app.create_as(&key, vec![warehouse(1)]).await[0]["status"], "ACTIVE");
+    let holder = holding(url, "BEGIN; LOCK TABLE locations IN ACCESS EXCLUSIVE MODE").await;
+    (key, holder)
+}
+
+/// A server of two connections, a merchant's key, a session of the test's own holding the locations
+/// table locked, and the merchant's first location page waiting behind the lock.
+async fn a_page_waiting_behind_a_lock(
+    name: &str,
+) -> (TestApp, String, tokio_postgres::Client, tokio::task::JoinHandle<Answer>) {
+    let (app, url) = two_connections().await;
+    let (key, holder) = a_location_and_its_table_locked(&app, &url, name).await;
+    let page = list_behind(&app, &key);
+    await_lock_waits(&holder, 1, "the page never reached the lock").await;
+    (app, key, holder, page)
+}
+
+/// The merchant's first location page, asked on a task of its own (it may wait behind a lock).
+fn list_behind(app: &TestApp, key: &str) -> tokio::task::JoinHandle<Answer> {
+    tokio::spawn(read(
+        reqwest::Client::new()
+            .post(format!("{}/v1/location/list", app.base))
+            .bearer_auth(key)
+            .json(&json!({})),
+    ))
 }
 
 /// A session of the test's own on `url` that has run `sql` (the locks it takes are held until
