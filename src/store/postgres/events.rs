@@ -9,6 +9,7 @@ use deadpool_postgres::{GenericClient, Pool};
 use futures_util::StreamExt;
 use tokio_postgres::AsyncMessage;
 
+use super::snapshot::{BEGIN, Pipelined, begun_with, commit};
 use super::sql::{Params, execute, query};
 use crate::domain::event::{self, Change, EventPage, EventQuery, LogBounds, PRUNE_BATCH, merge_pages, new_event_id};
 use crate::store::api::StoreError;
@@ -101,13 +102,14 @@ impl Columns for tokio_postgres::Row {
 }
 
 /// One page of the feed, in one snapshot: every type from the log's own order, a filter's types
-/// each from their index, merged.
+/// each from their index, merged. The snapshot's `BEGIN` goes out with the log's bounds and the
+/// pages, and its `COMMIT` after their answers: two round trips.
 pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, StoreError> {
-    let mut client = pool.get().await?;
-    let tx = super::snapshot::snapshot(&mut client).await?;
+    let snapshot = Pipelined::get(pool).await?;
+    let tx = snapshot.client()?;
     let take = q.limit as i64 + 1;
     let page_params: Params<'_> = &[&q.merchant_pk, &q.after, &take];
-    let bounds = bounds(&tx, q.merchant_pk);
+    let bounds = bounds(tx, q.merchant_pk);
     let rows = |rows: Vec<tokio_postgres::Row>| {
         rows.iter()
             .map(|r| {
@@ -121,11 +123,10 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
             "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.sequence > $2 \
              ORDER BY e.sequence LIMIT $3"
         );
-        let events = query(&tx, &sql, page_params);
-        let (bounds, events) = tokio::try_join!(bounds, events)?;
+        let events = query(tx, &sql, page_params);
+        let (bounds, events) = begun_with(tx, BEGIN, async { tokio::try_join!(bounds, events) }).await?;
         (bounds, vec![rows(events)?])
     } else {
-        let snapshot = &tx;
         let sql = format!(
             "SELECT {EVENT_COLUMNS} FROM events e WHERE e.merchant_pk = $1 AND e.type = $4 AND e.sequence > $2 \
              ORDER BY e.sequence LIMIT $3"
@@ -133,12 +134,14 @@ pub(super) async fn page(pool: &Pool, q: &EventQuery) -> Result<EventPage, Store
         let sql = &sql;
         let by_type = q.types.types().map(|t| {
             let code = t.code() as i16;
-            async move { query(snapshot, sql, &[&q.merchant_pk, &q.after, &take, &code]).await }
+            async move { query(tx, sql, &[&q.merchant_pk, &q.after, &take, &code]).await }
         });
-        let (bounds, pages) = tokio::try_join!(bounds, futures_util::future::try_join_all(by_type))?;
+        let pages = futures_util::future::try_join_all(by_type);
+        let (bounds, pages) = begun_with(tx, BEGIN, async { tokio::try_join!(bounds, pages) }).await?;
         (bounds, pages.into_iter().map(rows).collect::<Result<_, _>>()?)
     };
-    tx.commit().await?;
+    commit(tx).await?;
+    snapshot.ended();
     let (events, has_next) = merge_pages(pages, q.limit);
     Ok(EventPage {
         events,
