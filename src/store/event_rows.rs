@@ -170,10 +170,16 @@ pub const ENDPOINT_COLUMNS: &str = "w.webhook_id, w.merchant_pk, w.url, w.secret
 /// a column after [`EVENT_COLUMNS`] in a window's read. Looked for (through
 /// `delivery_attempts_by_event`) only up to the endpoint's `resent_through`, `{mark}{n + 1}`: an
 /// endpoint never resent to reads its window without a probe per event.
+///
+/// A scalar subquery, one probe per event of the window, rather than `EXISTS`: PostgreSQL may run
+/// an `EXISTS` of a select list as one hashed pass over every attempt the endpoint ever had
+/// delivered (it guesses the calls from the events' table, not from the window's `LIMIT`), so each
+/// window up to the resent event read all of them, however few events it held.
 pub fn delivered_column(mark: char, n: usize) -> String {
     format!(
-        "CASE WHEN e.sequence <= {mark}{} THEN EXISTS (SELECT 1 FROM delivery_attempts a \
-         WHERE a.webhook_id = {mark}{n} AND a.event_id = e.event_id AND a.outcome = 'delivered') ELSE false END",
+        "CASE WHEN e.sequence <= {mark}{} THEN (SELECT 1 FROM delivery_attempts a \
+         WHERE a.webhook_id = {mark}{n} AND a.event_id = e.event_id AND a.outcome = 'delivered' LIMIT 1) IS NOT NULL \
+         ELSE false END",
         n + 1
     )
 }
