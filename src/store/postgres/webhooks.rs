@@ -3,13 +3,15 @@
 //! (`FOR UPDATE SKIP LOCKED`) and marks them with its owner until `claim_until`, on the
 //! database's clock (`DB_NOW`: no instance's clock decides who holds a claim), so each attempt is
 //! made by one instance, and a dead instance's claims are taken over once they expire.
+//! The delivery worker's statements (claims, extensions, settlements) are prepared once per
+//! connection: a turn of the worker runs several, each then one round trip rather than two.
 
 use async_trait::async_trait;
 use deadpool_postgres::{GenericClient, Pool};
 use tokio_postgres::Row;
 
 use super::events::stored_event;
-use super::sql::lock_merchant;
+use super::sql::{self, lock_merchant};
 use crate::domain::event::EventTypes;
 use crate::domain::ids;
 use crate::domain::webhook::{Attempt, DisabledReason, MAX_WEBHOOKS, Webhook, WebhookStatus};
@@ -77,14 +79,13 @@ struct WindowClaims<'a, C> {
 
 impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
     async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<Vec<WindowCandidate>, StoreError> {
-        let sql = webhook_sql::window_endpoints(
+        let statement = webhook_sql::window_endpoints(
             DB_NOW,
             "$1",
             " AND NOT (w.webhook_id = ANY($2))",
             " FOR UPDATE OF w SKIP LOCKED",
         );
-        self.tx
-            .query(&sql, &[&(req.windows as i64), &req.skip])
+        sql::query(self.tx, &statement, &[&(req.windows as i64), &req.skip])
             .await?
             .iter()
             .map(|r| {
@@ -100,30 +101,30 @@ impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
 
     async fn events(&mut self, c: &WindowCandidate, size: i64) -> Result<Vec<(StoredEvent, bool)>, StoreError> {
         let e = &c.endpoint;
-        self.tx
-            .query(
-                &webhook_sql::window_events(M),
-                &[
-                    &e.merchant_pk,
-                    &c.delivered_through,
-                    &size,
-                    &e.webhook_id,
-                    &c.resent_through,
-                ],
-            )
-            .await?
-            .iter()
-            .map(|r| Ok((stored_event(r, 0)?, r.try_get::<_, bool>(EVENT_WIDTH)?)))
-            .collect()
+        sql::query(
+            self.tx,
+            &webhook_sql::window_events(M),
+            &[
+                &e.merchant_pk,
+                &c.delivered_through,
+                &size,
+                &e.webhook_id,
+                &c.resent_through,
+            ],
+        )
+        .await?
+        .iter()
+        .map(|r| Ok((stored_event(r, 0)?, r.try_get::<_, bool>(EVENT_WIDTH)?)))
+        .collect()
     }
 
     async fn claim(&mut self, window: &Window, req: &ClaimRequest<'_>) -> Result<(), StoreError> {
-        self.tx
-            .execute(
-                &webhook_sql::claim_window(M, &format!("{DB_NOW} + $4")),
-                &[&window.webhook_id, &window.through, &req.owner, &millis(req.hold)],
-            )
-            .await?;
+        sql::execute(
+            self.tx,
+            &webhook_sql::claim_window(M, &format!("{DB_NOW} + $4")),
+            &[&window.webhook_id, &window.through, &req.owner, &millis(req.hold)],
+        )
+        .await?;
         Ok(())
     }
 }
@@ -132,17 +133,17 @@ impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
 /// chooser picks among the rows due first (read up to a bound, as SQLite's claim does, and locked
 /// against other instances' claims), `req.retries` at most.
 async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
-    let rows = tx
-        .query(
-            &format!(
-                "SELECT d.webhook_id, d.merchant_pk, w.failing_since IS NOT NULL, d.sequence FROM deliveries d \
+    let rows = sql::query(
+        tx,
+        &format!(
+            "SELECT d.webhook_id, d.merchant_pk, w.failing_since IS NOT NULL, d.sequence FROM deliveries d \
                  JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
                  WHERE d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} \
                  ORDER BY d.next_attempt_at LIMIT $2::int8 + 64 * cardinality($3::text[]) FOR UPDATE OF d SKIP LOCKED"
-            ),
-            &[&req.now_ms, &(req.retries as i64), &req.skip],
-        )
-        .await?;
+        ),
+        &[&req.now_ms, &(req.retries as i64), &req.skip],
+    )
+    .await?;
     let mut candidates = Vec::with_capacity(rows.len());
     let mut sequences = Vec::with_capacity(rows.len());
     for row in &rows {
@@ -160,7 +161,7 @@ async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
     let chosen = choose_retries(req.chooser.as_ref(), &candidates, req.retries);
     let ids: Vec<&str> = chosen.iter().map(|&i| candidates[i].webhook_id.as_str()).collect();
     let seqs: Vec<i64> = chosen.iter().map(|&i| sequences[i]).collect();
-    let sql = format!(
+    let statement = format!(
         "WITH claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $3, claim_owner = $4 \
                FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) WHERE d.webhook_id = u.w AND d.sequence = u.s \
                RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.next_attempt_at) \
@@ -168,7 +169,7 @@ async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
          FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
          JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence ORDER BY c.next_attempt_at"
     );
-    let claimed = tx.query(&sql, &[&ids, &seqs, &millis(req.hold), &req.owner]).await?;
+    let claimed = sql::query(tx, &statement, &[&ids, &seqs, &millis(req.hold), &req.owner]).await?;
     claimed
         .iter()
         .map(|r| {
@@ -320,24 +321,24 @@ impl WebhookStore for PgWebhooks {
         let hold = millis(hold);
         let mut lost = Lost::default();
         if !windows.is_empty() {
-            let held: Vec<String> = client
-                .query(
-                    &format!(
-                        "UPDATE webhooks SET claim_until = {DB_NOW} + $3 \
+            let held: Vec<String> = sql::query(
+                &client,
+                &format!(
+                    "UPDATE webhooks SET claim_until = {DB_NOW} + $3 \
                          WHERE webhook_id = ANY($1) AND claim_owner = $2 AND claim_until > 0 RETURNING webhook_id"
-                    ),
-                    &[&windows, &owner, &hold],
-                )
-                .await?
-                .iter()
-                .map(|r| r.try_get(0))
-                .collect::<Result<_, _>>()?;
+                ),
+                &[&windows, &owner, &hold],
+            )
+            .await?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<Result<_, _>>()?;
             lost.windows = windows.iter().filter(|w| !held.contains(w)).cloned().collect();
         }
         if !retries.is_empty() {
             let (ids, sequences): (Vec<&str>, Vec<i64>) = retries.iter().map(|(w, s)| (w.as_str(), *s)).unzip();
-            let held: Vec<(String, i64)> = client
-                .query(
+            let held: Vec<(String, i64)> = sql::query(
+                &client,
                     &format!(
                         "UPDATE deliveries d SET claim_until = {DB_NOW} + $4 FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) \
                          WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3 \
@@ -364,27 +365,30 @@ impl WebhookStore for PgWebhooks {
 
     async fn pending(&self) -> Result<u64, StoreError> {
         let client = self.pool.get().await?;
-        let n: i64 = client
-            .query_one(
+        let rows = sql::query(
+            &client,
                 "SELECT (SELECT count(*) FROM deliveries) + (SELECT coalesce(sum(l.last_sequence - w.delivered_through), 0) \
                  FROM webhooks w JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
                  WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL)::int8",
                 &[],
             )
-            .await?
-            .try_get(0)?;
+            .await?;
+        let n: i64 = match rows.first() {
+            Some(row) => row.try_get(0)?,
+            None => 0,
+        };
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn prune_attempts(&self, cutoff_ms: i64) -> Result<usize, StoreError> {
         let client = self.pool.get().await?;
-        let n = client
-            .execute(
-                "DELETE FROM delivery_attempts WHERE id IN \
+        let n = sql::execute(
+            &client,
+            "DELETE FROM delivery_attempts WHERE id IN \
                  (SELECT id FROM delivery_attempts WHERE attempted_at < $1 ORDER BY id LIMIT $2)",
-                &[&cutoff_ms, &PRUNE_BATCH],
-            )
-            .await?;
+            &[&cutoff_ms, &PRUNE_BATCH],
+        )
+        .await?;
         Ok(usize::try_from(n).unwrap_or(0))
     }
 }
@@ -407,7 +411,8 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
             .collect();
         let errors: Vec<Option<&str>> = plan.attempts.iter().map(|(_, a)| a.error.as_deref()).collect();
         let durations: Vec<i64> = plan.attempts.iter().map(|(_, a)| a.duration_ms).collect();
-        tx.execute(
+        sql::execute(
+            tx,
             "INSERT INTO delivery_attempts (webhook_id, event_id, sequence, attempt, attempted_at, outcome, \
              http_status, error, duration_ms) SELECT * FROM UNNEST($1::text[], $2::text[], $3::int8[], $4::int4[], \
              $5::int8[], $6::text[], $7::int4[], $8::text[], $9::int8[])",
@@ -433,14 +438,16 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
         }
     }
     if !clear.is_empty() {
-        tx.execute(
+        sql::execute(
+            tx,
             "UPDATE webhooks SET failing_since = NULL WHERE webhook_id = ANY($1) AND failing_since IS NOT NULL",
             &[&clear],
         )
         .await?;
     }
     if !unless_ids.is_empty() {
-        tx.execute(
+        sql::execute(
+            tx,
             "UPDATE webhooks w SET failing_since = coalesce(w.failing_since, u.at) \
              FROM UNNEST($1::text[], $2::int8[]) AS u(id, at) WHERE w.webhook_id = u.id",
             &[&unless_ids, &unless_at],
@@ -448,7 +455,8 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
         .await?;
     }
     if !since_ids.is_empty() {
-        tx.execute(
+        sql::execute(
+            tx,
             "UPDATE webhooks w SET failing_since = u.at FROM UNNEST($1::text[], $2::int8[]) AS u(id, at) \
              WHERE w.webhook_id = u.id",
             &[&since_ids, &since_at],
@@ -457,15 +465,15 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
     }
     if !plan.disable.is_empty() {
         let (ids, reasons): (Vec<&str>, Vec<&str>) = plan.disable.iter().map(|(w, r)| (w.as_str(), r.as_str())).unzip();
-        tx.execute(
+        sql::execute(
+            tx,
             "UPDATE webhooks w SET status = 'DISABLED', disabled_reason = u.reason, claim_until = 0, claim_owner = NULL \
              FROM UNNEST($1::text[], $2::text[]) AS u(id, reason) \
              WHERE w.webhook_id = u.id AND w.status = 'ENABLED' AND w.deleted_at IS NULL",
             &[&ids, &reasons],
         )
         .await?;
-        tx.execute("DELETE FROM deliveries WHERE webhook_id = ANY($1)", &[&ids])
-            .await?;
+        sql::execute(tx, "DELETE FROM deliveries WHERE webhook_id = ANY($1)", &[&ids]).await?;
     }
     if !plan.new_retries.is_empty() {
         let r = &plan.new_retries;
@@ -476,7 +484,8 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
         let at: Vec<i64> = r.iter().map(|(r, _)| r.at_ms).collect();
         let appended: Vec<i64> = r.iter().map(|(r, _)| r.appended_at_ms).collect();
         let claimed: Vec<i64> = r.iter().map(|(_, c)| *c).collect();
-        tx.execute(
+        sql::execute(
+            tx,
             "INSERT INTO deliveries (webhook_id, sequence, merchant_pk, attempts, next_attempt_at, appended_at) \
              SELECT u.w, u.s, u.m, u.a, u.at, u.ap FROM UNNEST($1::text[], $2::int8[], $3::int8[], $4::int4[], \
              $5::int8[], $6::int8[], $7::int8[]) AS u(w, s, m, a, at, ap, ct) \
@@ -495,7 +504,8 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
         let sequences: Vec<i64> = r.iter().map(|r| r.sequence).collect();
         let attempts: Vec<i32> = r.iter().map(|r| int4(r.attempts)).collect();
         let at: Vec<i64> = r.iter().map(|r| r.at_ms).collect();
-        tx.execute(
+        sql::execute(
+            tx,
             "UPDATE deliveries d SET attempts = u.a, next_attempt_at = u.at, claim_until = 0, claim_owner = NULL \
              FROM UNNEST($1::text[], $2::int8[], $3::int4[], $4::int8[]) AS u(w, s, a, at) \
              WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $5",
@@ -505,7 +515,8 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
     }
     if !plan.done.is_empty() {
         let (ids, sequences): (Vec<&str>, Vec<i64>) = plan.done.iter().map(|(w, s)| (w.as_str(), *s)).unzip();
-        tx.execute(
+        sql::execute(
+            tx,
             "DELETE FROM deliveries d USING UNNEST($1::text[], $2::int8[]) AS u(w, s) \
              WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3",
             &[&ids, &sequences, &owner],
@@ -516,7 +527,8 @@ async fn write_plan(tx: &impl GenericClient, owner: &str, plan: &SettlePlan) -> 
         let ids: Vec<&str> = plan.windows.iter().map(|(w, _, _)| w.as_str()).collect();
         let claimed: Vec<i64> = plan.windows.iter().map(|(_, c, _)| *c).collect();
         let settled: Vec<Option<i64>> = plan.windows.iter().map(|(_, _, s)| *s).collect();
-        tx.execute(
+        sql::execute(
+            tx,
             "UPDATE webhooks w SET delivered_through = GREATEST(w.delivered_through, coalesce(u.st, w.delivered_through)), \
              claim_until = 0, claim_owner = NULL FROM UNNEST($1::text[], $2::int8[], $3::int8[]) AS u(id, ct, st) \
              WHERE w.webhook_id = u.id AND w.claim_owner = $4 AND w.claimed_through = u.ct",
