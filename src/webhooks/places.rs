@@ -24,11 +24,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+pub use crate::domain::webhook::PER_ENDPOINT;
 pub use crate::store::webhook_api::Candidate;
 
-/// Most attempts of one endpoint in flight on one instance (the schedule's and those made by
-/// hand together): a receiver is not sent more at once than a small server takes.
-pub const PER_ENDPOINT: usize = 8;
 /// Most attempts in flight on one instance. Each holds a connection and its buffers (tens of KiB
 /// with TLS): the bound keeps memory and open files to a few tens of MiB and a thousand sockets.
 pub const PER_INSTANCE: usize = 1024;

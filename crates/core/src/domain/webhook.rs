@@ -16,6 +16,10 @@ pub const MAX_WEBHOOKS: usize = 10;
 /// Longest endpoint URL, in characters.
 pub const MAX_URL_CHARS: usize = 2048;
 
+/// Most attempts of one endpoint in flight on one instance (the schedule's and those made by
+/// hand together): a receiver is not sent more at once than a small server takes.
+pub const PER_ENDPOINT: usize = 8;
+
 /// How long an attempt waits for the receiver's answer.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(15);
 
