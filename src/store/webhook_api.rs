@@ -103,6 +103,10 @@ pub trait Chooser: Send + Sync {
 /// Most retry rows of one endpoint claimed at once, for each attempt of it that may run at once.
 pub const RETRIES_PER_PLACE: usize = 4;
 
+/// Most retry rows one endpoint offers a claim: `RETRIES_PER_PLACE` for each of the most places it
+/// may get.
+pub const RETRIES_AN_ENDPOINT: usize = RETRIES_PER_PLACE * crate::domain::webhook::PER_ENDPOINT;
+
 /// The endpoints the chooser picks among `candidates` (in the store's order), at most `most`:
 /// their indexes, in that order.
 pub fn choose_windows(chooser: &dyn Chooser, candidates: &[Candidate], most: usize) -> Vec<usize> {

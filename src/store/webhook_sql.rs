@@ -87,6 +87,20 @@ pub fn window_events(mark: char) -> String {
     )
 }
 
+/// The endpoints that have retry rows, as the rows `ids(webhook_id)` of a `WITH` (the last one
+/// null), one probe of the rows' index apiece (each the least id past the one before): a claim of
+/// retries reads each one's rows due first, so that what it reads grows with the endpoints that
+/// have retries, never with their backlogs.
+pub const ENDPOINT_IDS: &str = "WITH RECURSIVE ids(webhook_id) AS (\
+     SELECT (SELECT min(webhook_id) FROM deliveries) \
+     UNION ALL SELECT (SELECT min(d.webhook_id) FROM deliveries d WHERE d.webhook_id > ids.webhook_id) \
+     FROM ids WHERE ids.webhook_id IS NOT NULL)";
+
+/// The ids of [`ENDPOINT_IDS`].
+pub fn endpoints_with_retries() -> String {
+    format!("{ENDPOINT_IDS} SELECT webhook_id FROM ids WHERE webhook_id IS NOT NULL")
+}
+
 /// An endpoint's window claimed (parameters: endpoint, through, owner; `until` the claim's end,
 /// the database's clock plus a hold or a parameter).
 pub fn claim_window(mark: char, until: &str) -> String {

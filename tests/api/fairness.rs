@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use storefront::app::Settings;
+use storefront::domain::webhook::{PER_ENDPOINT, RetrySchedule};
 
 use crate::helpers::*;
 
@@ -209,6 +210,42 @@ async fn eight_merchants_hanging_receivers_never_hold_back_a_ninth_s_deliveries(
             "B waited for A's attempts"
         );
     }
+}
+
+/// Merchant A's two endpoints answer 500 at once to the first attempts of 200 events each, so
+/// that each event is a retry due every second; then they hang, holding eight attempts each,
+/// with some 380 retries of theirs due. Merchant B's endpoint fails its first attempt: its retry,
+/// due a second later, behind all of A's, is made all the same while A's attempts hang (the
+/// claim had read the retries due first up to a bound, all A's, and found none of B's).
+#[tokio::test]
+async fn a_retry_is_not_held_behind_the_due_retries_of_another_merchant_s_hanging_endpoints() {
+    let mut settings = settings();
+    settings.webhooks.retry = RetrySchedule::parse(&["1s"; 30].join(",")).unwrap();
+    let app = TestApp::spawn_with_settings(settings).await;
+    let a_receiver = Receiver::start().await;
+    a_receiver.set_down(true);
+    let a_key = app.merchant_key("a").await;
+    for _ in 0..2 {
+        let url = format!("{}/switch-hang", a_receiver.base);
+        let answer = app.post_as("/v1/webhook/create", &a_key, &json!({"url": url})).await;
+        assert_eq!(answer.status, 200, "{:#}", answer.body);
+    }
+    app.create_as(&a_key, (0..200).map(|n| warehouse(100 + n)).collect())
+        .await;
+    a_receiver.wait_for("switch-hang", 400).await;
+    a_receiver.set_down(false);
+    let answered = a_receiver.at("switch-hang").len();
+    wait_until("A's receivers hold eight attempts each", || async {
+        a_receiver.at("switch-hang").len() >= answered + 2 * PER_ENDPOINT
+    })
+    .await;
+
+    let b_receiver = Receiver::start().await;
+    app.webhook(&format!("{}/fail-once", b_receiver.base), json!(["location.created"]))
+        .await;
+    app.create(vec![pickup_point(900)]).await;
+    let got = b_receiver.wait_for("fail-once", 2).await;
+    assert_eq!(got[0].headers["webhook-id"], got[1].headers["webhook-id"]);
 }
 
 /// Merchant A keeps eight recoveries of up to 5,000 events in flight; B creates one location after

@@ -21,4 +21,5 @@ pub(super) const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/postgres/0017_location_text.sql"),
     include_str!("../../../migrations/postgres/0018_import_files.sql"),
     include_str!("../../../migrations/postgres/0019_import_rows_lighter.sql"),
+    include_str!("../../../migrations/postgres/0020_deliveries_due_by_endpoint.sql"),
 ];

@@ -22,8 +22,8 @@ use crate::store::event_rows::{
     read_attempt,
 };
 use crate::store::webhook_api::{
-    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
-    WebhookChange, WebhookStore, Window, choose_retries,
+    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH,
+    RETRIES_AN_ENDPOINT, SettlePlan, WebhookChange, WebhookStore, Window, choose_retries,
 };
 use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
@@ -129,30 +129,32 @@ impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
     }
 }
 
-/// Retries due of enabled endpoints, none of those in `req.skip`: those of the endpoints the
-/// chooser picks among the rows due first (read up to a bound, as SQLite's claim does, and locked
-/// against other instances' claims), `req.retries` at most.
+/// Retries due of enabled endpoints, none of those in `req.skip`: each endpoint with retry rows
+/// offers its rows due first (`RETRIES_AN_ENDPOINT` at most, through the rows' index by endpoint
+/// and time, locked against other instances' claims), and the chooser picks among them in the
+/// order they fell due, `req.retries` at most. An endpoint skipped costs one probe, however many
+/// of its rows are due.
 async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
+    let each = RETRIES_AN_ENDPOINT.min(req.retries) as i64;
     let rows = sql::query(
         tx,
         &format!(
-            "SELECT d.webhook_id, d.merchant_pk, w.failing_since IS NOT NULL, d.sequence FROM deliveries d \
-                 JOIN webhooks w ON w.webhook_id = d.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
-                 WHERE d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} \
-                 ORDER BY d.next_attempt_at LIMIT $2::int8 + 64 * cardinality($3::text[]) FOR UPDATE OF d SKIP LOCKED"
+            "{} SELECT d.webhook_id, d.merchant_pk, w.failing_since IS NOT NULL, d.sequence FROM ids \
+             JOIN webhooks w ON w.webhook_id = ids.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
+             CROSS JOIN LATERAL (SELECT d.webhook_id, d.merchant_pk, d.sequence, d.next_attempt_at FROM deliveries d \
+             WHERE d.webhook_id = ids.webhook_id AND d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} \
+             ORDER BY d.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) d \
+             WHERE ids.webhook_id IS NOT NULL AND NOT (ids.webhook_id = ANY($3)) ORDER BY d.next_attempt_at",
+            webhook_sql::ENDPOINT_IDS
         ),
-        &[&req.now_ms, &(req.retries as i64), &req.skip],
+        &[&req.now_ms, &each, &req.skip],
     )
     .await?;
     let mut candidates = Vec::with_capacity(rows.len());
     let mut sequences = Vec::with_capacity(rows.len());
     for row in &rows {
-        let webhook_id: String = row.try_get(0)?;
-        if req.skip.contains(&webhook_id) {
-            continue;
-        }
         candidates.push(Candidate {
-            webhook_id,
+            webhook_id: row.try_get(0)?,
             merchant_pk: row.try_get(1)?,
             failing: row.try_get(2)?,
         });

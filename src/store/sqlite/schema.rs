@@ -43,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../../migrations/sqlite/0014_location_text.sql"),
     include_str!("../../../migrations/sqlite/0015_import_files.sql"),
     include_str!("../../../migrations/sqlite/0016_import_rows_lighter.sql"),
+    include_str!("../../../migrations/sqlite/0017_deliveries_due_by_endpoint.sql"),
 ];
 /// The migration after which `fill_search` runs.
 const SEARCH_MIGRATION: i64 = 4;

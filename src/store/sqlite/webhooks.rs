@@ -20,8 +20,8 @@ use crate::store::event_rows::{
 };
 use crate::store::heavy::HeavyWork;
 use crate::store::webhook_api::{
-    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
-    WebhookChange, WebhookStore, Window, choose_retries,
+    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH,
+    RETRIES_AN_ENDPOINT, SettlePlan, WebhookChange, WebhookStore, Window, choose_retries,
 };
 use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
@@ -101,34 +101,44 @@ impl WindowSteps for WindowClaims<'_> {
     }
 }
 
-/// Retries due of enabled endpoints, none of those in `req.skip`: those of the endpoints the
-/// chooser picks among the rows due first, `req.retries` at most.
+/// Retries due of enabled endpoints, none of those in `req.skip`: each endpoint with retry rows
+/// offers its rows due first (`RETRIES_AN_ENDPOINT` at most, through the rows' index by endpoint
+/// and time), and the chooser picks among them in the order they fell due, `req.retries` at most.
+/// An endpoint skipped costs one probe, however many of its rows are due.
 fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Due>, StoreError> {
+    let endpoints: Vec<String> = tx
+        .prepare_cached(&webhook_sql::endpoints_with_retries())?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
     let mut stmt = tx.prepare_cached(&format!(
-        "SELECT {ENDPOINT_COLUMNS}, d.attempts, {EVENT_COLUMNS} FROM deliveries d \
+        "SELECT {ENDPOINT_COLUMNS}, d.attempts, {EVENT_COLUMNS}, d.next_attempt_at FROM deliveries d \
          JOIN webhooks w ON w.webhook_id = d.webhook_id \
          JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
-         WHERE d.next_attempt_at <= ?1 AND d.claim_until < ?1 \
-         AND w.status = 'ENABLED' AND w.deleted_at IS NULL ORDER BY d.next_attempt_at LIMIT ?2"
+         WHERE d.webhook_id = ?1 AND d.next_attempt_at <= ?2 AND d.claim_until < ?2 \
+         AND w.status = 'ENABLED' AND w.deleted_at IS NULL ORDER BY d.next_attempt_at LIMIT ?3"
     ))?;
-    // Skipped endpoints' rows are read past, up to a bound: the query asks for more.
-    let rows: Vec<(ClaimedEndpoint, i64, StoredEvent)> = stmt
-        .query_map(params![req.now_ms, (req.retries + req.skip.len() * 8) as i64], |r| {
+    let each = RETRIES_AN_ENDPOINT.min(req.retries) as i64;
+    let mut rows: Vec<(i64, ClaimedEndpoint, i64, StoredEvent)> = Vec::new();
+    for endpoint in endpoints.iter().filter(|e| !req.skip.contains(e)) {
+        for row in stmt.query_map(params![endpoint, req.now_ms, each], |r| {
             Ok((
+                r.get::<_, i64>(ENDPOINT_WIDTH + 1 + EVENT_WIDTH)?,
                 ClaimedEndpoint::read(r)?,
                 r.get::<_, i64>(ENDPOINT_WIDTH)?,
                 stored_event(r, ENDPOINT_WIDTH + 1)?,
             ))
-        })?
-        .filter(|row| row.as_ref().map_or(true, |(e, ..)| !req.skip.contains(&e.webhook_id)))
-        .collect::<Result<_, _>>()?;
-    let candidates: Vec<Candidate> = rows.iter().map(|(e, ..)| e.candidate()).collect();
+        })? {
+            rows.push(row?);
+        }
+    }
+    rows.sort_by_key(|(due_at, ..)| *due_at);
+    let candidates: Vec<Candidate> = rows.iter().map(|(_, e, ..)| e.candidate()).collect();
     let mut claim = tx.prepare_cached(
         "UPDATE deliveries SET claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1 AND sequence = ?2",
     )?;
     let mut due = Vec::new();
     for i in choose_retries(req.chooser.as_ref(), &candidates, req.retries) {
-        let (endpoint, attempts, event) = &rows[i];
+        let (_, endpoint, attempts, event) = &rows[i];
         let d = endpoint.due(event, *attempts, req.now_ms)?;
         claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
         due.push(d);

@@ -92,6 +92,14 @@ async fn receive(State(r): State<Receiver>, Path(path): Path<String>, headers: H
                 StatusCode::NO_CONTENT.into_response()
             }
         }
+        // 500 at once while the receiver is down, else no answer until the client gives up.
+        "switch-hang" => {
+            if r.down.load(std::sync::atomic::Ordering::SeqCst) {
+                return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+            }
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            StatusCode::NO_CONTENT.into_response()
+        }
         // Fails its first two requests, then recovers.
         "flaky" if earlier < 2 => StatusCode::SERVICE_UNAVAILABLE.into_response(),
         _ => StatusCode::NO_CONTENT.into_response(),
