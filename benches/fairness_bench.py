@@ -24,6 +24,13 @@ scheduler), each run on a fresh database and a freshly started server:
   crawler's searches a second, and the builds made. Goal: B's searches a second with 20,000 shops
   at least 0.9 of those with 2,000 (`--shops 2000`): weighing a shop's room costs what it would
   drop, not what is held.
+- `retrying`: merchant A's 10 endpoints (at receivers that accept connections and never answer;
+  the attempt time limit 1 s, retries every second) have 300 events each, most of them soon
+  retries due; merchant B's
+  endpoint fails its one event's first attempt (nothing listens on its port), then its receiver
+  starts. Reported: how long B's retry took to arrive after that, a minute at most. Goal: within
+  2 s, as a fresh event's delivery (before retries were read endpoint by endpoint, A's due
+  retries filled what a claim read, and B's waited as long as A's receivers hung).
 - `throughput`: merchant C with 4 endpoints at a receiver that answers at once creates 10,000
   locations (50 creates of 200, 4 at once): 40,000 deliveries, per second from the first create
   to the last delivery; alone, and with 100 hanging endpoints of other merchants beside it.
@@ -324,6 +331,39 @@ def crawling_run(binary, workdir, seconds, template):
             "metrics": {k: v for k, v in metrics.items() if k.startswith(("search_memory", "searches_total"))}}
 
 
+def retrying_run(binary, workdir, hanging=10, backlog=300):
+    """Seconds for B's retry to arrive beside A's hanging endpoints' due retries (None: not in a
+    minute)."""
+    flags = [*FLAGS, "--webhook-retry-schedule", ",".join(["1s"] * 30), "--webhook-attempt-timeout", "1s"]
+    silent = Silent(hanging)
+    db = PG.fresh("retrying") if PG else Path(workdir) / f"retrying-{time.time_ns()}.db"
+    a_key, b_key = events_bench.merchant(binary, db, "a"), events_bench.merchant(binary, db, "b")
+    proc, base = bench.serve(binary, db if PG else f"sqlite://{db}", flags)
+    receiver = None
+    try:
+        for url in silent.urls():
+            post(base, a_key, "/v1/webhook/create", {"url": url})
+        for c in range(0, backlog, 100):
+            post(base, a_key, "/v1/location/create", {"locations": [location("a", c + i) for i in range(100)]})
+        port = bench.free_port()
+        post(base, b_key, "/v1/webhook/create", {"url": f"http://127.0.0.1:{port}/b"})
+        # A's endpoints fail about an attempt a second each once their limits have fallen to one:
+        # by then over a thousand of A's events are retries, due again every second.
+        time.sleep(backlog / 8 * 1.2 + 10)
+        post(base, b_key, "/v1/location/create", {"locations": [location("b", 0)]})
+        time.sleep(0.5)  # B's first attempt, refused
+        receiver = events_bench.Receiver(port)
+        t = time.time()
+        while receiver.stats()["deliveries"] < 1 and time.time() - t < 60:
+            time.sleep(0.05)
+        return time.time() - t if receiver.stats()["deliveries"] else None
+    finally:
+        events_bench.stop(proc)
+        silent.stop()
+        if receiver:
+            receiver.stop()
+
+
 def throughput_run(binary, workdir, hanging, rows=10_000):
     receiver = events_bench.Receiver()
     silent = Silent(hanging) if hanging else None
@@ -357,7 +397,7 @@ def main():
     p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
     p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
     p.add_argument("--seconds", type=int, default=20)
-    p.add_argument("--only", default="hanging,recovering,building,crawling,throughput")
+    p.add_argument("--only", default="hanging,recovering,building,crawling,retrying,throughput")
     p.add_argument("--shops", type=int, default=20_000, help="`crawling`: the shops crawled")
     p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--out", default=str(ROOT / "target/bench/fairness.md"))
@@ -426,6 +466,14 @@ def run_all(cfg, only, builds, workdir):
             bench.log(f"   crawling {kind}: {r}")
             lines.append(f"| | {kind} | {r['b_per_s']:,.0f} | {r['b_p50_ms']:.2f} ms | {r['b_p99_ms']:.2f} ms | "
                          f"{r['crawl_per_s']:,.0f} | {r['builds']} | {r['held']:,} |")
+        lines.append("")
+    if "retrying" in only:
+        lines += ["| B's retry beside 10 hanging endpoints with 300 events each, retried every second | build | arrived after |",
+                  "|---|---|---:|"]
+        for kind, binary in builds:
+            r = retrying_run(binary, workdir)
+            bench.log(f"   retrying {kind}: {r}")
+            lines.append(f"| | {kind} | {'not in 60 s' if r is None else f'{r:.1f} s'} |")
         lines.append("")
     if "throughput" in only:
         lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 100 hanging | ratio |",
