@@ -323,31 +323,24 @@ impl WebhookStore for PgWebhooks {
         let hold = millis(hold);
         let mut lost = Lost::default();
         if !windows.is_empty() {
-            let held: Vec<String> = sql::query(
-                &client,
-                &format!(
-                    "UPDATE webhooks SET claim_until = {DB_NOW} + $3 \
-                         WHERE webhook_id = ANY($1) AND claim_owner = $2 AND claim_until > 0 RETURNING webhook_id"
-                ),
-                &[&windows, &owner, &hold],
-            )
-            .await?
-            .iter()
-            .map(|r| r.try_get(0))
-            .collect::<Result<_, _>>()?;
+            let statement = format!(
+                "UPDATE webhooks SET claim_until = {DB_NOW} + $3 \
+                 WHERE webhook_id = ANY($1) AND claim_owner = $2 AND claim_until > 0 RETURNING webhook_id"
+            );
+            let held: Vec<String> = sql::query(&client, &statement, &[&windows, &owner, &hold])
+                .await?
+                .iter()
+                .map(|r| r.try_get(0))
+                .collect::<Result<_, _>>()?;
             lost.windows = windows.iter().filter(|w| !held.contains(w)).cloned().collect();
         }
         if !retries.is_empty() {
             let (ids, sequences): (Vec<&str>, Vec<i64>) = retries.iter().map(|(w, s)| (w.as_str(), *s)).unzip();
-            let held: Vec<(String, i64)> = sql::query(
-                &client,
-                    &format!(
-                        "UPDATE deliveries d SET claim_until = {DB_NOW} + $4 FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) \
-                         WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3 \
-                         RETURNING d.webhook_id, d.sequence"
-                    ),
-                    &[&ids, &sequences, &owner, &hold],
-                )
+            let statement = format!(
+                "UPDATE deliveries d SET claim_until = {DB_NOW} + $4 FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) \
+                 WHERE d.webhook_id = u.w AND d.sequence = u.s AND d.claim_owner = $3 RETURNING d.webhook_id, d.sequence"
+            );
+            let held: Vec<(String, i64)> = sql::query(&client, &statement, &[&ids, &sequences, &owner, &hold])
                 .await?
                 .iter()
                 .map(|r| Ok((r.try_get(0)?, r.try_get(1)?)))
@@ -366,16 +359,12 @@ impl WebhookStore for PgWebhooks {
     }
 
     async fn pending(&self) -> Result<u64, StoreError> {
+        const PENDING: &str = "SELECT (SELECT count(*) FROM deliveries) \
+             + (SELECT coalesce(sum(l.last_sequence - w.delivered_through), 0) \
+             FROM webhooks w JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
+             WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL)::int8";
         let client = self.pool.get().await?;
-        let rows = sql::query(
-            &client,
-                "SELECT (SELECT count(*) FROM deliveries) + (SELECT coalesce(sum(l.last_sequence - w.delivered_through), 0) \
-                 FROM webhooks w JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
-                 WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL)::int8",
-                &[],
-            )
-            .await?;
-        let n: i64 = match rows.first() {
+        let n: i64 = match sql::query(&client, PENDING, &[]).await?.first() {
             Some(row) => row.try_get(0)?,
             None => 0,
         };
@@ -387,7 +376,7 @@ impl WebhookStore for PgWebhooks {
         let n = sql::execute(
             &client,
             "DELETE FROM delivery_attempts WHERE id IN \
-                 (SELECT id FROM delivery_attempts WHERE attempted_at < $1 ORDER BY id LIMIT $2)",
+             (SELECT id FROM delivery_attempts WHERE attempted_at < $1 ORDER BY id LIMIT $2)",
             &[&cutoff_ms, &PRUNE_BATCH],
         )
         .await?;
