@@ -181,10 +181,14 @@ class Postgres:
         """Transactions ended so far, every database's (a statement outside one is its own). The
         cumulative statistics are flushed by each backend about once a second: read it a second
         and more after the load stops."""
+        return int(self.query("SELECT sum(xact_commit + xact_rollback) FROM pg_stat_database") or 0)
+
+    def query(self, sql, database="postgres", separator="|", check=True):
+        """`sql`'s rows through psql, unaligned (columns joined by `separator`), without the
+        trailing newline; with `check` off, a failed statement gives what psql printed."""
         out = subprocess.run([f"{self.bin}/psql", "-Atq", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
-                              "-d", "postgres", "-c", "SELECT sum(xact_commit + xact_rollback) FROM pg_stat_database"],
-                             check=True, capture_output=True, text=True)
-        return int(out.stdout.strip() or 0)
+                              "-d", database, "-F", separator, "-c", sql], check=check, capture_output=True, text=True)
+        return out.stdout.strip()
 
     def stop(self):
         self.shell(f"pg_stop {self.dir}")

@@ -13,7 +13,6 @@ alone; `QUIET=1` leaves out the other merchant's creates.
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -28,8 +27,7 @@ TOP = ("SELECT calls, round(total_exec_time::numeric, 0), round((total_exec_time
 
 
 def psql(pg, sql):
-    return subprocess.run([f"{pg.bin}/psql", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d",
-                           "postgres", "-At", "-F", " | ", "-c", sql], capture_output=True, text=True).stdout
+    return pg.query(sql, separator=" | ", check=False) + "\n"
 
 
 def main():

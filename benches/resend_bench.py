@@ -17,7 +17,6 @@ meanwhile (its cumulative statistics, read a second after).
 """
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,10 +32,7 @@ ROOT = bench.ROOT
 
 
 def psql(pg, url, sql):
-    db = url.rsplit("/", 1)[1]
-    out = subprocess.run([f"{pg.bin}/psql", "-Atq", "-h", "127.0.0.1", "-p", str(pg.port), "-U", "postgres", "-d", db,
-                          "-c", sql], check=True, capture_output=True, text=True)
-    return out.stdout.strip()
+    return pg.query(sql, database=url.rsplit("/", 1)[1])
 
 
 def make_state(pg, binary, history, behind):
