@@ -103,10 +103,6 @@ pub trait Chooser: Send + Sync {
 /// Most retry rows of one endpoint claimed at once, for each attempt of it that may run at once.
 pub const RETRIES_PER_PLACE: usize = 4;
 
-/// Most retry rows one endpoint offers a claim: `RETRIES_PER_PLACE` for each of the most places it
-/// may get.
-pub const RETRIES_AN_ENDPOINT: usize = RETRIES_PER_PLACE * crate::domain::webhook::PER_ENDPOINT;
-
 /// The endpoints the chooser picks among `candidates` (in the store's order), at most `most`:
 /// their indexes, in that order.
 pub fn choose_windows(chooser: &dyn Chooser, candidates: &[Candidate], most: usize) -> Vec<usize> {
@@ -116,33 +112,30 @@ pub fn choose_windows(chooser: &dyn Chooser, candidates: &[Candidate], most: usi
         .collect()
 }
 
-/// Which retry rows to claim, given each row's endpoint in the order the rows fell due: the
-/// chooser picks among their endpoints, and each endpoint chosen gets its first
-/// `RETRIES_PER_PLACE` rows for each place it got, `most` rows in all. The rows' indexes, in order.
-pub fn choose_retries(chooser: &dyn Chooser, rows: &[Candidate], most: usize) -> Vec<usize> {
-    let mut endpoints: Vec<Candidate> = Vec::new();
-    let of_row: Vec<usize> = rows
-        .iter()
-        .map(
-            |row| match endpoints.iter().position(|e| e.webhook_id == row.webhook_id) {
-                Some(at) => at,
-                None => {
-                    endpoints.push(row.clone());
-                    endpoints.len() - 1
-                }
-            },
-        )
-        .collect();
-    let mut room: Vec<usize> = chooser
-        .choose(&endpoints, most)
+/// How many retry rows each endpoint among `offered` (those with retries due, the earliest due
+/// first) may have claimed now: `RETRIES_PER_PLACE` for each place the chooser gives it, `most`
+/// at most (0: not chosen). A claim reads only the chosen endpoints' rows, that many each at most.
+pub fn retry_room(chooser: &dyn Chooser, offered: &[Candidate], most: usize) -> Vec<usize> {
+    chooser
+        .choose(offered, most)
         .into_iter()
-        .map(|places| places * RETRIES_PER_PLACE)
-        .collect();
-    let mut taken = Vec::new();
-    for (i, &e) in of_row.iter().enumerate() {
-        if taken.len() < most && room.get(e).is_some_and(|&r| r > 0) {
-            room[e] -= 1;
-            taken.push(i);
+        .map(|places| (places * RETRIES_PER_PLACE).min(most))
+        .collect()
+}
+
+/// Which of the rows read to claim, given how many were read due for each endpoint (its first
+/// ones, within its room): one row of each endpoint in turn, every endpoint's first before any
+/// endpoint's second, `most` in all. How many of each endpoint's first rows to claim.
+pub fn take_retries(read: &[usize], most: usize) -> Vec<usize> {
+    let mut taken = vec![0; read.len()];
+    let mut left = most;
+    for round in 0..read.iter().copied().max().unwrap_or(0) {
+        for (took, _) in taken.iter_mut().zip(read).filter(|&(_, &n)| n > round) {
+            if left == 0 {
+                return taken;
+            }
+            *took += 1;
+            left -= 1;
         }
     }
     taken
@@ -342,4 +335,47 @@ pub trait WebhookStore: Send + Sync {
 
     /// Drops up to `PRUNE_BATCH` attempts made before `cutoff_ms` (retention, as events); how many.
     async fn prune_attempts(&self, cutoff_ms: i64) -> Result<usize, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Grants the places it was made with, candidate by candidate.
+    struct Grants(Vec<usize>);
+
+    impl Chooser for Grants {
+        fn choose(&self, candidates: &[Candidate], _: usize) -> Vec<usize> {
+            (0..candidates.len())
+                .map(|i| self.0.get(i).copied().unwrap_or(0))
+                .collect()
+        }
+    }
+
+    fn offered(n: usize) -> Vec<Candidate> {
+        (0..n)
+            .map(|i| Candidate {
+                webhook_id: format!("w{i}"),
+                merchant_pk: i as i64,
+                failing: false,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_endpoint_s_room_is_four_rows_a_place_and_never_more_than_the_claim_takes() {
+        assert_eq!(retry_room(&Grants(vec![8, 0, 1]), &offered(3), 64), vec![32, 0, 4]);
+        assert_eq!(retry_room(&Grants(vec![8, 0, 1]), &offered(3), 10), vec![10, 0, 4]);
+    }
+
+    #[test]
+    fn rows_are_taken_one_of_each_endpoint_in_turn() {
+        // Two endpoints with full rooms of rows due before the third's one row: all three are
+        // served, the first one more than the second as it comes first.
+        assert_eq!(take_retries(&[32, 32, 1], 64), vec![32, 31, 1]);
+        assert_eq!(take_retries(&[2, 0, 5], 4), vec![2, 0, 2]);
+        assert_eq!(take_retries(&[3, 1], 64), vec![3, 1]);
+        assert_eq!(take_retries(&[], 64), Vec::<usize>::new());
+        assert_eq!(take_retries(&[5, 5], 0), vec![0, 0]);
+    }
 }

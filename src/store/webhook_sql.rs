@@ -89,16 +89,34 @@ pub fn window_events(mark: char) -> String {
 
 /// The endpoints that have retry rows, as the rows `ids(webhook_id)` of a `WITH` (the last one
 /// null), one probe of the rows' index apiece (each the least id past the one before): a claim of
-/// retries reads each one's rows due first, so that what it reads grows with the endpoints that
+/// retries looks at each one's first row due, so that what it reads grows with the endpoints that
 /// have retries, never with their backlogs.
 pub const ENDPOINT_IDS: &str = "WITH RECURSIVE ids(webhook_id) AS (\
      SELECT (SELECT min(webhook_id) FROM deliveries) \
      UNION ALL SELECT (SELECT min(d.webhook_id) FROM deliveries d WHERE d.webhook_id > ids.webhook_id) \
      FROM ids WHERE ids.webhook_id IS NOT NULL)";
 
-/// The ids of [`ENDPOINT_IDS`].
-pub fn endpoints_with_retries() -> String {
-    format!("{ENDPOINT_IDS} SELECT webhook_id FROM ids WHERE webhook_id IS NOT NULL")
+/// The retry rows (`d`) of `endpoint` that a claim may take: due by `due_by` (the instance's
+/// clock), held by no claim at `claims_by` (the claims' clock). Read in `next_attempt_at` order,
+/// through the rows' index by endpoint and time.
+pub fn retries_due(endpoint: &str, due_by: &str, claims_by: &str) -> String {
+    format!("d.webhook_id = {endpoint} AND d.next_attempt_at <= {due_by} AND d.claim_until < {claims_by}")
+}
+
+/// What the endpoints with retry rows offer a claim: each enabled one with a row it may take
+/// (`retries_due`), its merchant, whether it is failing, and when that row fell due, the earliest
+/// first. One probe of the rows' index apiece, whatever the backlogs. `skip` excludes endpoints
+/// (a condition on `w`, or nothing).
+pub fn retry_offers(due_by: &str, claims_by: &str, skip: &str) -> String {
+    format!(
+        "{ENDPOINT_IDS} SELECT webhook_id, merchant_pk, failing FROM (\
+         SELECT w.webhook_id, w.merchant_pk, w.failing_since IS NOT NULL AS failing, \
+         (SELECT d.next_attempt_at FROM deliveries d WHERE {} ORDER BY d.next_attempt_at LIMIT 1) AS first_due \
+         FROM ids JOIN webhooks w ON w.webhook_id = ids.webhook_id \
+         WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL{skip}) o \
+         WHERE o.first_due IS NOT NULL ORDER BY o.first_due, o.webhook_id",
+        retries_due("w.webhook_id", due_by, claims_by)
+    )
 }
 
 /// An endpoint's window claimed (parameters: endpoint, through, owner; `until` the claim's end,

@@ -10,7 +10,7 @@ use super::*;
 use crate::domain::webhook::{Attempt, Outcome, Trigger, Webhook};
 use crate::store::StoreError;
 use crate::store::webhook_api::{
-    AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_retries, choose_windows,
+    AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_windows, retry_room, take_retries,
 };
 use crate::webhooks::address::Reach;
 use crate::webhooks::send::Sent;
@@ -61,13 +61,24 @@ impl WebhookStore for FakeStore {
         for i in chosen.into_iter().rev() {
             claimed.windows.insert(0, offered.windows.remove(i));
         }
-        let rows: Vec<Candidate> = offered
-            .retries
+        // The endpoints in the order of their first row (the order they fell due), each with its rows.
+        let mut endpoints: Vec<(Candidate, Vec<Due>)> = Vec::new();
+        for due in offered.retries {
+            match endpoints.iter_mut().find(|(c, _)| c.webhook_id == due.webhook_id) {
+                Some((_, rows)) => rows.push(due),
+                None => endpoints.push((candidate(&due.webhook_id, due.merchant_pk), vec![due])),
+            }
+        }
+        let offers: Vec<Candidate> = endpoints.iter().map(|(c, _)| c.clone()).collect();
+        let room = retry_room(request.chooser.as_ref(), &offers, request.retries);
+        let read: Vec<usize> = endpoints
             .iter()
-            .map(|d| candidate(&d.webhook_id, d.merchant_pk))
+            .zip(&room)
+            .map(|((_, rows), &r)| rows.len().min(r))
             .collect();
-        let taken = choose_retries(request.chooser.as_ref(), &rows, request.retries);
-        claimed.retries = taken.into_iter().map(|i| offered.retries[i].clone()).collect();
+        for ((_, rows), n) in endpoints.into_iter().zip(take_retries(&read, request.retries)) {
+            claimed.retries.extend(rows.into_iter().take(n));
+        }
         Ok(claimed)
     }
     async fn extend(&self, _: HeldClaims<'_>) -> Result<Lost, StoreError> {

@@ -22,8 +22,8 @@ use crate::store::event_rows::{
     read_attempt,
 };
 use crate::store::webhook_api::{
-    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH,
-    RETRIES_AN_ENDPOINT, SettlePlan, WebhookChange, WebhookStore, Window, choose_retries,
+    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
+    WebhookChange, WebhookStore, Window, retry_room, take_retries,
 };
 use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
@@ -129,49 +129,86 @@ impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
     }
 }
 
-/// Retries due of enabled endpoints, none of those in `req.skip`: each endpoint with retry rows
-/// offers its rows due first (`RETRIES_AN_ENDPOINT` at most, through the rows' index by endpoint
-/// and time, locked against other instances' claims), and the chooser picks among them in the
-/// order they fell due, `req.retries` at most. An endpoint skipped costs one probe, however many
-/// of its rows are due.
+/// Retries due of enabled endpoints, none of those in `req.skip`: the endpoints with a retry due
+/// are offered to the chooser (one probe each, the earliest due first), then only the chosen ones'
+/// rows are read, due first and within their room, and taken one of each endpoint in turn,
+/// `req.retries` at most; only those are locked (those another instance's claim holds are
+/// skipped) and claimed. What a claim reads and locks is bounded by what it may claim, whatever
+/// the backlogs.
 async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
-    let each = RETRIES_AN_ENDPOINT.min(req.retries) as i64;
+    let offers = sql::query(
+        tx,
+        &webhook_sql::retry_offers("$1", DB_NOW, " AND NOT (w.webhook_id = ANY($2))"),
+        &[&req.now_ms, &req.skip],
+    )
+    .await?;
+    let offered = offers
+        .iter()
+        .map(|r| {
+            Ok(Candidate {
+                webhook_id: r.try_get(0)?,
+                merchant_pk: r.try_get(1)?,
+                failing: r.try_get(2)?,
+            })
+        })
+        .collect::<Result<Vec<_>, StoreError>>()?;
+    let room = retry_room(req.chooser.as_ref(), &offered, req.retries);
+    let (ids, limits): (Vec<&str>, Vec<i64>) = offered
+        .iter()
+        .zip(&room)
+        .filter(|&(_, &n)| n > 0)
+        .map(|(c, &n)| (c.webhook_id.as_str(), n as i64))
+        .unzip();
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let rows = sql::query(
         tx,
         &format!(
-            "{} SELECT d.webhook_id, d.merchant_pk, w.failing_since IS NOT NULL, d.sequence FROM ids \
-             JOIN webhooks w ON w.webhook_id = ids.webhook_id AND w.status = 'ENABLED' AND w.deleted_at IS NULL \
-             CROSS JOIN LATERAL (SELECT d.webhook_id, d.merchant_pk, d.sequence, d.next_attempt_at FROM deliveries d \
-             WHERE d.webhook_id = ids.webhook_id AND d.next_attempt_at <= $1 AND d.claim_until < {DB_NOW} \
-             ORDER BY d.next_attempt_at LIMIT $2 FOR UPDATE SKIP LOCKED) d \
-             WHERE ids.webhook_id IS NOT NULL AND NOT (ids.webhook_id = ANY($3)) ORDER BY d.next_attempt_at",
-            webhook_sql::ENDPOINT_IDS
+            "SELECT d.webhook_id, d.sequence FROM UNNEST($1::text[], $2::int8[]) WITH ORDINALITY AS u(w, n, o) \
+             CROSS JOIN LATERAL (SELECT d.webhook_id, d.sequence, d.next_attempt_at FROM deliveries d WHERE {} \
+             ORDER BY d.next_attempt_at LIMIT u.n) d ORDER BY u.o, d.next_attempt_at",
+            webhook_sql::retries_due("u.w", "$3", DB_NOW)
         ),
-        &[&req.now_ms, &each, &req.skip],
+        &[&ids, &limits, &req.now_ms],
     )
     .await?;
-    let mut candidates = Vec::with_capacity(rows.len());
-    let mut sequences = Vec::with_capacity(rows.len());
+    let mut read: Vec<Vec<i64>> = vec![Vec::new(); ids.len()];
+    let mut at = 0;
     for row in &rows {
-        candidates.push(Candidate {
-            webhook_id: row.try_get(0)?,
-            merchant_pk: row.try_get(1)?,
-            failing: row.try_get(2)?,
-        });
-        sequences.push(row.try_get::<_, i64>(3)?);
+        let webhook_id: &str = row.try_get(0)?;
+        while ids.get(at).is_some_and(|&id| id != webhook_id) {
+            at += 1;
+        }
+        if let Some(sequences) = read.get_mut(at) {
+            sequences.push(row.try_get(1)?);
+        }
     }
-    let chosen = choose_retries(req.chooser.as_ref(), &candidates, req.retries);
-    let ids: Vec<&str> = chosen.iter().map(|&i| candidates[i].webhook_id.as_str()).collect();
-    let seqs: Vec<i64> = chosen.iter().map(|&i| sequences[i]).collect();
+    let counts: Vec<usize> = read.iter().map(Vec::len).collect();
+    let (mut claim_ids, mut claim_seqs) = (Vec::new(), Vec::new());
+    for ((id, sequences), n) in ids.iter().zip(read).zip(take_retries(&counts, req.retries)) {
+        for sequence in sequences.into_iter().take(n) {
+            claim_ids.push(*id);
+            claim_seqs.push(sequence);
+        }
+    }
     let statement = format!(
-        "WITH claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $3, claim_owner = $4 \
-               FROM UNNEST($1::text[], $2::int8[]) AS u(w, s) WHERE d.webhook_id = u.w AND d.sequence = u.s \
+        "WITH locked AS (SELECT d.webhook_id, d.sequence FROM deliveries d \
+               JOIN UNNEST($1::text[], $2::int8[]) AS u(w, s) ON d.webhook_id = u.w AND d.sequence = u.s \
+               WHERE d.claim_until < {DB_NOW} FOR UPDATE OF d SKIP LOCKED), \
+         claimed AS (UPDATE deliveries d SET claim_until = {DB_NOW} + $3, claim_owner = $4 \
+               FROM locked WHERE d.webhook_id = locked.webhook_id AND d.sequence = locked.sequence \
                RETURNING d.webhook_id, d.sequence, d.merchant_pk, d.attempts, d.next_attempt_at) \
          SELECT {ENDPOINT_COLUMNS}, c.attempts, {EVENT_COLUMNS} \
          FROM claimed c JOIN webhooks w ON w.webhook_id = c.webhook_id \
          JOIN events e ON e.merchant_pk = c.merchant_pk AND e.sequence = c.sequence ORDER BY c.next_attempt_at"
     );
-    let claimed = sql::query(tx, &statement, &[&ids, &seqs, &millis(req.hold), &req.owner]).await?;
+    let claimed = sql::query(
+        tx,
+        &statement,
+        &[&claim_ids, &claim_seqs, &millis(req.hold), &req.owner],
+    )
+    .await?;
     claimed
         .iter()
         .map(|r| {

@@ -20,8 +20,8 @@ use crate::store::event_rows::{
 };
 use crate::store::heavy::HeavyWork;
 use crate::store::webhook_api::{
-    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH,
-    RETRIES_AN_ENDPOINT, SettlePlan, WebhookChange, WebhookStore, Window, choose_retries,
+    AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
+    WebhookChange, WebhookStore, Window, retry_room, take_retries,
 };
 use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
@@ -101,49 +101,60 @@ impl WindowSteps for WindowClaims<'_> {
     }
 }
 
-/// Retries due of enabled endpoints, none of those in `req.skip`: each endpoint with retry rows
-/// offers its rows due first (`RETRIES_AN_ENDPOINT` at most, through the rows' index by endpoint
-/// and time), and the chooser picks among them in the order they fell due, `req.retries` at most.
-/// An endpoint skipped costs one probe, however many of its rows are due.
+/// Retries due of enabled endpoints, none of those in `req.skip`: the endpoints with a retry due
+/// are offered to the chooser (one probe each, the earliest due first), then only the chosen ones'
+/// rows are read, due first and within their room, and taken one of each endpoint in turn,
+/// `req.retries` at most: what a claim reads is bounded by what it may claim, whatever the
+/// backlogs.
 fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Due>, StoreError> {
-    let endpoints: Vec<String> = tx
-        .prepare_cached(&webhook_sql::endpoints_with_retries())?
-        .query_map([], |r| r.get(0))?
+    let mut offered: Vec<Candidate> = tx
+        .prepare_cached(&webhook_sql::retry_offers("?1", "?1", ""))?
+        .query_map([req.now_ms], |r| {
+            Ok(Candidate {
+                webhook_id: r.get(0)?,
+                merchant_pk: r.get(1)?,
+                failing: r.get(2)?,
+            })
+        })?
         .collect::<Result<_, _>>()?;
-    let mut stmt = tx.prepare_cached(&format!(
-        "SELECT {ENDPOINT_COLUMNS}, d.attempts, {EVENT_COLUMNS}, d.next_attempt_at FROM deliveries d \
+    offered.retain(|c| !req.skip.contains(&c.webhook_id));
+    let room = retry_room(req.chooser.as_ref(), &offered, req.retries);
+    let mut rows = tx.prepare_cached(&format!(
+        "SELECT {ENDPOINT_COLUMNS}, d.attempts, {EVENT_COLUMNS} FROM deliveries d \
          JOIN webhooks w ON w.webhook_id = d.webhook_id \
          JOIN events e ON e.merchant_pk = d.merchant_pk AND e.sequence = d.sequence \
-         WHERE d.webhook_id = ?1 AND d.next_attempt_at <= ?2 AND d.claim_until < ?2 \
-         AND w.status = 'ENABLED' AND w.deleted_at IS NULL ORDER BY d.next_attempt_at LIMIT ?3"
+         WHERE {} ORDER BY d.next_attempt_at LIMIT ?3",
+        webhook_sql::retries_due("?1", "?2", "?2")
     ))?;
-    let each = RETRIES_AN_ENDPOINT.min(req.retries) as i64;
-    let mut rows: Vec<(i64, ClaimedEndpoint, i64, StoredEvent)> = Vec::new();
-    for endpoint in endpoints.iter().filter(|e| !req.skip.contains(e)) {
-        for row in stmt.query_map(params![endpoint, req.now_ms, each], |r| {
-            Ok((
-                r.get::<_, i64>(ENDPOINT_WIDTH + 1 + EVENT_WIDTH)?,
-                ClaimedEndpoint::read(r)?,
-                r.get::<_, i64>(ENDPOINT_WIDTH)?,
-                stored_event(r, ENDPOINT_WIDTH + 1)?,
-            ))
-        })? {
-            rows.push(row?);
+    let mut read: Vec<Vec<Due>> = Vec::with_capacity(offered.len());
+    for (candidate, &room) in offered.iter().zip(&room) {
+        let mut due = Vec::new();
+        if room > 0 {
+            for row in rows.query_map(params![candidate.webhook_id, req.now_ms, room as i64], |r| {
+                Ok((
+                    ClaimedEndpoint::read(r)?,
+                    r.get::<_, i64>(ENDPOINT_WIDTH)?,
+                    stored_event(r, ENDPOINT_WIDTH + 1)?,
+                ))
+            })? {
+                let (endpoint, attempts, event) = row?;
+                due.push(endpoint.due(&event, attempts, req.now_ms)?);
+            }
         }
+        read.push(due);
     }
-    rows.sort_by_key(|(due_at, ..)| *due_at);
-    let candidates: Vec<Candidate> = rows.iter().map(|(_, e, ..)| e.candidate()).collect();
+    let counts: Vec<usize> = read.iter().map(Vec::len).collect();
     let mut claim = tx.prepare_cached(
         "UPDATE deliveries SET claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1 AND sequence = ?2",
     )?;
-    let mut due = Vec::new();
-    for i in choose_retries(req.chooser.as_ref(), &candidates, req.retries) {
-        let (_, endpoint, attempts, event) = &rows[i];
-        let d = endpoint.due(event, *attempts, req.now_ms)?;
-        claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
-        due.push(d);
+    let mut claimed = Vec::new();
+    for (due, n) in read.into_iter().zip(take_retries(&counts, req.retries)) {
+        for d in due.into_iter().take(n) {
+            claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
+            claimed.push(d);
+        }
     }
-    Ok(due)
+    Ok(claimed)
 }
 
 /// The merchant's endpoint `webhook_id` that is not deleted.
