@@ -324,7 +324,7 @@ pub async fn serve(
         state.by_hand.places(),
         state.settings.webhooks.clone(),
         crate::webhooks::worker::Wake {
-            signal: state.events.deliveries(),
+            events: std::sync::Arc::clone(&state.events),
             look_every: crate::webhooks::worker::LOOK_EVERY,
         },
         stopping.clone(),

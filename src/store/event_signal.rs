@@ -8,7 +8,7 @@
 //! [`RECHECK`] on its own, so that a notice lost with a broken connection, or an operator's
 //! approval from another process on a SQLite file, is seen within that time.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -23,6 +23,35 @@ pub const WAITERS_PER_MERCHANT: usize = 16;
 /// How often a waiter looks again without a notice.
 pub const RECHECK: Duration = Duration::from_millis(900);
 
+/// Most merchants listed as rung for the delivery worker; past it, the worker looks at all.
+pub const RUNG_MOST: usize = 1024;
+
+/// The merchants whose logs moved since the delivery worker last asked, or all of them: a notice
+/// may have been missed, deliveries came due without an event, or more rang than are listed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rung {
+    pub merchants: HashSet<i64>,
+    pub all: bool,
+}
+
+impl Rung {
+    fn add(&mut self, merchant_pk: i64) {
+        if self.all {
+            return;
+        }
+        if self.merchants.len() >= RUNG_MOST {
+            self.everyone();
+        } else {
+            self.merchants.insert(merchant_pk);
+        }
+    }
+
+    fn everyone(&mut self) {
+        self.all = true;
+        self.merchants = HashSet::new();
+    }
+}
+
 #[derive(Default)]
 struct Waiting {
     notify: Arc<Notify>,
@@ -31,12 +60,13 @@ struct Waiting {
 
 /// The merchants whose feed requests wait, and the signal each waits on; for each merchant
 /// whose log is followed without waiting (a search index held in memory), how many times it rang;
-/// and the delivery worker's wake.
+/// and the delivery worker's wake, with the merchants that rang since it last looked.
 #[derive(Default)]
 pub struct EventSignal {
     merchants: Mutex<HashMap<i64, Waiting>>,
     rings: Mutex<HashMap<i64, Arc<AtomicU64>>>,
     deliveries: Arc<Notify>,
+    rung: Mutex<Rung>,
 }
 
 /// A waiter's place: given back when dropped.
@@ -106,15 +136,23 @@ impl EventSignal {
         Arc::clone(&self.deliveries)
     }
 
-    /// Deliveries may be due that no event brought (a recovery stored): the worker looks now.
+    /// Deliveries may be due that no event brought (a recovery stored): the worker looks now, at
+    /// every merchant.
     pub fn deliveries_due(&self) {
+        lock(&self.rung).everyone();
         self.deliveries.notify_one();
+    }
+
+    /// The merchants that rang since the last call (or all), for the delivery worker to look at.
+    pub fn take_rung(&self) -> Rung {
+        std::mem::take(&mut *lock(&self.rung))
     }
 
     /// The merchant's log grew: its waiters look again, its count of rings moves on, and the
     /// delivery worker looks for its endpoints' new events.
     pub fn ring(&self, merchant_pk: i64) {
-        self.deliveries_due();
+        lock(&self.rung).add(merchant_pk);
+        self.deliveries.notify_one();
         if let Some(count) = lock(&self.rings).get(&merchant_pk) {
             count.fetch_add(1, Ordering::SeqCst);
         }
@@ -192,5 +230,35 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), wake.notified())
             .await
             .unwrap_or_else(|_| panic!("deliveries due did not wake the worker"));
+    }
+
+    #[test]
+    fn the_worker_is_told_which_merchants_rang_or_to_look_at_all() {
+        let signal = EventSignal::default();
+        signal.ring(1);
+        signal.ring(2);
+        signal.ring(1);
+        assert_eq!(
+            signal.take_rung(),
+            Rung {
+                merchants: HashSet::from([1, 2]),
+                all: false
+            }
+        );
+        assert_eq!(signal.take_rung(), Rung::default(), "each ring is told once");
+        signal.ring(3);
+        signal.ring_all();
+        signal.ring(4);
+        assert_eq!(
+            signal.take_rung(),
+            Rung {
+                merchants: HashSet::new(),
+                all: true
+            }
+        );
+        for m in 0..=RUNG_MOST as i64 {
+            signal.ring(m);
+        }
+        assert!(signal.take_rung().all, "more than are listed: all");
     }
 }

@@ -76,11 +76,16 @@ pub struct Window {
     pub dues: Vec<Due>,
 }
 
-/// What one claim took: windows of fresh events, and retries due.
+/// What one claim took: windows of fresh events, and retries due; and what it saw of the rest.
 #[derive(Clone, Debug, Default)]
 pub struct Claimed {
     pub windows: Vec<Window>,
     pub retries: Vec<Due>,
+    /// The merchants of endpoints with fresh events that were found but not claimed (the
+    /// chooser gave them no place, or another instance took them first).
+    pub unclaimed: Vec<i64>,
+    /// Whether the look for fresh events stopped at its bound: more endpoints may have some.
+    pub more: bool,
 }
 
 /// An endpoint with work to claim (fresh events, or retries due), as the store offers it to the
@@ -156,8 +161,19 @@ pub struct ClaimRequest<'a> {
     pub retries: usize,
     /// Endpoints not to claim (this instance has attempts of theirs in flight).
     pub skip: &'a [String],
+    /// Whose endpoints' fresh events to look for: every merchant's (`None`), or only these
+    /// merchants' (a look through their endpoints alone, whatever the number of others).
+    pub merchants: Option<&'a [i64]>,
     /// Who is served among the endpoints with work.
     pub chooser: &'a std::sync::Arc<dyn Chooser>,
+}
+
+impl ClaimRequest<'_> {
+    /// Whether the claim looks for fresh events at all: windows asked for, of any merchant or of
+    /// some listed.
+    pub fn looks_for_windows(&self) -> bool {
+        self.windows > 0 && self.merchants.is_none_or(|m| !m.is_empty())
+    }
 }
 
 /// A page of an endpoint's attempts: the merchant's endpoint, below which attempt, how many, of

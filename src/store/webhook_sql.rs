@@ -7,7 +7,7 @@
 use super::error::StoreError;
 use super::event_rows::{ClaimedEndpoint, ENDPOINT_COLUMNS, EVENT_COLUMNS, StoredEvent, delivered_column};
 use super::sql_text::marked;
-use super::webhook_api::{Candidate, ClaimRequest, Window, choose_windows, window_size};
+use super::webhook_api::{Candidate, ClaimRequest, Claimed, Window, choose_windows, window_size};
 
 /// The merchant's endpoints not deleted (parameter: the merchant), which count towards
 /// `MAX_WEBHOOKS` whether enabled or not.
@@ -67,13 +67,14 @@ pub fn rotate(mark: char) -> String {
 /// what they settled; the failing ones last. Parameters from `first`: the instance's now where the
 /// engine passes it, then the most rows read. `now` is the database's clock or a parameter;
 /// `skip` excludes the endpoints in a list (PostgreSQL) or nothing (SQLite skips them as it reads);
-/// `lock` what the engine adds to hold the rows against other instances.
-pub fn window_endpoints(now: &str, limit: &str, skip: &str, lock: &str) -> String {
+/// `of` only the endpoints of some merchants (through the endpoints' index by merchant), or
+/// nothing; `lock` what the engine adds to hold the rows against other instances.
+pub fn window_endpoints(now: &str, limit: &str, skip: &str, of: &str, lock: &str) -> String {
     format!(
         "SELECT {ENDPOINT_COLUMNS}, w.delivered_through, l.last_sequence, w.resent_through FROM webhooks w \
          JOIN event_logs l ON l.merchant_pk = w.merchant_pk \
          WHERE w.status = 'ENABLED' AND w.deleted_at IS NULL AND w.claim_until < {now} \
-         AND l.last_sequence > w.delivered_through{skip} ORDER BY w.failing_since IS NOT NULL LIMIT {limit}{lock}"
+         AND l.last_sequence > w.delivered_through{skip}{of} ORDER BY w.failing_since IS NOT NULL LIMIT {limit}{lock}"
     )
 }
 
@@ -140,8 +141,9 @@ pub struct WindowCandidate {
 /// What claiming windows reads and writes, in each engine's transaction.
 #[allow(async_fn_in_trait)]
 pub trait WindowSteps {
-    /// The endpoints that may have a window (`window_endpoints`), none of `req.skip`.
-    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<Vec<WindowCandidate>, StoreError>;
+    /// The endpoints that may have a window (`window_endpoints`), none of `req.skip`, of
+    /// `req.merchants` when it lists some; and whether the read stopped at its bound.
+    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<(Vec<WindowCandidate>, bool), StoreError>;
     /// A window's events (`window_events`).
     async fn events(&mut self, candidate: &WindowCandidate, size: i64) -> Result<Vec<(StoredEvent, bool)>, StoreError>;
     /// Claims the window (`claim_window`).
@@ -159,11 +161,22 @@ pub fn skip_after_windows(skip: &[String], windows: &[Window]) -> Vec<String> {
 
 /// Claims the windows of the endpoints the chooser picks among those that have one, `req.windows`
 /// at most: each the endpoint's next events (fewer while it is failing), held by `req.owner`.
-pub async fn claim_windows<S: WindowSteps>(steps: &mut S, req: &ClaimRequest<'_>) -> Result<Vec<Window>, StoreError> {
-    let found = steps.endpoints(req).await?;
+/// Sets the claim's `unclaimed` and `more`.
+pub async fn claim_windows<S: WindowSteps>(
+    steps: &mut S,
+    req: &ClaimRequest<'_>,
+    claimed: &mut Claimed,
+) -> Result<(), StoreError> {
+    let (found, more) = steps.endpoints(req).await?;
+    claimed.more = more;
     let candidates: Vec<Candidate> = found.iter().map(|c| c.endpoint.candidate()).collect();
-    let mut windows = Vec::new();
-    for i in choose_windows(req.chooser.as_ref(), &candidates, req.windows) {
+    let chosen = choose_windows(req.chooser.as_ref(), &candidates, req.windows);
+    for (i, candidate) in found.iter().enumerate() {
+        if !chosen.contains(&i) {
+            claimed.unclaimed.push(candidate.endpoint.merchant_pk);
+        }
+    }
+    for i in chosen {
         let candidate = &found[i];
         let size = window_size(candidate.endpoint.failing_since_ms.is_some());
         let events = steps.events(candidate, size).await?;
@@ -171,7 +184,7 @@ pub async fn claim_windows<S: WindowSteps>(steps: &mut S, req: &ClaimRequest<'_>
             .endpoint
             .window(&events, candidate.last_sequence, req.now_ms)?;
         steps.claim(&window, req).await?;
-        windows.push(window);
+        claimed.windows.push(window);
     }
-    Ok(windows)
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! Delivering events to the merchants' endpoints: signed (`sign`), only to public addresses
 //! (`address`), one HTTP attempt at a time (`send`, its failures said in words by `failure`), by
-//! the worker (`worker`), whose results become a settle plan (`settle`)
-//! written in batches.
+//! the worker (`worker`, looking at whose endpoints `looks` says), whose results become a settle
+//! plan (`settle`) written in batches.
 //!
 //! The worker claims windows of endpoints' fresh events and retries due, in the name of a random
 //! token of its own: the claims expire unless it extends them, so with several instances each
@@ -14,6 +14,7 @@ pub mod attempt;
 pub mod by_hand;
 pub mod config;
 pub mod failure;
+pub mod looks;
 pub mod places;
 pub mod send;
 pub mod settle;

@@ -16,10 +16,12 @@
 //!   results written: the endpoint's next window may be claimed), or at most `LOOK_EVERY`:
 //!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most.
 //!   Woken by a commit, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
+//!   Between looks at every endpoint (`looks`), a turn reads only the endpoints of the merchants
+//!   that rang or that it has work of, so what a turn costs does not grow with idle endpoints.
 //! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
 //!   flight end (each within `MAX_ATTEMPT`), their results are written, then `run` returns.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -31,12 +33,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, Of};
 use super::config::{Clock, WebhookSettings, jitter};
+use super::looks::Looks;
 use super::places::{Candidate, PER_ENDPOINT, Places};
 use super::send::{Delivery, Transport};
 use super::settle::{self, SettleRules};
 use crate::domain::webhook::{Outcome, Trigger};
 use crate::errors::ErrorChain;
 use crate::store::api::millis;
+use crate::store::event_signal::EventSignal;
 use crate::store::webhook_api::{
     Chooser, ClaimRequest, Due, Held as HeldClaims, Settled, Settlement, Source, WebhookStore, Window,
 };
@@ -72,6 +76,8 @@ const SETTLE_BATCH: usize = 64;
 struct Held {
     windows: HashMap<String, i64>,
     retries: HashMap<(String, i64), i64>,
+    /// The merchant of each endpoint with a claim held, to look at once it is settled.
+    merchants: HashMap<String, i64>,
 }
 
 /// Claims, attempts, settles.
@@ -89,6 +95,10 @@ pub struct Worker {
     settle: mpsc::Sender<Settlement>,
     /// Rung when deliveries may be due: an event appended, a recovery stored.
     wake: Arc<Notify>,
+    /// Which merchants rang.
+    events: Arc<EventSignal>,
+    /// Whose endpoints the next turn looks at.
+    looks: Mutex<Looks>,
     /// Rung when results are written and their claims released.
     settled: Notify,
     /// How long to sleep at most when nothing woke the worker (`LOOK_EVERY`).
@@ -97,9 +107,10 @@ pub struct Worker {
     next_retry_ms: AtomicI64,
 }
 
-/// What the worker is woken by, and how often it looks when nothing woke it.
+/// What the worker is woken by (and told which merchants rang), and how often it looks at every
+/// endpoint.
 pub struct Wake {
-    pub signal: Arc<Notify>,
+    pub events: Arc<EventSignal>,
     pub look_every: Duration,
 }
 
@@ -143,7 +154,9 @@ impl Worker {
             held: Mutex::default(),
             stop,
             settle,
-            wake: wake.signal,
+            wake: wake.events.deliveries(),
+            events: wake.events,
+            looks: Mutex::new(Looks::new(wake.look_every)),
             settled: Notify::new(),
             look_every: wake.look_every,
             next_retry_ms: AtomicI64::new(i64::MAX),
@@ -222,6 +235,7 @@ impl Worker {
             granted: Mutex::default(),
         });
         let chooser: Arc<dyn Chooser> = turn.clone();
+        let look = lock(&self.looks).next(self.events.take_rung(), now);
         let claimed = self
             .store
             .claim(ClaimRequest {
@@ -231,6 +245,7 @@ impl Worker {
                 windows,
                 retries,
                 skip: &busy,
+                merchants: look.merchants(),
                 chooser: &chooser,
             })
             .await;
@@ -238,18 +253,24 @@ impl Worker {
         let claimed = match claimed {
             Ok(claimed) => claimed,
             Err(e) => {
+                lock(&self.looks).failed();
                 for (endpoint, n) in granted {
                     self.places.give_back(&endpoint, n);
                 }
                 return Err(e);
             }
         };
+        lock(&self.looks).found(look, &claimed.unclaimed, claimed.more);
         let found = claimed.windows.len() + claimed.retries.len();
         for window in claimed.windows {
             let places = granted
                 .remove(&window.webhook_id)
                 .unwrap_or_else(|| self.places.take(&window.webhook_id, window.merchant_pk, PER_ENDPOINT));
-            lock(&self.held).windows.insert(window.webhook_id.clone(), now);
+            {
+                let mut held = lock(&self.held);
+                held.windows.insert(window.webhook_id.clone(), now);
+                held.merchants.insert(window.webhook_id.clone(), window.merchant_pk);
+            }
             tasks.spawn(Arc::clone(self).deliver_window(window, places));
         }
         let mut groups: HashMap<String, Vec<Due>> = HashMap::new();
@@ -419,10 +440,14 @@ impl Worker {
     async fn write(&self, batch: Vec<Settlement>) {
         let mut windows = Vec::new();
         let mut retries = Vec::new();
+        let mut retry_merchants = HashSet::new();
         for s in &batch {
             match &s.source {
                 Source::Window { webhook_id, .. } => windows.push(webhook_id.clone()),
-                Source::Retries => retries.extend(s.attempts.iter().map(|a| (a.webhook_id.clone(), a.sequence))),
+                Source::Retries => {
+                    retries.extend(s.attempts.iter().map(|a| (a.webhook_id.clone(), a.sequence)));
+                    retry_merchants.extend(s.attempts.iter().map(|a| a.merchant_pk));
+                }
             }
         }
         let rules = SettleRules {
@@ -446,13 +471,20 @@ impl Worker {
             Err(e) => tracing::warn!(error = %ErrorChain(&e), "recording webhook attempts failed"),
         }
         let mut held = lock(&self.held);
+        let mut looks = lock(&self.looks);
         for w in &windows {
             held.windows.remove(w);
+            if let Some(merchant_pk) = held.merchants.remove(w) {
+                looks.settled(merchant_pk);
+            }
         }
         for r in &retries {
             held.retries.remove(r);
         }
-        drop(held);
+        for merchant_pk in retry_merchants {
+            looks.settled(merchant_pk);
+        }
+        drop((held, looks));
         // The claims are released: their endpoints' next windows may be claimed now, and the
         // worker sleeps no longer than until the first retry just scheduled.
         self.settled.notify_one();
@@ -487,6 +519,7 @@ impl Worker {
                     // A claim no longer held starts no attempt (`may_start` finds no claim).
                     for w in &lost.windows {
                         held.windows.remove(w);
+                        held.merchants.remove(w);
                     }
                     for r in &lost.retries {
                         held.retries.remove(r);

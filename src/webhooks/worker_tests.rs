@@ -9,17 +9,21 @@ use tokio::sync::{Notify, Semaphore};
 use super::*;
 use crate::domain::webhook::{Attempt, Outcome, Trigger, Webhook};
 use crate::store::StoreError;
+use crate::store::event_signal::EventSignal;
 use crate::store::webhook_api::{
     AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_windows, retry_room, take_retries,
 };
 use crate::webhooks::address::Reach;
 use crate::webhooks::send::Sent;
 
+/// A claim's owner, windows, retries and merchants looked at (none: all).
+type Asked = (String, usize, usize, Option<Vec<i64>>);
+
 /// Hands out the claims it is given once, records extensions and plans.
 #[derive(Default)]
 struct FakeStore {
     to_claim: Mutex<Option<Claimed>>,
-    requests: Mutex<Vec<(String, usize, usize)>>,
+    requests: Mutex<Vec<Asked>>,
     plans: Mutex<Vec<(String, SettlePlan)>>,
     extend_fails: bool,
     /// Offered once the first plan is written (its claims released), which takes 50 ms.
@@ -42,7 +46,12 @@ impl WebhookStore for FakeStore {
     }
     /// As the real stores do: the chooser picks among what there is to claim.
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
-        lock(&self.requests).push((request.owner.to_owned(), request.windows, request.retries));
+        let merchants = request.merchants.map(|m| {
+            let mut m = m.to_vec();
+            m.sort_unstable();
+            m
+        });
+        lock(&self.requests).push((request.owner.to_owned(), request.windows, request.retries, merchants));
         let Some(mut offered) = lock(&self.to_claim).take() else {
             return Ok(Claimed::default());
         };
@@ -183,7 +192,7 @@ fn one_window(n: i64, extend_fails: bool) -> Arc<FakeStore> {
                 through: n + 5,
                 dues: (1..=n).map(due).collect(),
             }],
-            retries: Vec::new(),
+            ..Claimed::default()
         })),
         extend_fails,
         ..FakeStore::default()
@@ -218,7 +227,7 @@ fn worker(
     clock: &Arc<FakeClock>,
     places: &Arc<Places>,
     stop: &CancellationToken,
-    wake: Arc<Notify>,
+    events: Arc<EventSignal>,
 ) -> (Arc<Worker>, mpsc::Receiver<Settlement>) {
     Worker::new(
         Arc::clone(store) as Arc<dyn WebhookStore>,
@@ -230,7 +239,7 @@ fn worker(
             ..WebhookSettings::default()
         },
         Wake {
-            signal: wake,
+            events,
             look_every: AN_HOUR,
         },
         stop.clone(),
@@ -339,6 +348,7 @@ async fn delivered_retries_are_settled_as_done() {
         to_claim: Mutex::new(Some(Claimed {
             windows: Vec::new(),
             retries: vec![due(1), due(2)],
+            ..Claimed::default()
         })),
         ..FakeStore::default()
     });
@@ -362,6 +372,7 @@ async fn an_endpoint_s_retries_are_attempted_eight_at_a_time() {
         to_claim: Mutex::new(Some(Claimed {
             windows: Vec::new(),
             retries: (1..=20).map(due).collect(),
+            ..Claimed::default()
         })),
         ..FakeStore::default()
     });
@@ -403,7 +414,7 @@ async fn an_idle_worker_claims_again_when_rung() {
     let (stop, places, wake) = (
         CancellationToken::new(),
         Arc::new(Places::default()),
-        Arc::new(Notify::new()),
+        Arc::new(EventSignal::default()),
     );
     let (w, queue) = worker(&store, &transport, &clock, &places, &stop, Arc::clone(&wake));
     let run = tokio::spawn(w.run(queue));
@@ -411,7 +422,7 @@ async fn an_idle_worker_claims_again_when_rung() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     *lock(&store.to_claim) = one_window(1, false).to_claim.lock().unwrap().take();
-    wake.notify_one();
+    wake.ring(1);
     tokio::time::timeout(Duration::from_secs(30), transport.until_started(1))
         .await
         .unwrap_or_else(|_| panic!("the ring did not wake the idle worker"));
@@ -432,7 +443,7 @@ async fn a_retry_recorded_wakes_the_worker_when_it_is_due() {
     let (stop, places, wake) = (
         CancellationToken::new(),
         Arc::new(Places::default()),
-        Arc::new(Notify::new()),
+        Arc::new(EventSignal::default()),
     );
     let (w, _queue) = worker(&store, &transport, &clock, &places, &stop, Arc::clone(&wake));
     assert_eq!(w.idle_wait(), AN_HOUR, "no retry scheduled");
@@ -488,7 +499,7 @@ async fn the_next_window_is_claimed_once_the_last_is_written() {
     *lock(&store.after_settle) = one_window(1, false).to_claim.lock().unwrap().take();
     let (transport, clock) = (FakeTransport::new(), Arc::new(FakeClock::default()));
     let (stop, places) = (CancellationToken::new(), Arc::new(Places::default()));
-    let (w, queue) = worker(&store, &transport, &clock, &places, &stop, Arc::new(Notify::new()));
+    let (w, queue) = worker(&store, &transport, &clock, &places, &stop, Arc::default());
     let run = tokio::spawn(w.run(queue));
     transport.release(2);
     tokio::time::timeout(Duration::from_secs(30), transport.until_started(2))
@@ -497,4 +508,40 @@ async fn the_next_window_is_claimed_once_the_last_is_written() {
     stop.cancel();
     run.await.unwrap();
     assert_eq!(lock(&store.plans).len(), 2, "both windows written");
+    let requests = lock(&store.requests);
+    assert_eq!(requests[0].3, None, "the first look is at every merchant");
+    assert!(
+        requests.iter().any(|r| r.3 == Some(vec![1])),
+        "the endpoint's merchant is looked at once its window is settled"
+    );
+}
+
+/// Between its looks at every endpoint (the first, then one a period), a turn reads only the
+/// endpoints of the merchants that rang; a ring of all, or deliveries due, is a look at all.
+#[tokio::test]
+async fn between_looks_at_all_a_turn_looks_only_at_the_merchants_that_rang() {
+    let (store, transport, clock) = (
+        Arc::new(FakeStore::default()),
+        FakeTransport::new(),
+        Arc::new(FakeClock::default()),
+    );
+    let (stop, places, events) = (
+        CancellationToken::new(),
+        Arc::new(Places::default()),
+        Arc::new(EventSignal::default()),
+    );
+    let (w, _queue) = worker(&store, &transport, &clock, &places, &stop, Arc::clone(&events));
+    let mut tasks = JoinSet::new();
+    w.turn(&mut tasks).await.unwrap();
+    events.ring(6);
+    events.ring(5);
+    w.turn(&mut tasks).await.unwrap();
+    w.turn(&mut tasks).await.unwrap();
+    events.ring(7);
+    clock.0.store(AN_HOUR.as_millis() as i64, Ordering::SeqCst);
+    w.turn(&mut tasks).await.unwrap();
+    events.deliveries_due();
+    w.turn(&mut tasks).await.unwrap();
+    let looks: Vec<Option<Vec<i64>>> = lock(&store.requests).iter().map(|r| r.3.clone()).collect();
+    assert_eq!(looks, vec![None, Some(vec![5, 6]), Some(vec![]), None, None]);
 }

@@ -78,15 +78,23 @@ struct WindowClaims<'a, C> {
 }
 
 impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
-    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<Vec<WindowCandidate>, StoreError> {
-        let statement = webhook_sql::window_endpoints(
-            DB_NOW,
-            "$1",
-            " AND NOT (w.webhook_id = ANY($2))",
-            " FOR UPDATE OF w SKIP LOCKED",
-        );
-        sql::query(self.tx, &statement, &[&(req.windows as i64), &req.skip])
-            .await?
+    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<(Vec<WindowCandidate>, bool), StoreError> {
+        const SKIP: &str = " AND NOT (w.webhook_id = ANY($2))";
+        const LOCK: &str = " FOR UPDATE OF w SKIP LOCKED";
+        let limit = req.windows as i64;
+        let rows = match req.merchants {
+            None => {
+                let statement = webhook_sql::window_endpoints(DB_NOW, "$1", SKIP, "", LOCK);
+                sql::query(self.tx, &statement, &[&limit, &req.skip]).await?
+            }
+            Some(merchants) => {
+                let of = " AND w.merchant_pk = ANY($3)";
+                let statement = webhook_sql::window_endpoints(DB_NOW, "$1", SKIP, of, LOCK);
+                sql::query(self.tx, &statement, &[&limit, &req.skip, &merchants]).await?
+            }
+        };
+        let more = rows.len() as i64 >= limit;
+        let found = rows
             .iter()
             .map(|r| {
                 Ok(WindowCandidate {
@@ -96,7 +104,8 @@ impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
                     resent_through: r.try_get(ENDPOINT_WIDTH + 2)?,
                 })
             })
-            .collect()
+            .collect::<Result<_, StoreError>>()?;
+        Ok((found, more))
     }
 
     async fn events(&mut self, c: &WindowCandidate, size: i64) -> Result<Vec<(StoredEvent, bool)>, StoreError> {
@@ -338,9 +347,9 @@ impl WebhookStore for PgWebhooks {
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
         let mut client = self.pool.get().await?;
         let mut claimed = Claimed::default();
-        if request.windows > 0 {
+        if request.looks_for_windows() {
             let tx = client.transaction().await?;
-            claimed.windows = webhook_sql::claim_windows(&mut WindowClaims { tx: &tx }, &request).await?;
+            webhook_sql::claim_windows(&mut WindowClaims { tx: &tx }, &request, &mut claimed).await?;
             tx.commit().await?;
         }
         if request.retries > 0 {

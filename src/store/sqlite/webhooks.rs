@@ -61,24 +61,36 @@ struct WindowClaims<'a> {
 }
 
 impl WindowSteps for WindowClaims<'_> {
-    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<Vec<WindowCandidate>, StoreError> {
+    async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<(Vec<WindowCandidate>, bool), StoreError> {
         // Skipped endpoints are read past: the query asks for as many more.
-        Ok(self
-            .tx
-            .prepare_cached(&webhook_sql::window_endpoints("?1", "?2", "", ""))?
-            .query_map(params![req.now_ms, (req.windows + req.skip.len()) as i64], |r| {
-                Ok(WindowCandidate {
-                    endpoint: ClaimedEndpoint::read(r)?,
-                    delivered_through: r.get(ENDPOINT_WIDTH)?,
-                    last_sequence: r.get(ENDPOINT_WIDTH + 1)?,
-                    resent_through: r.get(ENDPOINT_WIDTH + 2)?,
-                })
-            })?
-            .filter(|row| {
-                row.as_ref()
-                    .map_or(true, |c| !req.skip.contains(&c.endpoint.webhook_id))
+        let limit = (req.windows + req.skip.len()) as i64;
+        let read = |r: &Row<'_>| {
+            Ok(WindowCandidate {
+                endpoint: ClaimedEndpoint::read(r)?,
+                delivered_through: r.get(ENDPOINT_WIDTH)?,
+                last_sequence: r.get(ENDPOINT_WIDTH + 1)?,
+                resent_through: r.get(ENDPOINT_WIDTH + 2)?,
             })
-            .collect::<Result<_, _>>()?)
+        };
+        let mut found: Vec<WindowCandidate> = match req.merchants {
+            None => self
+                .tx
+                .prepare_cached(&webhook_sql::window_endpoints("?1", "?2", "", "", ""))?
+                .query_map(params![req.now_ms, limit], read)?
+                .collect::<Result<_, _>>()?,
+            Some(merchants) => {
+                let of = " AND w.merchant_pk IN (SELECT value FROM json_each(?3))";
+                let list: Vec<String> = merchants.iter().map(i64::to_string).collect();
+                let list = format!("[{}]", list.join(","));
+                self.tx
+                    .prepare_cached(&webhook_sql::window_endpoints("?1", "?2", "", of, ""))?
+                    .query_map(params![req.now_ms, limit, list], read)?
+                    .collect::<Result<_, _>>()?
+            }
+        };
+        let more = found.len() as i64 >= limit;
+        found.retain(|c| !req.skip.contains(&c.endpoint.webhook_id));
+        Ok((found, more))
     }
 
     async fn events(&mut self, c: &WindowCandidate, size: i64) -> Result<Vec<(StoredEvent, bool)>, StoreError> {
@@ -277,6 +289,7 @@ impl WebhookStore for SqliteWebhooks {
         let skip = request.skip.to_vec();
         let owner = request.owner.to_owned();
         let chooser = Arc::clone(request.chooser);
+        let merchants = request.merchants.map(<[i64]>::to_vec);
         let (now_ms, hold, windows, retries) = (request.now_ms, request.hold, request.windows, request.retries);
         write(&self.jobs, move |tx| {
             let req = ClaimRequest {
@@ -286,14 +299,15 @@ impl WebhookStore for SqliteWebhooks {
                 windows,
                 retries,
                 skip: &skip,
+                merchants: merchants.as_deref(),
                 chooser: &chooser,
             };
             let until_ms = now_ms.saturating_add(millis(hold));
             let mut claimed = Claimed::default();
-            if windows > 0 {
+            if req.looks_for_windows() {
                 let mut steps = WindowClaims { tx, until_ms };
                 // Every step is done on this connection when it returns: the future is ready at once.
-                claimed.windows = webhook_sql::claim_windows(&mut steps, &req)
+                webhook_sql::claim_windows(&mut steps, &req, &mut claimed)
                     .now_or_never()
                     .unwrap_or_else(|| Err(StoreError::Backend("a claim's step waited on this connection".into())))?;
             }
