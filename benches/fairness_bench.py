@@ -35,6 +35,10 @@ scheduler), each run on a fresh database and a freshly started server:
   locations (50 creates of 200, 4 at once): 40,000 deliveries, per second from the first create
   to the last delivery; alone, and with 100 hanging endpoints of other merchants beside it.
   Goal: beside them >= 0.8 of alone.
+- `idle`: the same deliveries beside 20,000 and 100,000 idle endpoints of other merchants (one
+  each, every event of theirs settled; written into the database before the server starts).
+  Before a turn of the worker looked only at the merchants that rang, each read every endpoint.
+  Reported: deliveries/s, and beside them ÷ alone.
 """
 
 import argparse
@@ -130,10 +134,13 @@ def hanging_merchants(binary, db, base, silent, events=100):
             post(base, key, "/v1/location/create", {"locations": [location(f"h{m}", c + i) for i in range(100)]})
 
 
-def fresh(binary, workdir, tag):
-    """A fresh database (a file, or a PostgreSQL database), merchant B's key, and the server on it."""
+def fresh(binary, workdir, tag, idle=0):
+    """A fresh database (a file, or a PostgreSQL database) with `idle` idle endpoints, merchant B's
+    key, and the server on it."""
     db = PG.fresh(tag) if PG else Path(workdir) / f"{tag}-{time.time_ns()}.db"
     key = events_bench.merchant(binary, db, "b")
+    if idle:
+        idle_endpoints(db, idle)
     url = db if PG else f"sqlite://{db}"
     proc, base = bench.serve(binary, url, FLAGS)
     return db, key, proc, base
@@ -364,10 +371,34 @@ def retrying_run(binary, workdir, hanging=10, backlog=300):
             receiver.stop()
 
 
-def throughput_run(binary, workdir, hanging, rows=10_000):
+IDLE = ["INSERT INTO merchants (pk, id, name, created_at) SELECT 1000 + g, 'idle' || g, 'idle', 0 FROM {series}",
+        "INSERT INTO event_logs (merchant_pk, last_sequence) SELECT 1000 + g, 5 FROM {series}",
+        "INSERT INTO webhooks (webhook_id, merchant_pk, url, status, secret, created_at, delivered_through, "
+        "claimed_through) SELECT 'idle' || g, 1000 + g, 'https://example.com/hook', 'ENABLED', 'secret', 0, 5, 5 "
+        "FROM {series}"]
+
+
+def idle_endpoints(db, n):
+    """`n` merchants of one endpoint each, every event of theirs settled, written into `db`."""
+    if PG:
+        name = db.rsplit("/", 1)[1]
+        PG.query("; ".join(q.format(series=f"generate_series(0, {n - 1}) g") for q in IDLE), database=name)
+        # Done now rather than by autovacuum during the run, which it would share the cores with;
+        # only these tables: the others, empty now, would be planned for as empty as they fill.
+        PG.query("VACUUM ANALYZE merchants, event_logs, webhooks", database=name)
+        return
+    import sqlite3
+    with sqlite3.connect(db) as c:
+        for q in IDLE:
+            c.execute(q.format(series=f"(WITH RECURSIVE s(g) AS (SELECT 0 UNION ALL SELECT g + 1 FROM s "
+                                      f"WHERE g < {n - 1}) SELECT g FROM s)"))
+    c.close()
+
+
+def throughput_run(binary, workdir, hanging, rows=10_000, idle=0):
     receiver = events_bench.Receiver()
     silent = Silent(hanging) if hanging else None
-    db, key, proc, base = fresh(binary, workdir, f"throughput-{hanging}")
+    db, key, proc, base = fresh(binary, workdir, f"throughput-{hanging}", idle)
     try:
         if silent:
             hanging_merchants(binary, db, base, silent)
@@ -397,7 +428,7 @@ def main():
     p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
     p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
     p.add_argument("--seconds", type=int, default=20)
-    p.add_argument("--only", default="hanging,recovering,building,crawling,retrying,throughput")
+    p.add_argument("--only", default="hanging,recovering,building,crawling,retrying,throughput,idle")
     p.add_argument("--shops", type=int, default=20_000, help="`crawling`: the shops crawled")
     p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--out", default=str(ROOT / "target/bench/fairness.md"))
@@ -484,6 +515,14 @@ def run_all(cfg, only, builds, workdir):
             bench.log(f"   throughput {kind}: alone {alone}, beside {beside}")
             lines.append(f"| | {kind} | {alone['per_s']:,.0f} | {beside['per_s']:,.0f} | "
                          f"{beside['per_s'] / alone['per_s']:.2f} |")
+        lines.append("")
+    if "idle" in only:
+        lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 20,000 idle | beside 100,000 idle "
+                  "| ratios |", "|---|---|---:|---:|---:|---:|"]
+        for kind, binary in builds:
+            r = [throughput_run(binary, workdir, 0, idle=n)["per_s"] for n in (0, 20_000, 100_000)]
+            bench.log(f"   idle {kind}: {r}")
+            lines.append(f"| | {kind} | {r[0]:,.0f} | {r[1]:,.0f} | {r[2]:,.0f} | {r[1] / r[0]:.2f}, {r[2] / r[0]:.2f} |")
     return lines
 
 
