@@ -27,7 +27,7 @@ import search_bench
 from bench_attack import Attacker, split_attack
 from bench_data import PUSH_ROWS, collect_list_bodies, fresh_copy, generated_taxonomy, location, push_file
 from bench_procs import (ROOT, Postgres, cpu_seconds, free_port, log, peak_rss_mib, pg_shell, post, run,
-                         scratch_dir, serve, stop_process, tree, wait_http, write_report)
+                         scratch_dir, serve, side_by_side, stop_process, tree, wait_http, write_report)
 from bench_report import BASE_SKIPPED, STANDARD, machine, mean, report
 
 # Names the other scripts under benches/ reach through this module (`bench.machine`, …).

@@ -34,6 +34,15 @@ def scratch_dir(prefix):
     return path
 
 
+def side_by_side(description):
+    """The arguments of a benchmark of our build beside an earlier one: BASE, and `--ours`."""
+    import argparse
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
+    p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
+    return p
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

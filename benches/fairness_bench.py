@@ -41,7 +41,6 @@ scheduler), each run on a fresh database and a freshly started server:
   Reported: deliveries/s, and beside them ÷ alone.
 """
 
-import argparse
 import asyncio
 import json
 import os
@@ -424,9 +423,7 @@ def throughput_run(binary, workdir, hanging, rows=10_000, idle=0):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
-    p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
+    p = bench.side_by_side(__doc__)
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--only", default="hanging,recovering,building,crawling,retrying,throughput,idle")
     p.add_argument("--shops", type=int, default=20_000, help="`crawling`: the shops crawled")

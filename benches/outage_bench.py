@@ -17,7 +17,6 @@ times: seconds from the server's start until every retry arrived (retries a seco
 seconds the server (and, on PostgreSQL, the cluster) spent meanwhile.
 """
 
-import argparse
 import shutil
 import sqlite3
 import sys
@@ -94,9 +93,7 @@ def drain(pg, workdir, template, total, binary, port, tag):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
-    p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
+    p = bench.side_by_side(__doc__)
     p.add_argument("--merchants", type=int, default=50, help="merchants of 10 endpoints each")
     p.add_argument("--events", type=int, default=100, help="each merchant's events, a retry each per endpoint")
     p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")

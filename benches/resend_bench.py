@@ -16,7 +16,6 @@ endpoint's windows reach the log's end, and PostgreSQL's rows read from `deliver
 meanwhile (its cumulative statistics, read a second after).
 """
 
-import argparse
 import sys
 import tempfile
 import time
@@ -85,9 +84,7 @@ def catch_up(pg, template, last, binary, tag):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("base", help="an earlier release build of storefront, measured beside ours")
-    p.add_argument("--ours", default=str(ROOT / "target/release/storefront"))
+    p = bench.side_by_side(__doc__)
     p.add_argument("--history", type=int, default=100_000, help="events delivered before")
     p.add_argument("--behind", type=int, default=20_000, help="events behind the resend")
     p.add_argument("--reps", type=int, default=3)
