@@ -520,17 +520,20 @@ async fn the_next_window_is_claimed_once_the_last_is_written() {
 /// endpoints of the merchants that rang; a ring of all, or deliveries due, is a look at all.
 #[tokio::test]
 async fn between_looks_at_all_a_turn_looks_only_at_the_merchants_that_rang() {
-    let (store, transport, clock) = (
+    let (store, clock, events) = (
         Arc::new(FakeStore::default()),
-        FakeTransport::new(),
         Arc::new(FakeClock::default()),
-    );
-    let (stop, places, events) = (
-        CancellationToken::new(),
-        Arc::new(Places::default()),
         Arc::new(EventSignal::default()),
     );
-    let (w, _queue) = worker(&store, &transport, &clock, &places, &stop, Arc::clone(&events));
+    let stop = CancellationToken::new();
+    let (w, _queue) = worker(
+        &store,
+        &FakeTransport::new(),
+        &clock,
+        &Arc::default(),
+        &stop,
+        Arc::clone(&events),
+    );
     let mut tasks = JoinSet::new();
     w.turn(&mut tasks).await.unwrap();
     events.ring(6);
