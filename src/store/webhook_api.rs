@@ -353,6 +353,16 @@ pub trait WebhookStore: Send + Sync {
     async fn prune_attempts(&self, cutoff_ms: i64) -> Result<usize, StoreError>;
 }
 
+/// The rows to claim of those read for each endpoint (its first ones, within its room), as
+/// `take_retries` takes them, endpoint by endpoint.
+pub fn take_rows<T>(read: Vec<Vec<T>>, most: usize) -> Vec<T> {
+    let counts: Vec<usize> = read.iter().map(Vec::len).collect();
+    read.into_iter()
+        .zip(take_retries(&counts, most))
+        .flat_map(|(rows, n)| rows.into_iter().take(n))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

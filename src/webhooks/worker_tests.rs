@@ -11,7 +11,7 @@ use crate::domain::webhook::{Attempt, Outcome, Trigger, Webhook};
 use crate::store::StoreError;
 use crate::store::event_signal::EventSignal;
 use crate::store::webhook_api::{
-    AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_windows, retry_room, take_retries,
+    AttemptsQuery, Claimed, Lost, NewWebhook, SettlePlan, WebhookChange, choose_windows, retry_room, take_rows,
 };
 use crate::webhooks::address::Reach;
 use crate::webhooks::send::Sent;
@@ -80,14 +80,12 @@ impl WebhookStore for FakeStore {
         }
         let offers: Vec<Candidate> = endpoints.iter().map(|(c, _)| c.clone()).collect();
         let room = retry_room(request.chooser.as_ref(), &offers, request.retries);
-        let read: Vec<usize> = endpoints
-            .iter()
-            .zip(&room)
-            .map(|((_, rows), &r)| rows.len().min(r))
+        let read: Vec<Vec<Due>> = endpoints
+            .into_iter()
+            .zip(room)
+            .map(|((_, rows), r)| rows.into_iter().take(r).collect())
             .collect();
-        for ((_, rows), n) in endpoints.into_iter().zip(take_retries(&read, request.retries)) {
-            claimed.retries.extend(rows.into_iter().take(n));
-        }
+        claimed.retries = take_rows(read, request.retries);
         Ok(claimed)
     }
     async fn extend(&self, _: HeldClaims<'_>) -> Result<Lost, StoreError> {

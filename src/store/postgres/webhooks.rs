@@ -23,7 +23,7 @@ use crate::store::event_rows::{
 };
 use crate::store::webhook_api::{
     AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
-    WebhookChange, WebhookStore, Window, retry_room, take_retries,
+    WebhookChange, WebhookStore, Window, retry_room, take_rows,
 };
 use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
@@ -182,25 +182,18 @@ async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
         &[&ids, &limits, &req.now_ms],
     )
     .await?;
-    let mut read: Vec<Vec<i64>> = vec![Vec::new(); ids.len()];
+    let mut read: Vec<Vec<(&str, i64)>> = vec![Vec::new(); ids.len()];
     let mut at = 0;
     for row in &rows {
         let webhook_id: &str = row.try_get(0)?;
         while ids.get(at).is_some_and(|&id| id != webhook_id) {
             at += 1;
         }
-        if let Some(sequences) = read.get_mut(at) {
-            sequences.push(row.try_get(1)?);
+        if let (Some(rows), Some(&id)) = (read.get_mut(at), ids.get(at)) {
+            rows.push((id, row.try_get(1)?));
         }
     }
-    let counts: Vec<usize> = read.iter().map(Vec::len).collect();
-    let (mut claim_ids, mut claim_seqs) = (Vec::new(), Vec::new());
-    for ((id, sequences), n) in ids.iter().zip(read).zip(take_retries(&counts, req.retries)) {
-        for sequence in sequences.into_iter().take(n) {
-            claim_ids.push(*id);
-            claim_seqs.push(sequence);
-        }
-    }
+    let (claim_ids, claim_seqs): (Vec<&str>, Vec<i64>) = take_rows(read, req.retries).into_iter().unzip();
     let statement = format!(
         "WITH locked AS (SELECT d.webhook_id, d.sequence FROM deliveries d \
                JOIN UNNEST($1::text[], $2::int8[]) AS u(w, s) ON d.webhook_id = u.w AND d.sequence = u.s \

@@ -21,7 +21,7 @@ use crate::store::event_rows::{
 use crate::store::heavy::HeavyWork;
 use crate::store::webhook_api::{
     AttemptsQuery, Candidate, ClaimRequest, Claimed, Due, Failing, Held, Lost, NewWebhook, PRUNE_BATCH, SettlePlan,
-    WebhookChange, WebhookStore, Window, retry_room, take_retries,
+    WebhookChange, WebhookStore, Window, retry_room, take_rows,
 };
 use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 
@@ -155,16 +155,12 @@ fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
         }
         read.push(due);
     }
-    let counts: Vec<usize> = read.iter().map(Vec::len).collect();
     let mut claim = tx.prepare_cached(
         "UPDATE deliveries SET claim_until = ?3, claim_owner = ?4 WHERE webhook_id = ?1 AND sequence = ?2",
     )?;
-    let mut claimed = Vec::new();
-    for (due, n) in read.into_iter().zip(take_retries(&counts, req.retries)) {
-        for d in due.into_iter().take(n) {
-            claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
-            claimed.push(d);
-        }
+    let claimed = take_rows(read, req.retries);
+    for d in &claimed {
+        claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
     }
     Ok(claimed)
 }
