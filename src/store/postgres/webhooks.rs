@@ -30,6 +30,9 @@ use crate::store::webhook_sql::{self, WindowCandidate, WindowSteps};
 /// The parameter mark of the SQL written once for both engines.
 const M: char = '$';
 
+/// The condition that leaves out the endpoints a claim skips (the statement's second parameter).
+const SKIP: &str = " AND NOT (w.webhook_id = ANY($2))";
+
 /// The database's clock, in Unix milliseconds: claims are held and expire by it.
 pub(super) const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::int8";
 
@@ -79,7 +82,6 @@ struct WindowClaims<'a, C> {
 
 impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
     async fn endpoints(&mut self, req: &ClaimRequest<'_>) -> Result<(Vec<WindowCandidate>, bool), StoreError> {
-        const SKIP: &str = " AND NOT (w.webhook_id = ANY($2))";
         const LOCK: &str = " FOR UPDATE OF w SKIP LOCKED";
         let limit = req.windows as i64;
         let rows = match req.merchants {
@@ -147,7 +149,7 @@ impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
 async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
     let offers = sql::query(
         tx,
-        &webhook_sql::retry_offers("$1", DB_NOW, " AND NOT (w.webhook_id = ANY($2))"),
+        &webhook_sql::retry_offers("$1", DB_NOW, SKIP),
         &[&req.now_ms, &req.skip],
     )
     .await?;
