@@ -18,7 +18,7 @@
 //!   when places are scarce the next one freed goes to whoever has least, never to the backlog
 //!   that holds the most.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
@@ -48,6 +48,9 @@ struct Book {
     lanes: HashMap<String, Lane>,
     /// Merchants with attempts in flight.
     merchants: HashMap<i64, usize>,
+    /// Merchants an endpoint of which has had its last place given back since the worker last
+    /// asked: while it held one, no window of it was looked for.
+    freed: HashSet<i64>,
 }
 
 impl Book {
@@ -93,8 +96,11 @@ impl Book {
         lane.in_flight -= n;
         self.total = self.total.saturating_sub(n);
         let merchant_pk = lane.merchant_pk;
-        if lane.in_flight == 0 && lane.limit == PER_ENDPOINT {
-            self.lanes.remove(endpoint);
+        if lane.in_flight == 0 {
+            self.freed.insert(merchant_pk);
+            if lane.limit == PER_ENDPOINT {
+                self.lanes.remove(endpoint);
+            }
         }
         if let Some(held) = self.merchants.get_mut(&merchant_pk) {
             *held = held.saturating_sub(n);
@@ -128,6 +134,11 @@ impl Places {
             .map(|(id, _)| id.clone())
             .collect();
         (PER_INSTANCE.saturating_sub(book.total), busy)
+    }
+
+    /// The merchants an endpoint of which is free again since the last call (`Book::freed`).
+    pub fn take_freed(&self) -> HashSet<i64> {
+        std::mem::take(&mut lock(&self.book).freed)
     }
 
     /// How many places are taken in all.

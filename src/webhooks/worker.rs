@@ -17,7 +17,8 @@
 //!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most.
 //!   Woken by a commit, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
 //!   Between looks at every endpoint (`looks`), a turn reads only the endpoints of the merchants
-//!   that rang or that it has work of, so what a turn costs does not grow with idle endpoints.
+//!   that rang, that it has work of, or whose endpoint was freed by an attempt made by hand, so
+//!   what a turn costs does not grow with idle endpoints.
 //! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
 //!   flight end (each within `MAX_ATTEMPT`), their results are written, then `run` returns.
 
@@ -235,7 +236,10 @@ impl Worker {
             granted: Mutex::default(),
         });
         let chooser: Arc<dyn Chooser> = turn.clone();
-        let look = lock(&self.looks).next(self.events.take_rung(), now);
+        // An endpoint busy until now (an attempt made by hand) was left out of the last looks.
+        let mut rung = self.events.take_rung();
+        rung.merchants.extend(self.places.take_freed());
+        let look = lock(&self.looks).next(rung, now);
         let claimed = self
             .store
             .claim(ClaimRequest {

@@ -546,3 +546,28 @@ async fn between_looks_at_all_a_turn_looks_only_at_the_merchants_that_rang() {
     let looks: Vec<Option<Vec<i64>>> = lock(&store.requests).iter().map(|r| r.3.clone()).collect();
     assert_eq!(looks, vec![None, Some(vec![5, 6]), Some(vec![]), None, None]);
 }
+
+/// An endpoint busy with an attempt made by hand is left out of the worker's looks; once its last
+/// place is given back, the next turn looks at its merchant again, not only the next look at all.
+#[tokio::test]
+async fn an_endpoint_freed_by_an_attempt_made_by_hand_is_looked_at_by_the_next_turn() {
+    let (store, places) = (Arc::new(FakeStore::default()), Arc::new(Places::default()));
+    let stop = CancellationToken::new();
+    let (w, _queue) = worker(
+        &store,
+        &FakeTransport::new(),
+        &Arc::new(FakeClock::default()),
+        &places,
+        &stop,
+        Arc::default(),
+    );
+    let mut tasks = JoinSet::new();
+    assert_eq!(places.take("by-hand", 9, 1), 1);
+    w.turn(&mut tasks).await.unwrap();
+    w.turn(&mut tasks).await.unwrap();
+    places.give_back("by-hand", 1);
+    w.turn(&mut tasks).await.unwrap();
+    w.turn(&mut tasks).await.unwrap();
+    let looks: Vec<Option<Vec<i64>>> = lock(&store.requests).iter().map(|r| r.3.clone()).collect();
+    assert_eq!(looks, vec![None, Some(vec![]), Some(vec![9]), Some(vec![])]);
+}
