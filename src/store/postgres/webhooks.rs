@@ -33,8 +33,10 @@ const M: char = '$';
 /// The condition that leaves out the endpoints a claim skips (the statement's second parameter).
 const SKIP: &str = " AND NOT (w.webhook_id = ANY($2))";
 
-/// The database's clock, in Unix milliseconds: claims are held and expire by it.
-pub(super) const DB_NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::int8";
+/// The database's clock, in Unix milliseconds: claims are held and expire by it. Read once a
+/// statement (a scalar subquery is evaluated once), not once a row: a look at every endpoint
+/// compares it with each one's claim.
+pub(super) const DB_NOW: &str = "(SELECT (extract(epoch from clock_timestamp()) * 1000)::int8)";
 
 pub(super) struct PgWebhooks {
     pub(super) pool: Pool,
