@@ -4,11 +4,17 @@
 //! between, a turn looks only at the merchants that rang, those whose claims this worker just
 //! settled (their next windows), and those it found with work it did not claim, through the
 //! endpoints' index by merchant. A turn that stops at its bound is followed by the same look.
+//! A look at all costs what the endpoints number: the periodic one waits `ALL_SHARE` times as long
+//! as the last took, so that it holds up the turns for a bounded share of the time however many
+//! endpoints there are (a look asked for, or after a failure, is made at once).
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use crate::store::event_signal::Rung;
+
+/// The periodic look at all waits at least this many times as long as the last one took.
+pub const ALL_SHARE: i64 = 50;
 
 /// One turn's look.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +39,8 @@ pub struct Looks {
     look_every_ms: i64,
     /// When the last look at all was made (worker's clock, ms); none yet.
     last_all_ms: Option<i64>,
+    /// How long the last look at all took (ms).
+    all_took_ms: i64,
     /// The next look is at all (the last one stopped at its bound).
     all_next: bool,
     /// Merchants to look at next, from what the turns found.
@@ -46,6 +54,7 @@ impl Looks {
         Looks {
             look_every_ms: i64::try_from(look_every.as_millis()).unwrap_or(i64::MAX),
             last_all_ms: None,
+            all_took_ms: 0,
             all_next: false,
             carried: HashSet::new(),
             settled: HashSet::new(),
@@ -54,9 +63,8 @@ impl Looks {
 
     /// The look of the turn starting at `now_ms`, given the merchants that rang since the last.
     pub fn next(&mut self, rung: Rung, now_ms: i64) -> Look {
-        let due = self
-            .last_all_ms
-            .is_none_or(|at| now_ms.saturating_sub(at) >= self.look_every_ms);
+        let every = self.look_every_ms.max(self.all_took_ms.saturating_mul(ALL_SHARE));
+        let due = self.last_all_ms.is_none_or(|at| now_ms.saturating_sub(at) >= every);
         let mut merchants = std::mem::take(&mut self.carried);
         merchants.extend(rung.merchants);
         merchants.extend(self.settled.drain());
@@ -78,6 +86,11 @@ impl Looks {
                 Look::Merchants(m) => self.carried.extend(m),
             }
         }
+    }
+
+    /// A look at all took `took_ms`: the periodic one waits in proportion.
+    pub fn took_all(&mut self, took_ms: i64) {
+        self.all_took_ms = took_ms.max(0);
     }
 
     /// The turn failed: the next one looks at all.
@@ -133,6 +146,33 @@ mod tests {
             looks.next(rung(&[], false), 1_300),
             Look::All,
             "a period after the last look at all"
+        );
+    }
+
+    #[test]
+    fn the_periodic_look_at_all_waits_in_proportion_to_what_the_last_took() {
+        let mut looks = Looks::new(Duration::from_secs(1));
+        assert_eq!(looks.next(rung(&[], false), 0), Look::All);
+        looks.took_all(100);
+        looks.found(Look::All, &[], false);
+        assert_eq!(looks.next(rung(&[1], false), 1_000), Look::Merchants(vec![1]));
+        assert_eq!(looks.next(rung(&[], false), 4_999), Look::Merchants(vec![]));
+        assert_eq!(looks.next(rung(&[], false), 5_000), Look::All, "fifty times 100 ms");
+        looks.took_all(2);
+        looks.found(Look::All, &[], false);
+        assert_eq!(looks.next(rung(&[], false), 5_999), Look::Merchants(vec![]));
+        assert_eq!(
+            looks.next(rung(&[], false), 6_000),
+            Look::All,
+            "never less than the period"
+        );
+        looks.took_all(100);
+        assert_eq!(looks.next(rung(&[], true), 6_001), Look::All, "asked for: at once");
+        looks.failed();
+        assert_eq!(
+            looks.next(rung(&[], false), 6_002),
+            Look::All,
+            "after a failure: at once"
         );
     }
 

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempt::{self, Of};
 use super::config::{Clock, WebhookSettings, jitter};
-use super::looks::Looks;
+use super::looks::{Look, Looks};
 use super::places::{Candidate, PER_ENDPOINT, Places};
 use super::send::{Delivery, Transport};
 use super::settle::{self, SettleRules};
@@ -264,7 +264,12 @@ impl Worker {
                 return Err(e);
             }
         };
-        lock(&self.looks).found(look, &claimed.unclaimed, claimed.more);
+        let mut looks = lock(&self.looks);
+        if look == Look::All {
+            looks.took_all(self.clock.now_ms().saturating_sub(now));
+        }
+        looks.found(look, &claimed.unclaimed, claimed.more);
+        drop(looks);
         let found = claimed.windows.len() + claimed.retries.len();
         for window in claimed.windows {
             let places = granted
