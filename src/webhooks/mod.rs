@@ -15,6 +15,7 @@ pub mod by_hand;
 pub mod config;
 pub mod failure;
 pub mod looks;
+mod pending;
 pub mod places;
 pub mod send;
 pub mod settle;

@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 use super::attempt::{self, Of};
 use super::config::{Clock, WebhookSettings, jitter};
 use super::looks::{Look, Looks};
+use super::pending;
 use super::places::{Candidate, PER_ENDPOINT, Places};
 use super::send::{Delivery, Transport};
 use super::settle::{self, SettleRules};
@@ -170,7 +171,7 @@ impl Worker {
         let written = CancellationToken::new();
         let settler = tokio::spawn(Arc::clone(&self).settle_batches(queue, written.clone()));
         let extender = tokio::spawn(Arc::clone(&self).extend_claims());
-        let pending = tokio::spawn(count_pending(Arc::clone(&self.store)));
+        let pending = tokio::spawn(pending::count(Arc::clone(&self.store)));
         let mut tasks = JoinSet::new();
         while !self.stop.is_cancelled() {
             let started = tokio::time::Instant::now();
@@ -567,17 +568,6 @@ impl Chooser for Turn {
             }
         }
         granted
-    }
-}
-
-/// `webhook_pending`, every few seconds (the README says the gauge lags by as much).
-async fn count_pending(store: Arc<dyn WebhookStore>) {
-    let mut tick = tokio::time::interval(Duration::from_secs(5));
-    loop {
-        tick.tick().await;
-        if let Ok(n) = store.pending().await {
-            metrics::gauge!("webhook_pending").set(n as f64);
-        }
     }
 }
 
