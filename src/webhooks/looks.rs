@@ -5,8 +5,8 @@
 //! settled (their next windows), and those it found with work it did not claim, through the
 //! endpoints' index by merchant. A turn that stops at its bound is followed by the same look.
 //! A look at all costs what the endpoints number: the periodic one waits `ALL_SHARE` times as long
-//! as the last took, so that it holds up the turns for a bounded share of the time however many
-//! endpoints there are (a look asked for, or after a failure, is made at once).
+//! as the last took (a minute at most), so that it holds up the turns for a bounded share of the
+//! time however many endpoints there are (a look asked for, or after a failure, is made at once).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -15,6 +15,9 @@ use crate::store::event_signal::Rung;
 
 /// The periodic look at all waits at least this many times as long as the last one took.
 pub const ALL_SHARE: i64 = 50;
+/// ... and at most this long (ms): one look slowed by a passing stall does not put off the next
+/// for long.
+pub const ALL_AT_LEAST_EVERY_MS: i64 = 60_000;
 
 /// One turn's look.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,7 +66,9 @@ impl Looks {
 
     /// The look of the turn starting at `now_ms`, given the merchants that rang since the last.
     pub fn next(&mut self, rung: Rung, now_ms: i64) -> Look {
-        let every = self.look_every_ms.max(self.all_took_ms.saturating_mul(ALL_SHARE));
+        let every = self
+            .look_every_ms
+            .max(self.all_took_ms.saturating_mul(ALL_SHARE).min(ALL_AT_LEAST_EVERY_MS));
         let due = self.last_all_ms.is_none_or(|at| now_ms.saturating_sub(at) >= every);
         let mut merchants = std::mem::take(&mut self.carried);
         merchants.extend(rung.merchants);
@@ -166,11 +171,15 @@ mod tests {
             Look::All,
             "never less than the period"
         );
+        looks.took_all(10_000);
+        looks.found(Look::All, &[], false);
+        assert_eq!(looks.next(rung(&[], false), 65_999), Look::Merchants(vec![]));
+        assert_eq!(looks.next(rung(&[], false), 66_000), Look::All, "a minute at most");
         looks.took_all(100);
-        assert_eq!(looks.next(rung(&[], true), 6_001), Look::All, "asked for: at once");
+        assert_eq!(looks.next(rung(&[], true), 66_001), Look::All, "asked for: at once");
         looks.failed();
         assert_eq!(
-            looks.next(rung(&[], false), 6_002),
+            looks.next(rung(&[], false), 66_002),
             Look::All,
             "after a failure: at once"
         );

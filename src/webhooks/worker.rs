@@ -14,7 +14,9 @@
 //!   (on this instance, or on another through the store's notices: `EventSignal::deliveries`),
 //!   until the first retry it scheduled is due, until a place is freed or a claim released (its
 //!   results written: the endpoint's next window may be claimed), or at most `LOOK_EVERY`:
-//!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most.
+//!   what no signal reaches (another instance's retries, a lapsed claim) waits that long at most
+//!   (a lapsed claim's window longer where a look at every endpoint is slow: `looks` keeps those
+//!   to a share of the time).
 //!   Woken by a commit, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
 //!   Between looks at every endpoint (`looks`), a turn reads only the endpoints of the merchants
 //!   that rang, that it has work of, or whose endpoint was freed by an attempt made by hand, so
