@@ -50,6 +50,10 @@ pub struct Looks {
     carried: HashSet<i64>,
     /// Merchants to look at next, from settlements made meanwhile.
     settled: HashSet<i64>,
+    /// When retries were last claimed (worker's clock, ms); none yet.
+    last_retries_ms: Option<i64>,
+    /// The last claim of retries took some: more may be due.
+    retries_next: bool,
 }
 
 impl Looks {
@@ -61,7 +65,37 @@ impl Looks {
             all_next: false,
             carried: HashSet::new(),
             settled: HashSet::new(),
+            last_retries_ms: None,
+            retries_next: false,
         }
+    }
+
+    /// Whether the turn starting at `now_ms` with `look` claims retries: with a look at all, when
+    /// a retry this worker scheduled is due (`own_due`), after a claim of retries that took some,
+    /// and at least once every `look_every` (another instance's). Between, a turn claims only
+    /// fresh events: offering the retries costs a probe for every endpoint that has any, due or
+    /// not, so an outage of many endpoints would otherwise cost every turn as much.
+    pub fn retries(&mut self, look: &Look, own_due: bool, now_ms: i64) -> bool {
+        let due = self
+            .last_retries_ms
+            .is_none_or(|at| now_ms.saturating_sub(at) >= self.look_every_ms);
+        if *look == Look::All || own_due || self.retries_next || due {
+            self.last_retries_ms = Some(now_ms);
+            self.retries_next = false;
+            return true;
+        }
+        false
+    }
+
+    /// A claim of retries took `taken` of them.
+    pub fn retries_taken(&mut self, taken: usize) {
+        self.retries_next = taken > 0;
+    }
+
+    /// A retry this worker scheduled came due when no place was free: the next turn claims
+    /// retries.
+    pub fn retries_owed(&mut self) {
+        self.retries_next = true;
     }
 
     /// The look of the turn starting at `now_ms`, given the merchants that rang since the last.
@@ -183,6 +217,26 @@ mod tests {
             Look::All,
             "after a failure: at once"
         );
+    }
+
+    #[test]
+    fn retries_are_claimed_with_a_look_at_all_when_due_while_some_are_taken_and_once_a_period() {
+        let mut looks = Looks::new(Duration::from_secs(1));
+        let some = Look::Merchants(vec![1]);
+        assert!(looks.retries(&some, false, 0), "the first turn");
+        looks.retries_taken(0);
+        assert!(!looks.retries(&some, false, 100), "a ring's turn: fresh events only");
+        assert!(looks.retries(&Look::All, false, 200), "with a look at all");
+        looks.retries_taken(0);
+        assert!(looks.retries(&some, true, 300), "a retry this worker scheduled is due");
+        looks.retries_taken(64);
+        assert!(looks.retries(&some, false, 301), "the last claim took some");
+        looks.retries_taken(0);
+        assert!(!looks.retries(&some, false, 1_300));
+        assert!(looks.retries(&some, false, 1_301), "a period after the last");
+        looks.retries_taken(0);
+        looks.retries_owed();
+        assert!(looks.retries(&some, false, 1_302), "due when no place was free");
     }
 
     #[test]

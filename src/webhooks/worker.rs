@@ -223,16 +223,19 @@ impl Worker {
         // The retries due by now are this turn's to claim (or, with no room, the turn a freed
         // place starts): the worker no longer sleeps for them.
         let now = self.clock.now_ms();
-        let _ = self
+        let own_due = self
             .next_retry_ms
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |at| (at <= now).then_some(i64::MAX));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |at| (at <= now).then_some(i64::MAX))
+            .is_ok();
         let (free, busy) = self.places.free_and_busy();
         if free == 0 {
+            if own_due {
+                lock(&self.looks).retries_owed();
+            }
             return Ok(0);
         }
         // Fresh events and retries alike: a backlog of retries (a recovery's) is attempted beside
         // fresh events, each endpoint served in its turn.
-        let retries = free.min(RETRY_ROWS);
         let windows = free.min(WINDOWS);
         let turn = Arc::new(Turn {
             places: Arc::clone(&self.places),
@@ -242,7 +245,12 @@ impl Worker {
         // An endpoint busy until now (an attempt made by hand) was left out of the last looks.
         let mut rung = self.events.take_rung();
         rung.merchants.extend(self.places.take_freed());
-        let look = lock(&self.looks).next(rung, now);
+        let (look, retries) = {
+            let mut looks = lock(&self.looks);
+            let look = looks.next(rung, now);
+            let retries = looks.retries(&look, own_due, now);
+            (look, if retries { free.min(RETRY_ROWS) } else { 0 })
+        };
         let claimed = self
             .store
             .claim(ClaimRequest {
@@ -270,6 +278,9 @@ impl Worker {
         let mut looks = lock(&self.looks);
         if look == Look::All {
             looks.took_all(self.clock.now_ms().saturating_sub(now));
+        }
+        if retries > 0 {
+            looks.retries_taken(claimed.retries.len());
         }
         looks.found(look, &claimed.unclaimed, claimed.more);
         drop(looks);

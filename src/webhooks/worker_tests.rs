@@ -571,3 +571,37 @@ async fn an_endpoint_freed_by_an_attempt_made_by_hand_is_looked_at_by_the_next_t
     let looks: Vec<Option<Vec<i64>>> = lock(&store.requests).iter().map(|r| r.3.clone()).collect();
     assert_eq!(looks, vec![None, Some(vec![]), Some(vec![9]), Some(vec![])]);
 }
+
+/// Retries are claimed with a look at all, while the last claim took some, and when one this
+/// worker scheduled is due; a turn woken by a ring between those claims only fresh events.
+#[tokio::test]
+async fn a_turn_woken_by_a_ring_claims_retries_only_when_some_may_be_due() {
+    let store = Arc::new(FakeStore {
+        to_claim: Mutex::new(Some(Claimed {
+            retries: vec![due(1)],
+            ..Claimed::default()
+        })),
+        ..FakeStore::default()
+    });
+    let (events, stop) = (Arc::new(EventSignal::default()), CancellationToken::new());
+    let clock = Arc::new(FakeClock::default());
+    let (w, _queue) = worker(
+        &store,
+        &FakeTransport::new(),
+        &clock,
+        &Arc::default(),
+        &stop,
+        Arc::clone(&events),
+    );
+    let mut tasks = JoinSet::new();
+    assert_eq!(w.turn(&mut tasks).await.unwrap(), 1);
+    for _ in 0..2 {
+        events.ring(1);
+        w.turn(&mut tasks).await.unwrap();
+    }
+    w.next_retry_ms.store(0, Ordering::SeqCst);
+    events.ring(1);
+    w.turn(&mut tasks).await.unwrap();
+    let asked: Vec<usize> = lock(&store.requests).iter().map(|r| r.2).collect();
+    assert_eq!(asked, vec![RETRY_ROWS, RETRY_ROWS, 0, RETRY_ROWS]);
+}
