@@ -1,0 +1,95 @@
+//! The worker's looks: whose endpoints a turn reads, and when it claims retries.
+
+use super::*;
+
+/// Between its looks at every endpoint (the first, then one a period), a turn reads only the
+/// endpoints of the merchants that rang; a ring of all, or deliveries due, is a look at all.
+#[tokio::test]
+async fn between_looks_at_all_a_turn_looks_only_at_the_merchants_that_rang() {
+    let (store, clock, events) = (
+        Arc::new(FakeStore::default()),
+        Arc::new(FakeClock::default()),
+        Arc::new(EventSignal::default()),
+    );
+    let stop = CancellationToken::new();
+    let (w, _queue) = worker(
+        &store,
+        &FakeTransport::new(),
+        &clock,
+        &Arc::default(),
+        &stop,
+        Arc::clone(&events),
+    );
+    let mut tasks = JoinSet::new();
+    w.turn(&mut tasks).await.unwrap();
+    events.ring(6);
+    events.ring(5);
+    w.turn(&mut tasks).await.unwrap();
+    w.turn(&mut tasks).await.unwrap();
+    events.ring(7);
+    clock.0.store(AN_HOUR.as_millis() as i64, Ordering::SeqCst);
+    w.turn(&mut tasks).await.unwrap();
+    events.deliveries_due();
+    w.turn(&mut tasks).await.unwrap();
+    let looks: Vec<Option<Vec<i64>>> = lock(&store.requests).iter().map(|r| r.3.clone()).collect();
+    assert_eq!(looks, vec![None, Some(vec![5, 6]), Some(vec![]), None, None]);
+}
+
+/// An endpoint busy with an attempt made by hand is left out of the worker's looks; once its last
+/// place is given back, the next turn looks at its merchant again, not only the next look at all.
+#[tokio::test]
+async fn an_endpoint_freed_by_an_attempt_made_by_hand_is_looked_at_by_the_next_turn() {
+    let (store, places) = (Arc::new(FakeStore::default()), Arc::new(Places::default()));
+    let stop = CancellationToken::new();
+    let (w, _queue) = worker(
+        &store,
+        &FakeTransport::new(),
+        &Arc::new(FakeClock::default()),
+        &places,
+        &stop,
+        Arc::default(),
+    );
+    let mut tasks = JoinSet::new();
+    assert_eq!(places.take("by-hand", 9, 1), 1);
+    w.turn(&mut tasks).await.unwrap();
+    w.turn(&mut tasks).await.unwrap();
+    places.give_back("by-hand", 1);
+    w.turn(&mut tasks).await.unwrap();
+    w.turn(&mut tasks).await.unwrap();
+    let looks: Vec<Option<Vec<i64>>> = lock(&store.requests).iter().map(|r| r.3.clone()).collect();
+    assert_eq!(looks, vec![None, Some(vec![]), Some(vec![9]), Some(vec![])]);
+}
+
+/// Retries are claimed with a look at all, while the last claim took some, and when one this
+/// worker scheduled is due; a turn woken by a ring between those claims only fresh events.
+#[tokio::test]
+async fn a_turn_woken_by_a_ring_claims_retries_only_when_some_may_be_due() {
+    let store = Arc::new(FakeStore {
+        to_claim: Mutex::new(Some(Claimed {
+            retries: vec![due(1)],
+            ..Claimed::default()
+        })),
+        ..FakeStore::default()
+    });
+    let (events, stop) = (Arc::new(EventSignal::default()), CancellationToken::new());
+    let clock = Arc::new(FakeClock::default());
+    let (w, _queue) = worker(
+        &store,
+        &FakeTransport::new(),
+        &clock,
+        &Arc::default(),
+        &stop,
+        Arc::clone(&events),
+    );
+    let mut tasks = JoinSet::new();
+    assert_eq!(w.turn(&mut tasks).await.unwrap(), 1);
+    for _ in 0..2 {
+        events.ring(1);
+        w.turn(&mut tasks).await.unwrap();
+    }
+    w.next_retry_ms.store(0, Ordering::SeqCst);
+    events.ring(1);
+    w.turn(&mut tasks).await.unwrap();
+    let asked: Vec<usize> = lock(&store.requests).iter().map(|r| r.2).collect();
+    assert_eq!(asked, vec![RETRY_ROWS, RETRY_ROWS, 0, RETRY_ROWS]);
+}
