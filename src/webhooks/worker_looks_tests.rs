@@ -2,24 +2,43 @@
 
 use super::*;
 
+/// A worker on `store` and `places`, with a clock and an event signal of its own.
+struct Looking {
+    w: Arc<Worker>,
+    clock: Arc<FakeClock>,
+    events: Arc<EventSignal>,
+    _queue: mpsc::Receiver<Settlement>,
+}
+
+fn looking(store: &Arc<FakeStore>, places: &Arc<Places>) -> Looking {
+    let (clock, events) = (Arc::new(FakeClock::default()), Arc::new(EventSignal::default()));
+    let (w, queue) = worker(
+        store,
+        &FakeTransport::new(),
+        &clock,
+        places,
+        &CancellationToken::new(),
+        Arc::clone(&events),
+    );
+    Looking {
+        w,
+        clock,
+        events,
+        _queue: queue,
+    }
+}
+
 /// Between its looks at every endpoint (the first, then one a period), a turn reads only the
 /// endpoints of the merchants that rang; a ring of all, or deliveries due, is a look at all.
 #[tokio::test]
 async fn between_looks_at_all_a_turn_looks_only_at_the_merchants_that_rang() {
-    let (store, clock, events) = (
-        Arc::new(FakeStore::default()),
-        Arc::new(FakeClock::default()),
-        Arc::new(EventSignal::default()),
-    );
-    let stop = CancellationToken::new();
-    let (w, _queue) = worker(
-        &store,
-        &FakeTransport::new(),
-        &clock,
-        &Arc::default(),
-        &stop,
-        Arc::clone(&events),
-    );
+    let store = Arc::new(FakeStore::default());
+    let Looking {
+        w,
+        clock,
+        events,
+        _queue,
+    } = looking(&store, &Arc::default());
     let mut tasks = JoinSet::new();
     w.turn(&mut tasks).await.unwrap();
     events.ring(6);
@@ -40,15 +59,7 @@ async fn between_looks_at_all_a_turn_looks_only_at_the_merchants_that_rang() {
 #[tokio::test]
 async fn an_endpoint_freed_by_an_attempt_made_by_hand_is_looked_at_by_the_next_turn() {
     let (store, places) = (Arc::new(FakeStore::default()), Arc::new(Places::default()));
-    let stop = CancellationToken::new();
-    let (w, _queue) = worker(
-        &store,
-        &FakeTransport::new(),
-        &Arc::new(FakeClock::default()),
-        &places,
-        &stop,
-        Arc::default(),
-    );
+    let Looking { w, _queue, .. } = looking(&store, &places);
     let mut tasks = JoinSet::new();
     assert_eq!(places.take("by-hand", 9, 1), 1);
     w.turn(&mut tasks).await.unwrap();
@@ -71,16 +82,7 @@ async fn a_turn_woken_by_a_ring_claims_retries_only_when_some_may_be_due() {
         })),
         ..FakeStore::default()
     });
-    let (events, stop) = (Arc::new(EventSignal::default()), CancellationToken::new());
-    let clock = Arc::new(FakeClock::default());
-    let (w, _queue) = worker(
-        &store,
-        &FakeTransport::new(),
-        &clock,
-        &Arc::default(),
-        &stop,
-        Arc::clone(&events),
-    );
+    let Looking { w, events, _queue, .. } = looking(&store, &Arc::default());
     let mut tasks = JoinSet::new();
     assert_eq!(w.turn(&mut tasks).await.unwrap(), 1);
     for _ in 0..2 {
