@@ -39,6 +39,10 @@ scheduler), each run on a fresh database and a freshly started server:
   each, every event of theirs settled; written into the database before the server starts).
   Before a turn of the worker looked only at the merchants that rang, each read every endpoint.
   Reported: deliveries/s, and beside them ÷ alone.
+- `waiting`: the same deliveries beside 2,000 and 10,000 endpoints of other merchants, each with
+  one retry due in an hour (an outage's, scheduled). Before a turn claimed retries only when some
+  might be due, every turn offered them: a probe of each such endpoint's retries.
+  Reported: deliveries/s, and beside them ÷ alone.
 """
 
 import asyncio
@@ -133,13 +137,13 @@ def hanging_merchants(binary, db, base, silent, events=100):
             post(base, key, "/v1/location/create", {"locations": [location(f"h{m}", c + i) for i in range(100)]})
 
 
-def fresh(binary, workdir, tag, idle=0):
-    """A fresh database (a file, or a PostgreSQL database) with `idle` idle endpoints, merchant B's
-    key, and the server on it."""
+def fresh(binary, workdir, tag, idle=0, waiting=False):
+    """A fresh database (a file, or a PostgreSQL database) with `idle` idle endpoints (each with a
+    retry due in an hour if `waiting`), merchant B's key, and the server on it."""
     db = PG.fresh(tag) if PG else Path(workdir) / f"{tag}-{time.time_ns()}.db"
     key = events_bench.merchant(binary, db, "b")
     if idle:
-        idle_endpoints(db, idle)
+        idle_endpoints(db, idle, waiting)
     url = db if PG else f"sqlite://{db}"
     proc, base = bench.serve(binary, url, FLAGS)
     return db, key, proc, base
@@ -377,27 +381,35 @@ IDLE = ["INSERT INTO merchants (pk, id, name, created_at) SELECT 1000 + g, 'idle
         "FROM {series}"]
 
 
-def idle_endpoints(db, n):
-    """`n` merchants of one endpoint each, every event of theirs settled, written into `db`."""
+# A retry of each idle endpoint's last event, due in an hour.
+WAITING = ("INSERT INTO deliveries (webhook_id, sequence, merchant_pk, next_attempt_at, appended_at) "
+           "SELECT 'idle' || g, 5, 1000 + g, {due}, 0 FROM {series}")
+
+
+def idle_endpoints(db, n, waiting=False):
+    """`n` merchants of one endpoint each, every event of theirs settled (or, `waiting`, its last
+    one's retry due in an hour), written into `db`."""
+    due = int(time.time() * 1000) + 3_600_000
+    queries = IDLE + ([WAITING.replace("{due}", str(due))] if waiting else [])
     if PG:
         name = db.rsplit("/", 1)[1]
-        PG.query("; ".join(q.format(series=f"generate_series(0, {n - 1}) g") for q in IDLE), database=name)
+        PG.query("; ".join(q.format(series=f"generate_series(0, {n - 1}) g") for q in queries), database=name)
         # Done now rather than by autovacuum during the run, which it would share the cores with;
         # only these tables: the others, empty now, would be planned for as empty as they fill.
-        PG.query("VACUUM ANALYZE merchants, event_logs, webhooks", database=name)
+        PG.query("VACUUM ANALYZE merchants, event_logs, webhooks, deliveries", database=name)
         return
     import sqlite3
     with sqlite3.connect(db) as c:
-        for q in IDLE:
+        for q in queries:
             c.execute(q.format(series=f"(WITH RECURSIVE s(g) AS (SELECT 0 UNION ALL SELECT g + 1 FROM s "
                                       f"WHERE g < {n - 1}) SELECT g FROM s)"))
     c.close()
 
 
-def throughput_run(binary, workdir, hanging, rows=10_000, idle=0):
+def throughput_run(binary, workdir, hanging, rows=10_000, idle=0, waiting=False):
     receiver = events_bench.Receiver()
     silent = Silent(hanging) if hanging else None
-    db, key, proc, base = fresh(binary, workdir, f"throughput-{hanging}", idle)
+    db, key, proc, base = fresh(binary, workdir, f"throughput-{hanging}", idle, waiting)
     try:
         if silent:
             hanging_merchants(binary, db, base, silent)
@@ -425,7 +437,7 @@ def throughput_run(binary, workdir, hanging, rows=10_000, idle=0):
 def main():
     p = bench.side_by_side(__doc__)
     p.add_argument("--seconds", type=int, default=20)
-    p.add_argument("--only", default="hanging,recovering,building,crawling,retrying,throughput,idle")
+    p.add_argument("--only", default="hanging,recovering,building,crawling,retrying,throughput,idle,waiting")
     p.add_argument("--shops", type=int, default=20_000, help="`crawling`: the shops crawled")
     p.add_argument("--engine", choices=("sqlite", "postgres"), default="sqlite")
     p.add_argument("--out", default=str(ROOT / "target/bench/fairness.md"))
@@ -519,6 +531,14 @@ def run_all(cfg, only, builds, workdir):
         for kind, binary in builds:
             r = [throughput_run(binary, workdir, 0, idle=n)["per_s"] for n in (0, 20_000, 100_000)]
             bench.log(f"   idle {kind}: {r}")
+            lines.append(f"| | {kind} | {r[0]:,.0f} | {r[1]:,.0f} | {r[2]:,.0f} | {r[1] / r[0]:.2f}, {r[2] / r[0]:.2f} |")
+        lines.append("")
+    if "waiting" in only:
+        lines += ["| deliveries/s to 4 healthy endpoints | build | alone | beside 2,000 with a retry waiting "
+                  "| beside 10,000 | ratios |", "|---|---|---:|---:|---:|---:|"]
+        for kind, binary in builds:
+            r = [throughput_run(binary, workdir, 0, idle=n, waiting=True)["per_s"] for n in (0, 2_000, 10_000)]
+            bench.log(f"   waiting {kind}: {r}")
             lines.append(f"| | {kind} | {r[0]:,.0f} | {r[1]:,.0f} | {r[2]:,.0f} | {r[1] / r[0]:.2f}, {r[2] / r[0]:.2f} |")
     return lines
 
