@@ -86,6 +86,8 @@ pub struct Claimed {
     pub unclaimed: Vec<i64>,
     /// Whether the look for fresh events stopped at its bound: more endpoints may have some.
     pub more: bool,
+    /// Whether any endpoint offered a retry due (taken or not, for want of room): more may be.
+    pub retries_offered: bool,
 }
 
 /// An endpoint with work to claim (fresh events, or retries due), as the store offers it to the

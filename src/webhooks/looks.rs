@@ -52,7 +52,7 @@ pub struct Looks {
     settled: HashSet<i64>,
     /// When retries were last claimed (worker's clock, ms); none yet.
     last_retries_ms: Option<i64>,
-    /// The last claim of retries took some: more may be due.
+    /// The last claim of retries was offered some: more may be due.
     retries_next: bool,
 }
 
@@ -71,10 +71,11 @@ impl Looks {
     }
 
     /// Whether the turn starting at `now_ms` with `look` claims retries: with a look at all, when
-    /// a retry this worker scheduled is due (`own_due`), after a claim of retries that took some,
-    /// and at least once every `look_every` (another instance's). Between, a turn claims only
-    /// fresh events: offering the retries costs a probe for every endpoint that has any, due or
-    /// not, so an outage of many endpoints would otherwise cost every turn as much.
+    /// a retry this worker scheduled is due (`own_due`), after a claim of retries that was
+    /// offered some (taken or not, for want of room), and at least once every `look_every`
+    /// (another instance's). Between, a turn claims only fresh events: offering the retries costs
+    /// a probe for every endpoint that has any, due or not, so an outage of many endpoints would
+    /// otherwise cost every turn as much.
     pub fn retries(&mut self, look: &Look, own_due: bool, now_ms: i64) -> bool {
         let due = self
             .last_retries_ms
@@ -87,9 +88,9 @@ impl Looks {
         false
     }
 
-    /// A claim of retries took `taken` of them.
-    pub fn retries_taken(&mut self, taken: usize) {
-        self.retries_next = taken > 0;
+    /// A claim of retries was offered some (`offered`), or none.
+    pub fn retries_offered(&mut self, offered: bool) {
+        self.retries_next = offered;
     }
 
     /// A retry this worker scheduled came due when no place was free: the next turn claims
@@ -224,17 +225,17 @@ mod tests {
         let mut looks = Looks::new(Duration::from_secs(1));
         let some = Look::Merchants(vec![1]);
         assert!(looks.retries(&some, false, 0), "the first turn");
-        looks.retries_taken(0);
+        looks.retries_offered(false);
         assert!(!looks.retries(&some, false, 100), "a ring's turn: fresh events only");
         assert!(looks.retries(&Look::All, false, 200), "with a look at all");
-        looks.retries_taken(0);
+        looks.retries_offered(false);
         assert!(looks.retries(&some, true, 300), "a retry this worker scheduled is due");
-        looks.retries_taken(64);
-        assert!(looks.retries(&some, false, 301), "the last claim took some");
-        looks.retries_taken(0);
+        looks.retries_offered(true);
+        assert!(looks.retries(&some, false, 301), "the last claim was offered some");
+        looks.retries_offered(false);
         assert!(!looks.retries(&some, false, 1_300));
         assert!(looks.retries(&some, false, 1_301), "a period after the last");
-        looks.retries_taken(0);
+        looks.retries_offered(false);
         looks.retries_owed();
         assert!(looks.retries(&some, false, 1_302), "due when no place was free");
     }

@@ -280,7 +280,7 @@ impl Worker {
             looks.took_all(self.clock.now_ms().saturating_sub(now));
         }
         if retries > 0 {
-            looks.retries_taken(claimed.retries.len());
+            looks.retries_offered(claimed.retries_offered);
         }
         looks.found(look, &claimed.unclaimed, claimed.more);
         drop(looks);

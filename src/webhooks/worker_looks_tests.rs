@@ -71,8 +71,8 @@ async fn an_endpoint_freed_by_an_attempt_made_by_hand_is_looked_at_by_the_next_t
     assert_eq!(looks, vec![None, Some(vec![]), Some(vec![9]), Some(vec![])]);
 }
 
-/// Retries are claimed with a look at all, while the last claim took some, and when one this
-/// worker scheduled is due; a turn woken by a ring between those claims only fresh events.
+/// Retries are claimed with a look at all, while the last claim was offered some, and when one
+/// this worker scheduled is due; a turn woken by a ring between those claims only fresh events.
 #[tokio::test]
 async fn a_turn_woken_by_a_ring_claims_retries_only_when_some_may_be_due() {
     let store = Arc::new(FakeStore {

@@ -86,6 +86,7 @@ impl WebhookStore for FakeStore {
             .map(|((_, rows), r)| rows.into_iter().take(r).collect())
             .collect();
         claimed.retries = take_rows(read, request.retries);
+        claimed.retries_offered = request.retries > 0 && !offers.is_empty();
         Ok(claimed)
     }
     async fn extend(&self, _: HeldClaims<'_>) -> Result<Lost, StoreError> {

@@ -147,8 +147,8 @@ impl<C: GenericClient + Sync> WindowSteps for WindowClaims<'_, C> {
 /// rows are read, due first and within their room, and taken one of each endpoint in turn,
 /// `req.retries` at most; only those are locked (those another instance's claim holds are
 /// skipped) and claimed. What a claim reads and locks is bounded by what it may claim, whatever
-/// the backlogs.
-async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<Vec<Due>, StoreError> {
+/// the backlogs. With whether any endpoint was offered.
+async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Result<(Vec<Due>, bool), StoreError> {
     let offers = sql::query(
         tx,
         &webhook_sql::retry_offers("$1", DB_NOW, SKIP),
@@ -173,7 +173,7 @@ async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
         .map(|(c, &n)| (c.webhook_id.as_str(), n as i64))
         .unzip();
     if ids.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), !offered.is_empty()));
     }
     let rows = sql::query(
         tx,
@@ -215,13 +215,14 @@ async fn claim_retries(tx: &impl GenericClient, req: &ClaimRequest<'_>) -> Resul
         &[&claim_ids, &claim_seqs, &millis(req.hold), &req.owner],
     )
     .await?;
-    claimed
+    let dues = claimed
         .iter()
         .map(|r| {
             let attempts = i64::from(r.try_get::<_, i32>(ENDPOINT_WIDTH)?);
             ClaimedEndpoint::read(r)?.due(&stored_event(r, ENDPOINT_WIDTH + 1)?, attempts, req.now_ms)
         })
-        .collect()
+        .collect::<Result<_, StoreError>>()?;
+    Ok((dues, true))
 }
 
 #[async_trait]
@@ -353,7 +354,7 @@ impl WebhookStore for PgWebhooks {
             let skip = webhook_sql::skip_after_windows(request.skip, &claimed.windows);
             let request = ClaimRequest { skip: &skip, ..request };
             let tx = client.transaction().await?;
-            claimed.retries = claim_retries(&tx, &request).await?;
+            (claimed.retries, claimed.retries_offered) = claim_retries(&tx, &request).await?;
             tx.commit().await?;
         }
         Ok(claimed)

@@ -117,8 +117,8 @@ impl WindowSteps for WindowClaims<'_> {
 /// are offered to the chooser (one probe each, the earliest due first), then only the chosen ones'
 /// rows are read, due first and within their room, and taken one of each endpoint in turn,
 /// `req.retries` at most: what a claim reads is bounded by what it may claim, whatever the
-/// backlogs.
-fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<Vec<Due>, StoreError> {
+/// backlogs. With whether any endpoint was offered.
+fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Result<(Vec<Due>, bool), StoreError> {
     let mut offered: Vec<Candidate> = tx
         .prepare_cached(&webhook_sql::retry_offers("?1", "?1", ""))?
         .query_map([req.now_ms], |r| {
@@ -162,7 +162,7 @@ fn claim_retries(tx: &Connection, req: &ClaimRequest<'_>, until_ms: i64) -> Resu
     for d in &claimed {
         claim.execute(params![d.webhook_id, d.sequence, until_ms, req.owner])?;
     }
-    Ok(claimed)
+    Ok((claimed, !offered.is_empty()))
 }
 
 /// The merchant's endpoint `webhook_id` that is not deleted.
@@ -310,7 +310,7 @@ impl WebhookStore for SqliteWebhooks {
             if retries > 0 {
                 let skip = webhook_sql::skip_after_windows(&skip, &claimed.windows);
                 let req = ClaimRequest { skip: &skip, ..req };
-                claimed.retries = claim_retries(tx, &req, until_ms)?;
+                (claimed.retries, claimed.retries_offered) = claim_retries(tx, &req, until_ms)?;
             }
             Ok(claimed)
         })
