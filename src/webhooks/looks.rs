@@ -93,8 +93,8 @@ impl Looks {
         self.retries_next = offered;
     }
 
-    /// A retry this worker scheduled came due when no place was free: the next turn claims
-    /// retries.
+    /// A retry this worker scheduled came due when no place was free, or retries it attempted
+    /// were settled (their endpoints free again): the next turn claims retries.
     pub fn retries_owed(&mut self) {
         self.retries_next = true;
     }

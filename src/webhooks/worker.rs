@@ -507,6 +507,10 @@ impl Worker {
         for merchant_pk in retry_merchants {
             looks.settled(merchant_pk);
         }
+        if !retries.is_empty() {
+            // Their endpoints are free again: more of their retries may be due.
+            looks.retries_owed();
+        }
         drop((held, looks));
         // The claims are released: their endpoints' next windows may be claimed now, and the
         // worker sleeps no longer than until the first retry just scheduled.

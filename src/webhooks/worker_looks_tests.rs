@@ -95,3 +95,39 @@ async fn a_turn_woken_by_a_ring_claims_retries_only_when_some_may_be_due() {
     let asked: Vec<usize> = lock(&store.requests).iter().map(|r| r.2).collect();
     assert_eq!(asked, vec![RETRY_ROWS, RETRY_ROWS, 0, RETRY_ROWS]);
 }
+
+/// Once the retries it attempted are settled, their endpoints are free again: the worker's next
+/// turn claims retries, not only its next claim of them once a period.
+#[tokio::test]
+async fn retries_settled_are_followed_by_a_claim_of_retries() {
+    let store = Arc::new(FakeStore {
+        to_claim: Mutex::new(Some(Claimed {
+            retries: vec![due(1)],
+            ..Claimed::default()
+        })),
+        ..FakeStore::default()
+    });
+    let transport = FakeTransport::new();
+    let (stop, run) = start(&store, &transport, &Arc::new(FakeClock::default()));
+    transport.until_started(1).await;
+    // The turn after the claim asks for retries too (it was offered one), then finds none.
+    while lock(&store.requests).len() < 2 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let before = 2;
+    transport.release(1);
+    let after_settling = async {
+        loop {
+            let asked = lock(&store.requests).iter().skip(before).any(|r| r.2 == RETRY_ROWS);
+            if asked && !lock(&store.plans).is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), after_settling)
+        .await
+        .unwrap_or_else(|_| panic!("no claim of retries followed the settlement"));
+    stop.cancel();
+    run.await.unwrap();
+}
