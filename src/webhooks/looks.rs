@@ -7,6 +7,7 @@
 //! A look at all costs what the endpoints number: the periodic one waits `ALL_SHARE` times as long
 //! as the last took (a minute at most), so that it holds up the turns for a bounded share of the
 //! time however many endpoints there are (a look asked for, or after a failure, is made at once).
+//! Likewise a turn claims retries only when some may be due (`Looks::retries`).
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -221,7 +222,7 @@ mod tests {
     }
 
     #[test]
-    fn retries_are_claimed_with_a_look_at_all_when_due_while_some_are_taken_and_once_a_period() {
+    fn retries_are_claimed_with_a_look_at_all_when_due_while_some_are_offered_and_once_a_period() {
         let mut looks = Looks::new(Duration::from_secs(1));
         let some = Look::Merchants(vec![1]);
         assert!(looks.retries(&some, false, 0), "the first turn");

@@ -19,8 +19,9 @@
 //!   to a share of the time).
 //!   Woken by a commit, it looks at most once every `WOKEN_EVERY`: a burst of commits is one look.
 //!   Between looks at every endpoint (`looks`), a turn reads only the endpoints of the merchants
-//!   that rang, that it has work of, or whose endpoint was freed by an attempt made by hand, so
-//!   what a turn costs does not grow with idle endpoints.
+//!   that rang, that it has work of, or whose endpoint was freed by an attempt made by hand, and
+//!   claims retries only when some may be due, so what a turn costs does not grow with idle
+//!   endpoints nor with retries scheduled for later.
 //! - **A clean stop.** Once `stop` is cancelled nothing more is claimed or started; the attempts in
 //!   flight end (each within `MAX_ATTEMPT`), their results are written, then `run` returns.
 
