@@ -176,6 +176,12 @@ impl ClaimRequest<'_> {
     pub fn looks_for_windows(&self) -> bool {
         self.windows > 0 && self.merchants.is_none_or(|m| !m.is_empty())
     }
+
+    /// Whether the claim asks for anything: one that does not needs no connection, and on SQLite
+    /// no turn of the writer.
+    pub fn asks(&self) -> bool {
+        self.looks_for_windows() || self.retries > 0
+    }
 }
 
 /// A page of an endpoint's attempts: the merchant's endpoint, below which attempt, how many, of

@@ -343,6 +343,9 @@ impl WebhookStore for PgWebhooks {
     }
 
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
+        if !request.asks() {
+            return Ok(Claimed::default());
+        }
         let mut client = self.pool.get().await?;
         let mut claimed = Claimed::default();
         if request.looks_for_windows() {

@@ -282,6 +282,9 @@ impl WebhookStore for SqliteWebhooks {
     }
 
     async fn claim(&self, request: ClaimRequest<'_>) -> Result<Claimed, StoreError> {
+        if !request.asks() {
+            return Ok(Claimed::default());
+        }
         let skip = request.skip.to_vec();
         let owner = request.owner.to_owned();
         let chooser = Arc::clone(request.chooser);
