@@ -31,15 +31,12 @@
 //        node console-test.mjs BASE_URL FULL_KEY STOREFRONT_KEY SCREENSHOT_DIR
 import crypto from 'node:crypto';
 import http from 'node:http';
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
+import { axe, checker, fitsWidth, tabReachesEverything } from './checks.mjs';
 import { launch } from './chromium.mjs';
 
 const [base, key, storefrontKey, shots] = process.argv.slice(2);
-const fail = (message) => { console.error(`console browser test FAILED: ${message}`); process.exit(1); };
-const check = (ok, message) => { if (!ok) fail(message); };
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const { check } = checker('console browser test');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function api(path, body, as = key) {
@@ -130,44 +127,9 @@ function watch(page) {
   return problems;
 }
 
-async function axe(page, what) {
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(() => window.axe.run(document, {
-    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
-  }));
-  const violations = result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  check(violations.length === 0, `axe-core on ${what}: ${violations.join(' | ')}`);
-  check(result.passes.length > 10, `axe-core ran ${result.passes.length} checks only on ${what}`);
-}
-
-// Tab from the top reaches every control of the page, each with a visible focus.
-async function tabReachesEverything(page, what) {
-  const controls = await page.evaluate(() => [...document.querySelectorAll('a[href], button, input, select, [tabindex="0"]')]
-    .filter((el) => !el.disabled && el.offsetParent !== null && !el.closest('[hidden]')).length);
-  await page.evaluate(() => { document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0); });
-  await page.locator('body').focus();
-  const seen = new Set();
-  for (let i = 0; i < controls + 20 && seen.size < controls; i += 1) {
-    await page.keyboard.press('Tab');
-    const focused = await page.evaluate(() => {
-      const el = document.activeElement;
-      if (!el || el === document.body) return null;
-      const style = getComputedStyle(el);
-      const visible = style.outlineStyle !== 'none' && parseFloat(style.outlineWidth) >= 2;
-      const all = [...document.querySelectorAll('a[href], button, input, select, [tabindex="0"]')];
-      return { index: all.indexOf(el), visible, name: el.textContent.trim().slice(0, 40) || el.id };
-    });
-    if (!focused || focused.index < 0) continue;
-    check(focused.visible, `${what}: no visible focus on ${focused.name}`);
-    seen.add(focused.index);
-  }
-  check(seen.size >= controls, `${what}: Tab reached ${seen.size} of ${controls} controls`);
-}
-
 async function widthChecks(page, what, width) {
-  await axe(page, `${what} at ${width} px`);
-  const scroll = await page.evaluate(() => document.documentElement.scrollWidth);
-  check(scroll <= width, `${what} scrolls sideways at ${width} px (${scroll} px wide)`);
+  await axe(page, `${what} at ${width} px`, check);
+  await fitsWidth(page, what, width, check);
   await page.screenshot({ path: `${shots}/console-${what.toLowerCase()}-${width}.png`, fullPage: width === 320 });
 }
 
@@ -203,7 +165,7 @@ try {
   check(JSON.stringify(await rowsOf(page)) === JSON.stringify(asRows(first)), 'the first page differs from the API\'s');
   check(await page.locator('svg.plan circle').count() === first.locations.length, 'the plan does not draw the listed points');
   await widthChecks(page, 'Locations', 1280);
-  await tabReachesEverything(page, 'Locations');
+  await tabReachesEverything(page, 'Locations', check);
   const second = await apiPage(null, first.pagination.next_cursor);
   await page.getByRole('button', { name: 'Next page' }).click();
   await page.getByText(`Locations 21 to 40 of ${first.pagination.total}.`).waitFor();
@@ -304,7 +266,7 @@ try {
   await monday.getByLabel('Closes').fill('08:00');
   await page.getByLabel('Accepts returns').check();
   await widthChecks(page, 'Location-form', 1280);
-  await tabReachesEverything(page, 'Location-form');
+  await tabReachesEverything(page, 'Location-form', check);
   await page.getByRole('button', { name: 'Save' }).click();
   await page.getByText(/^Nothing was saved: 3 things to fix/).waitFor();
   const failedSave = (await api('/v1/location/create', { locations: [sentBodies.at(-1).locations[0]] })).locations[0];
@@ -373,7 +335,7 @@ try {
   check(top.includes('location.created') && top.includes('Console point 1'), `the newest event is not at the top: ${top}`);
   check(created.status === 'ACTIVE', 'the created location is not ACTIVE');
   await widthChecks(page, 'Events', 1280);
-  await tabReachesEverything(page, 'Events');
+  await tabReachesEverything(page, 'Events', check);
   await page.goBack();
   await page.getByRole('heading', { level: 1, name: 'Form point renamed' }).waitFor();
   await page.goForward();
@@ -409,7 +371,7 @@ try {
   check(/^Deliveries failing since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC[+-]\d\d:\d\d\. The last error: answered 500 Internal Server Error\.$/
     .test(failingSaid), `the endpoint's list says: ${failingSaid}`);
   await widthChecks(page, 'Webhooks', 1280);
-  await tabReachesEverything(page, 'Webhooks');
+  await tabReachesEverything(page, 'Webhooks', check);
   await page.getByRole('link', { name: hookUrl }).click();
   await page.getByLabel('Outcome').waitFor();
   await page.getByLabel('Outcome').selectOption('failed');
@@ -433,7 +395,7 @@ try {
   const said = await page.getByText(/\d+ events? recovered since/).textContent();
   check(/^[12] events? recovered/.test(said), `the recovery said: ${said}`);
   await widthChecks(page, 'Deliveries', 1280);
-  await tabReachesEverything(page, 'Deliveries');
+  await tabReachesEverything(page, 'Deliveries', check);
 
   // Delete, after the confirmation.
   await page.getByRole('link', { name: 'All endpoints' }).click();
@@ -472,7 +434,7 @@ try {
     + 'bad-2,PICKUP_POINT,Too far north,91,37.61,true\n') });
   check(failing.counts.failed === 2, `the failing file: ${JSON.stringify(failing.counts)}`);
   await widthChecks(page, 'Import', 1280);
-  await tabReachesEverything(page, 'Import');
+  await tabReachesEverything(page, 'Import', check);
   const real = await imported(false);
   check(JSON.stringify(real.counts) === JSON.stringify(checked.counts), 'the check and the import differ');
   const listedImports = await page.locator('.table-wrap[aria-label="Your imports"] tbody tr').count();
@@ -528,7 +490,7 @@ try {
   await page.getByRole('button', { name: 'Create storefront key' }).click();
   await page.locator('.preview').getByRole('option').first().waitFor();
   await widthChecks(page, 'Keys', 1280);
-  await tabReachesEverything(page, 'Keys');
+  await tabReachesEverything(page, 'Keys', check);
   await page.getByRole('button', { name: 'Revoke Shop page' }).click();
   await page.getByRole('dialog').waitFor();
   await page.getByRole('button', { name: 'Revoke key' }).click();

@@ -14,15 +14,13 @@
 // Usage: OPEN_CASES=tests/data/open-cases.json node widget-test.mjs BASE_URL STOREFRONT_KEY EMBED_PORT SCREENSHOT_DIR
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
+import { axe, checker, fitsWidth } from './checks.mjs';
 import { launch } from './chromium.mjs';
 
 const [base, key, embedPort, shots] = process.argv.slice(2);
 const embed = `http://127.0.0.1:${embedPort}`;
-const fail = (message) => { console.error(`widget browser test FAILED: ${message}`); process.exit(1); };
-const check = (ok, message) => { if (!ok) fail(message); };
-const axeSource = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const { check } = checker('widget browser test');
 const MOSCOW = { latitude: 55.7575, longitude: 37.6134 };
 const PETERSBURG = { latitude: 59.9343, longitude: 30.3351 };
 
@@ -195,15 +193,8 @@ try {
     // The keyboard's focus on the list, on its second point: the screenshot shows the focus ring.
     await demo.locator('#pickup [role=listbox]').focus();
     await demo.keyboard.press('ArrowDown');
-    await demo.evaluate(axeSource);
-    const result = await demo.evaluate(() => window.axe.run(document, {
-      runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] },
-    }));
-    const violations = result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-    check(violations.length === 0, `axe-core at ${width} px: ${violations.join(' | ')}`);
-    check(result.passes.length > 10, `axe-core ran ${result.passes.length} checks only`);
-    const scroll = await demo.evaluate(() => document.documentElement.scrollWidth);
-    check(scroll <= width, `the page scrolls sideways at ${width} px (${scroll} px wide)`);
+    await axe(demo, `/widget/ at ${width} px`, check);
+    await fitsWidth(demo, '/widget/', width, check);
     check(demoProblems.length === 0, `/widget/ logged errors at ${width} px: ${demoProblems.join(' | ')}`);
     await demo.screenshot({ path: `${shots}/widget-${width}.png`, fullPage: width === 320 });
     await demo.close();
