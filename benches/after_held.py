@@ -43,7 +43,7 @@ def main():
     cache = ROOT / "target/bench-cache"
     if not (cache / "search-1000000.db").exists():
         sys.exit("no target/bench-cache/search-1000000.db: run scripts/bench --workloads search-1m once")
-    bench.BIN = Path(cfg.bin).resolve()
+    bench.settings.BIN = Path(cfg.bin).resolve()
     workdir = Path(scratch_dir("storefront-after-held-"))
     pg = None
     try:
@@ -61,10 +61,10 @@ def main():
         script = ROOT / "benches/wrk/list.lua"
         args = [key, str(bodies), "/v1/location/search"]
         print(f"{'PostgreSQL' if pg else 'SQLite'}, {'a storefront key' if cfg.storefront else 'a full key'}, "
-              f"{bench.BIN}")
+              f"{bench.settings.BIN}")
         for rep in range(1, cfg.reps + 1):
             for threads in [int(t) for t in cfg.threads.split(",")]:
-                bench.WRK_THREADS = threads
+                bench.settings.WRK_THREADS = threads
                 server = bench.Server("ours", db, workdir)
                 try:
                     bench.wrk(server.base, 16, 2, script, args)

@@ -120,7 +120,7 @@ def report(results, cfg, cold, command, pin=None, base_bin=None, limits=()):
                             ("search-1m", f"Search: the same questions, a merchant with {cfg.locations:,} locations around the same 20 cities"),
                             ("search-1m-pg", f"Search on PostgreSQL (fsync on, its CPU counted): the same questions, {cfg.locations:,} locations"),
                             ("search-1m-sf", f"Buyers' search: the questions of search-1m with a storefront key, {cfg.locations:,} locations"),
-                            ("search-1m-pg-sf", f"Buyers' search on PostgreSQL: the questions of search-1m-pg with a storefront key")]:
+                            ("search-1m-pg-sf", "Buyers' search on PostgreSQL: the questions of search-1m-pg with a storefront key")]:
         lines += [f"## {title}", "", "| server | conns | req/s | items/s | p50 ms | p99 ms | server CPU ms/req | peak RSS MiB | errors |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for kind in ("ours", "base", "ceiling", "peer"):

@@ -83,7 +83,7 @@ def measure(kind, db, workdir, page, key, bodies, path, seconds):
 
 def get(url, seconds):
     """wrk's plain GET of `url`, in the shape of the RESULT line."""
-    out = subprocess.run(["taskset", "-c", bench.PIN[1], "wrk", "-t1", "-c16", f"-d{seconds}s", url],
+    out = subprocess.run(["taskset", "-c", bench.settings.PIN[1], "wrk", "-t1", "-c16", f"-d{seconds}s", url],
                          capture_output=True, text=True, check=True).stdout
     requests = int(next(line for line in out.splitlines() if "requests in" in line).split()[0])
     return {"requests": requests, "duration_us": seconds * 1e6, "errors": 0}
@@ -104,7 +104,7 @@ def main():
     pinned = bench.pinning(1)
     if pinned is None:
         sys.exit("needs 2 cpus: one for the server, one for wrk")
-    bench.BIN, bench.PIN, bench.WRK_THREADS = Path(cfg.bin).resolve(), pinned, 1
+    bench.settings.BIN, bench.settings.PIN, bench.settings.WRK_THREADS = Path(cfg.bin).resolve(), pinned, 1
     workdir = Path(scratch_dir("storefront-cost-split-"))
     try:
         db = workdir / "search.db"
@@ -132,7 +132,7 @@ def main():
             ("the 400 questions, a full key", "ours", key, questions, SEARCH),
             ("the 400 questions, a storefront key", "ours", storefront, questions, SEARCH),
         ]
-        print(f"{cfg.db}, {bench.BIN}: server on cpu {pinned[0]}, wrk -t1 -c16 on cpu {pinned[1]}, "
+        print(f"{cfg.db}, {bench.settings.BIN}: server on cpu {pinned[0]}, wrk -t1 -c16 on cpu {pinned[1]}, "
               f"{cfg.seconds} s a window")
         print("| case | req/s | CPU µs a request | user | kernel |")
         print("|---|---:|---:|---:|---:|")

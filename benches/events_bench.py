@@ -25,7 +25,6 @@ import argparse
 import http.client
 import json
 import os
-import platform
 import sqlite3
 import statistics
 import subprocess

@@ -162,8 +162,8 @@ def main():
                 f"({out.strip()})")
 
     print()
-    print(f"| file | size MB | reading rows/s | reading CLI CPU s | reading peak RSS MiB | push rows/s | "
-          f"push CLI CPU s | push peak RSS MiB |")
+    print("| file | size MB | reading rows/s | reading CLI CPU s | reading peak RSS MiB | push rows/s | "
+          "push CLI CPU s | push peak RSS MiB |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, path in files.items():
         read, push = results[(name, "read")], results[(name, "push")]
