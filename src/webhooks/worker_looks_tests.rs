@@ -28,6 +28,17 @@ fn looking(store: &Arc<FakeStore>, places: &Arc<Places>) -> Looking {
     }
 }
 
+/// A store whose first claim hands out one retry (of sequence 1).
+fn one_retry_to_claim() -> Arc<FakeStore> {
+    Arc::new(FakeStore {
+        to_claim: Mutex::new(Some(Claimed {
+            retries: vec![due(1)],
+            ..Claimed::default()
+        })),
+        ..FakeStore::default()
+    })
+}
+
 /// Between its looks at every endpoint (the first, then one a period), a turn reads only the
 /// endpoints of the merchants that rang; a ring of all, or deliveries due, is a look at all.
 #[tokio::test]
@@ -75,13 +86,7 @@ async fn an_endpoint_freed_by_an_attempt_made_by_hand_is_looked_at_by_the_next_t
 /// this worker scheduled is due; a turn woken by a ring between those claims only fresh events.
 #[tokio::test]
 async fn a_turn_woken_by_a_ring_claims_retries_only_when_some_may_be_due() {
-    let store = Arc::new(FakeStore {
-        to_claim: Mutex::new(Some(Claimed {
-            retries: vec![due(1)],
-            ..Claimed::default()
-        })),
-        ..FakeStore::default()
-    });
+    let store = one_retry_to_claim();
     let Looking { w, events, _queue, .. } = looking(&store, &Arc::default());
     let mut tasks = JoinSet::new();
     assert_eq!(w.turn(&mut tasks).await.unwrap(), 1);
@@ -100,13 +105,7 @@ async fn a_turn_woken_by_a_ring_claims_retries_only_when_some_may_be_due() {
 /// turn claims retries, not only its next claim of them once a period.
 #[tokio::test]
 async fn retries_settled_are_followed_by_a_claim_of_retries() {
-    let store = Arc::new(FakeStore {
-        to_claim: Mutex::new(Some(Claimed {
-            retries: vec![due(1)],
-            ..Claimed::default()
-        })),
-        ..FakeStore::default()
-    });
+    let store = one_retry_to_claim();
     let transport = FakeTransport::new();
     let (stop, run) = start(&store, &transport, &Arc::new(FakeClock::default()));
     transport.until_started(1).await;
