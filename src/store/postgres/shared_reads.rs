@@ -249,6 +249,9 @@ mod tests {
 
     use super::*;
 
+    // The tests that order their requests by timers run on a paused clock, which moves only when
+    // every task waits: on a busy machine a later timer cannot fire in the same turn as an earlier one.
+
     /// A lookup that takes a while and answers how many lookups began before it.
     async fn counted(count: &AtomicU64) -> Result<u64, StoreError> {
         let n = count.fetch_add(1, Ordering::SeqCst);
@@ -256,7 +259,7 @@ mod tests {
         Ok(n)
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn requests_arriving_during_a_lookup_share_the_next_one_begun_after_them() {
         let lookups = SharedLookups::<u64>::default();
         let count = AtomicU64::new(0);
@@ -309,7 +312,7 @@ mod tests {
         assert_eq!(count.load(Ordering::SeqCst), 1);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_failed_or_abandoned_lookup_makes_the_others_look_up_again() {
         let lookups = SharedLookups::<u64>::default();
         let count = AtomicU64::new(0);
