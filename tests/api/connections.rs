@@ -146,15 +146,27 @@ async fn an_idle_keep_alive_connection_lives_60_s_on_http1_and_h2c_not_the_head_
     })
     .await;
     let addr = server_addr(&app.base);
-    let mut h1 = connect([127, 0, 0, 1], addr, None).await;
     let list = request_h1(LIST, &app.key, "{}");
-    h1.write_all(list.as_bytes()).await.unwrap();
-    assert_eq!(read_answer_h1(&mut h1, None, || {}).await.0, 200);
+    // Two connections of each kind, each answered once: one is asked again once idle for 50 s,
+    // the other is left idle until it is closed, so that one wait of about 60 s shows both.
+    let mut h1 = connect([127, 0, 0, 1], addr, None).await;
+    let mut h1_left = connect([127, 0, 0, 1], addr, None).await;
+    for stream in [&mut h1, &mut h1_left] {
+        stream.write_all(list.as_bytes()).await.unwrap();
+        assert_eq!(read_answer_h1(stream, None, || {}).await.0, 200);
+    }
     let (mut h2, h2_open) = h2c(connect([127, 0, 0, 1], addr, None).await).await;
+    let (mut h2_left, h2_left_open) = h2c(connect([127, 0, 0, 1], addr, None).await).await;
     assert_eq!(h2_healthz(&mut h2).await, 200);
+    assert_eq!(h2_healthz(&mut h2_left).await, 200);
 
     // 50 s of silence: past the 10 s head deadline, within the 60 s idle one.
     tokio::time::sleep(Duration::from_secs(50)).await;
+    assert!(
+        !closed_within(&mut h1_left, Duration::from_millis(100)).await,
+        "HTTP/1.1: closed while idle < 60 s"
+    );
+    assert!(!h2_left_open.is_finished(), "h2c: closed while idle < 60 s");
     h1.write_all(list.as_bytes()).await.unwrap();
     assert_eq!(
         read_answer_h1(&mut h1, None, || {}).await.0,
@@ -166,10 +178,10 @@ async fn an_idle_keep_alive_connection_lives_60_s_on_http1_and_h2c_not_the_head_
 
     // And closed once idle for 60 s (within 75 s).
     assert!(
-        closed_within(&mut h1, Duration::from_secs(75)).await,
+        closed_within(&mut h1_left, Duration::from_secs(25)).await,
         "HTTP/1.1 still open after 75 s idle"
     );
-    let h2_closed = tokio::time::timeout(Duration::from_secs(75), h2_open).await;
+    let h2_closed = tokio::time::timeout(Duration::from_secs(25), h2_left_open).await;
     assert!(h2_closed.is_ok(), "h2c still open after 75 s idle");
 }
 
