@@ -34,7 +34,11 @@ import schemathesis
 
 WEBHOOK_NAMED = ("/v1/webhook/delete", "/v1/webhook/enable", "/v1/webhook/rotate_secret", "/v1/webhook/deliveries",
                  "/v1/webhook/resend", "/v1/webhook/recover", "/v1/webhook/test")
-SAFE_URL = "https://hooks.example.com/schemathesis"
+# A name the hosts file answers, never a DNS server, and whose address the service refuses (loopback):
+# each attempt a test, a resend or the worker makes to it fails at once, and nothing is sent off the
+# machine. A name only a DNS server knows made every attempt ask one: at eight at a time, some waited
+# out the resolver's 5 s timeout, holding the endpoint's places, and the run's resends waited with them.
+SAFE_URL = "https://localhost/schemathesis"
 # Schemathesis' workers are threads: one at a time makes room and creates endpoints, so that two
 # never delete the same endpoint, and an endpoint just created for a case is among the 8 newest
 # that the next ones keep.
